@@ -1,0 +1,80 @@
+"""Every study notebook has the study shape and runs with its smoke parameters.
+
+Output parameters (``dataset_path``, ``figures_dir`` and any ``*_out``) are
+redirected to a temporary directory, so the smoke runs never touch ``data/``
+or ``figures/``.
+"""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from perfmod import notebooks as nbs
+from perfmod.io import check_conventions, read_dataset
+
+NOTEBOOKS = nbs.study_notebooks()
+
+
+def test_there_are_study_notebooks():
+    assert NOTEBOOKS, "no notebooks in notebooks/"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_shape(nb):
+    nbs.check_notebook(nb)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_smoke_run(nb, tmp_path):
+    declared = nbs.declared_parameters(nb)
+    outputs = {"dataset_path": str(tmp_path / "out.nc"), "figures_dir": str(tmp_path / "figures")}
+    outputs.update({name: str(tmp_path / name) for name in declared if name.endswith("_out")})
+    outputs = {k: v for k, v in outputs.items() if k in declared}
+    executed = nbs.run_notebook(nb, outputs, smoke=True, output=tmp_path / nb.name, progress=False)
+    assert executed.exists()
+    ds = read_dataset(tmp_path / "out.nc")
+    check_conventions(ds)
+    assert ds.attrs["study"] == nb.stem
+    if "figures_dir" in declared:
+        assert list(Path(tmp_path / "figures").glob("*.png")), "the notebook wrote no figure"
+    # nothing written next to the notebook
+    assert not (nb.parent / "out.nc").exists()
+
+
+def _toy(tmp_path, params_src="x: int = 1  # a number\ndataset_path: str = 'a.nc'"):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# paper 000: toy"),
+        nbformat.v4.new_code_cell(params_src, metadata={"tags": ["parameters"]}),
+    ]
+    nb.metadata["perfmod"] = {"smoke": {"x": 2}}
+    path = tmp_path / "toy.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_checker_accepts_a_good_notebook(tmp_path):
+    path = _toy(tmp_path)
+    nbs.check_notebook(path)
+    assert nbs.declared_parameters(path) == {"x": "int", "dataset_path": "str"}
+    assert nbs.smoke_parameters(path) == {"x": 2}
+
+
+def test_checker_names_untyped_parameter_line(tmp_path):
+    path = _toy(tmp_path, "x: int = 1\ny = 2\ndataset_path: str = 'a'")
+    with pytest.raises(nbs.NotebookShapeError, match=r"toy.ipynb: cell 1 \(parameters\), line 2: 'y'"):
+        nbs.check_notebook(path)
+
+
+def test_strip_outputs_round_trip(tmp_path):
+    path = _toy(tmp_path)
+    node = nbformat.read(path, as_version=4)
+    node.cells[1].outputs = [nbformat.v4.new_output("stream", text="hi")]
+    node.cells[1].execution_count = 3
+    nbformat.write(node, path)
+    with pytest.raises(nbs.NotebookShapeError, match="outputs"):
+        nbs.check_notebook(path)
+    assert nbs.strip_outputs(path) is True
+    nbs.check_notebook(path)
+    assert nbs.strip_outputs(path) is False
