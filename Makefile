@@ -41,13 +41,13 @@ $(PROCESSED)/local_calibration.nc: notebooks/local_calibration.ipynb $(STAMP) $(
 	$(NBRUN) $< -p dataset_path ../$@
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q --benchmark-disable
 
 test-all: setup ## run every test, slow ones included
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --benchmark-disable
 
 bench: setup ## run the benchmarks (pytest-benchmark)
-	$(PY) -m pytest -q -m bench --benchmark-only --benchmark-columns=min,median,mean,ops,rounds
+	$(PY) -m pytest -q tests/test_bench.py --benchmark-only --benchmark-columns=min,median,mean,ops,rounds
 
 lint: setup ## ruff
 	$(VENV)/bin/ruff check perfmod tests

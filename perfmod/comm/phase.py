@@ -98,7 +98,8 @@ def phase_time(
     np.add.at(msgs, (src, modes.astype(int)), 1)
     ds = xr.Dataset(
         {
-            "t_rank": ("rank", t_rank, {"units": "s", "long_name": f"communication time per rank ({model}, {overlap})"}),
+            "t_rank": ("rank", t_rank,
+                       {"units": "s", "long_name": f"communication time per rank ({model}, {overlap})"}),
             "messages": (("rank", "mode"), msgs, {"units": "1", "long_name": "messages sent per rank and mode"}),
             "t_phase": ((), float(t_rank.max(initial=0.0)), {"units": "s", "long_name": "phase time (slowest rank)"}),
         },

@@ -1,0 +1,65 @@
+"""Figures shared by the notebooks (matplotlib; saved as PNG by :func:`save`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+
+__all__ = ["save", "plot_model_curves", "plot_weak_scaling"]
+
+MODE_LABELS = {"intra_socket": "intra-socket", "inter_socket": "inter-socket", "inter_node": "inter-node"}
+
+
+def save(fig: plt.Figure, figures_dir: str | Path, name: str) -> Path:
+    """Save ``fig`` as ``<figures_dir>/<name>.png`` (directory created) and return the path."""
+    out = Path(figures_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    return path
+
+
+def plot_model_curves(curves: xr.Dataset) -> plt.Figure:
+    """Message time vs size per platform (columns) and mode (colours), postal solid, max-rate dashed."""
+    plats = list(curves.platform.values)
+    fig, axes = plt.subplots(1, len(plats), figsize=(4.2 * len(plats), 3.6), sharey=True, squeeze=False)
+    for ax, plat in zip(axes[0], plats, strict=True):
+        for c, mode in enumerate(curves.mode.values):
+            for model, ls in (("postal", "-"), ("maxrate", "--")):
+                y = curves.t_msg.sel(platform=plat, model=model, mode=mode)
+                if np.all(np.isnan(y)):
+                    continue
+                ax.loglog(curves.msg_bytes, y * 1e6, ls, color=f"C{c}",
+                          label=f"{MODE_LABELS.get(str(mode), mode)}, {model}")
+        ax.set_title(str(plat))
+        ax.set_xlabel("message size [B]")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("time per message [us]")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_weak_scaling(ds: xr.Dataset, app: str) -> plt.Figure:
+    """Predicted communication time per iteration vs nodes, one panel per platform, a line per model."""
+    plats = list(ds.platform.values)
+    fig, axes = plt.subplots(1, len(plats), figsize=(4.2 * len(plats), 3.4), squeeze=False)
+    sub = ds.sel(app=app)
+    for ax, plat in zip(axes[0], plats, strict=True):
+        for i, model in enumerate(ds.model.values):
+            y = sub.t_comm_predicted.sel(platform=plat, model=model)
+            ax.plot(ds.nodes, y * 1e3, "o-", color=f"C{i}", label=str(model), ms=3)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{app} on {plat}")
+        ax.set_xlabel("nodes")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("communication per iteration [ms]")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig

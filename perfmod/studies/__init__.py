@@ -1,0 +1,1 @@
+"""Study builders: the logic behind each notebook, as functions returning datasets."""
