@@ -26,7 +26,14 @@ from ..decomposition import exchange
 from ..platforms import MODES, ParameterNotAvailable, load
 from ..topology import kmodel_counts
 
-__all__ = ["PHASES_PER_ITERATION", "nprocs_for", "TABLE5_CONFIG", "model_curves", "weak_scaling_comm", "table5_reproduction"]
+__all__ = [
+    "PHASES_PER_ITERATION",
+    "TABLE5_CONFIG",
+    "nprocs_for",
+    "model_curves",
+    "weak_scaling_comm",
+    "table5_reproduction",
+]
 
 PHASES_PER_ITERATION = {"jacobi2d": 1, "minife": 1, "minimd": 2}
 
@@ -96,7 +103,7 @@ def weak_scaling_comm(
             "k_inter": (dims, k_inter, {"units": "1", "long_name": "K_inter: max inter-node messages per node"}),
             "k_total": (dims, k_total, {"units": "1", "long_name": "K_total (000 Eq. 4)"}),
             "k": (dims, k_eff, {"units": "1", "long_name": "K-model k = K_inter / K_total * k'"}),
-            "nprocs": (dims, nprocs, {"units": "1", "long_name": "MPI ranks (nodes x ranks per node, or the largest power of two that fits)"}),
+            "nprocs": (dims, nprocs, {"units": "1", "long_name": "MPI ranks (see nprocs_for)"}),
         },
         coords={"app": list(apps), "platform": list(platforms),
                 "nodes": ("nodes", np.asarray(nodes), {"units": "1", "long_name": "nodes"}),
