@@ -153,6 +153,9 @@ def atomic_path(path: str | os.PathLike, overwrite: bool = True) -> Iterator[Pat
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
         if dest.exists() and not overwrite:
             raise FileExistsError(f"{dest} appeared while writing; refusing to overwrite")
         os.replace(tmp_path, dest)

@@ -1,0 +1,1 @@
+"""Microbenchmarks run on the machine at hand (ping-pong; more to come)."""
