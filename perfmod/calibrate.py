@@ -32,7 +32,7 @@ from .comm.fitting import Fit, find_breakpoints, fit_maxrate, fit_protocols
 from .io import read_dataset
 from .platforms import Platform, from_dict, save
 
-__all__ = ["median_curve", "calibrate"]
+__all__ = ["median_curve", "calibrate", "calibration_dataset"]
 
 MODE = "intra_socket"
 
@@ -123,3 +123,42 @@ def calibrate(
     if out is not None:
         save(plat, out)
     return plat, fits, breaks
+
+
+def calibration_dataset(ds: xr.Dataset, fits: dict[str, Fit], breaks: list[int]) -> xr.Dataset:
+    """Measured vs fitted one-way times (k = 1) over ``msg_bytes`` and the fitted parameters.
+
+    Holds ``t_oneway_measured`` (median over reps), its quartiles,
+    ``t_oneway_predicted`` (the postal fit of the size's protocol) and
+    ``protocol``; parameters with SEs over (``protocol``, ``parameter``).
+    """
+    n, t = median_curve(ds, 1)
+    q = ds.t_oneway.sel(pairs=1).quantile([0.25, 0.75], dim="rep").values
+    edges = [0.0, *breaks, np.inf]
+    names = list(fits)
+    proto = np.empty(n.size, dtype=object)
+    pred = np.empty(n.size)
+    for name, lo, hi in zip(names, edges[:-1], edges[1:], strict=True):
+        sel = (n > lo) & (n <= hi)
+        proto[sel] = name
+        pred[sel] = fits[name].predict(n[sel])
+    params = ["alpha", "beta"]
+    est = np.array([[fits[p].params[k] for k in params] for p in names])
+    se = np.array([[fits[p].stderr[k] for k in params] for p in names])
+    out = xr.Dataset(
+        {
+            "t_oneway_measured": ("msg_bytes", t, {"units": "s", "long_name": "measured one-way time (median)"}),
+            "t_oneway_q25": ("msg_bytes", q[0], {"units": "s", "long_name": "measured one-way time, 25th percentile"}),
+            "t_oneway_q75": ("msg_bytes", q[1], {"units": "s", "long_name": "measured one-way time, 75th percentile"}),
+            "t_oneway_predicted": ("msg_bytes", pred, {"units": "s", "long_name": "postal fit of the protocol"}),
+            "protocol": ("msg_bytes", proto.astype(str), {"units": "1", "long_name": "protocol segment"}),
+            "postal_estimate": (("fit_protocol", "parameter"), est,
+                                {"units": "s | s/B", "long_name": "fitted postal parameters (alpha s, beta s/B)"}),
+            "postal_stderr": (("fit_protocol", "parameter"), se,
+                              {"units": "s | s/B", "long_name": "standard errors of the postal parameters"}),
+        },
+        coords={"msg_bytes": ("msg_bytes", n.astype(np.int64), {"units": "B", "long_name": "message size"}),
+                "fit_protocol": names, "parameter": params},
+    )
+    out.attrs["breakpoints"] = np.asarray(breaks, dtype=np.int64)
+    return out

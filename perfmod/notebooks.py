@@ -109,11 +109,11 @@ def check_notebook(nb: str | Path) -> None:
     node, name = _read(nb)
     if not node.cells or node.cells[0].cell_type != "markdown":
         raise NotebookShapeError(f"{name}: cell 0 must be markdown naming the paper and study")
-    idx, _ = parameters_cell(node)
+    idx, _ = parameters_cell(nb)
     if idx != 1:
         raise NotebookShapeError(f"{name}: the parameters cell must be cell 1, found at cell {idx}")
-    params = declared_parameters(node)
-    smoke = smoke_parameters(node)
+    params = declared_parameters(nb)
+    smoke = smoke_parameters(nb)
     unknown = sorted(set(smoke) - set(params))
     if unknown:
         raise NotebookShapeError(f"{name}: smoke parameters {unknown} are not declared in the parameters cell")

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-__all__ = ["save", "plot_model_curves", "plot_weak_scaling"]
+__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration"]
 
 MODE_LABELS = {"intra_socket": "intra-socket", "inter_socket": "inter-socket", "inter_node": "inter-node"}
 
@@ -61,5 +61,38 @@ def plot_weak_scaling(ds: xr.Dataset, app: str) -> plt.Figure:
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("communication per iteration [ms]")
     axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_calibration(curve: xr.Dataset) -> plt.Figure:
+    """Measured (median, interquartile bar) vs fitted one-way time, and relative residuals, per protocol.
+
+    ``curve`` holds ``t_oneway_measured``, ``t_oneway_q25``, ``t_oneway_q75``,
+    ``t_oneway_predicted`` and ``protocol`` over ``msg_bytes``, and the
+    attribute ``breakpoints`` (bytes).
+    """
+    fig, (ax, axr) = plt.subplots(2, 1, figsize=(6.5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
+    n = curve.msg_bytes.values
+    meas = curve.t_oneway_measured.values
+    for i, proto in enumerate(dict.fromkeys(curve.protocol.values.tolist())):
+        sel = curve.protocol.values == proto
+        err = np.stack([meas[sel] - curve.t_oneway_q25.values[sel], curve.t_oneway_q75.values[sel] - meas[sel]])
+        ax.errorbar(n[sel], meas[sel] * 1e6, yerr=err * 1e6, fmt="o", ms=3, color=f"C{i}", label=f"{proto}: measured")
+        ax.plot(n[sel], curve.t_oneway_predicted.values[sel] * 1e6, "-", color=f"C{i}", label=f"{proto}: postal fit")
+        res = (meas[sel] - curve.t_oneway_predicted.values[sel]) / meas[sel]
+        axr.plot(n[sel], res * 100, "o", ms=3, color=f"C{i}")
+    for b in np.atleast_1d(curve.attrs.get("breakpoints", [])):
+        for a in (ax, axr):
+            a.axvline(b, color="grey", ls=":", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylabel("one-way time [us]")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    axr.axhline(0, color="k", lw=0.8)
+    axr.set_ylabel("residual [%]")
+    axr.set_xlabel("message size [B]")
+    axr.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig
