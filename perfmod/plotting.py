@@ -41,7 +41,7 @@ def plot_model_curves(curves: xr.Dataset) -> plt.Figure:
         ax.set_xlabel("message size [B]")
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("time per message [us]")
-    axes[0][-1].legend(fontsize=7)
+    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
