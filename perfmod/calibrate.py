@@ -30,6 +30,7 @@ import xarray as xr
 
 from .comm.fitting import Fit, find_breakpoints, fit_maxrate, fit_protocols
 from .io import read_dataset
+from .paths import repo_root
 from .platforms import Platform, from_dict, save
 
 __all__ = ["median_curve", "calibrate", "calibration_dataset"]
@@ -75,6 +76,10 @@ def calibrate(
     """
     ds = ds_or_path if isinstance(ds_or_path, xr.Dataset) else read_dataset(ds_or_path)
     where = str(ds_or_path) if not isinstance(ds_or_path, xr.Dataset) else ds.attrs.get("path", "<dataset>")
+    try:  # record paths relative to the checkout, not this machine's layout
+        where = str(Path(where).resolve().relative_to(repo_root()))
+    except ValueError:
+        pass
     if 1 not in ds.pairs.values:
         raise ValueError(f"{where}: no k = 1 (single pair) measurement to fit the postal model")
     n, t = median_curve(ds, 1)
