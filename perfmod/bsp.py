@@ -1,0 +1,228 @@
+"""BSP-style model of structured-grid codes (paper 003 §II-III, Eq. 1-6, Table I).
+
+Problem parameters: C cells in the global grid, P processes, I iterations,
+H halo cells per process.  Unknowns (Table I): K_w cells computed per second,
+K_b halo cells communicated per second, O_h packing time per halo cell,
+O_w per-iteration compute overhead, O_l communication latency, O_i other
+per-iteration time, O_c initialization time per cell, O_s start-up time,
+and for TRITON K_r, the cost of one step of a tree reduction (Eq. 6).
+
+    T_w = I (C / (P K_w) + H O_h + O_w)                    (Eq. 1)
+    T_c = I (H / K_b + O_l + lg(P) K_r)                    (Eq. 2, 6)
+    T_o = I O_i + C O_c + O_s                              (Eq. 3)
+    T_t = T_w + T_c + T_o
+
+Fitting (§II-B): each of T_w, T_c and T_o is linear in the unknowns (with
+1/K_w and 1/K_b), so each is fitted separately by least squares: T_w in
+the per-iteration form of Eq. 5, ``P T_w / I = C / K_w + P H O_h + P O_w``;
+T_c per iteration, ``T_c / I = H / K_b + O_l + lg(P) K_r``; T_o as Eq. 3.
+Non-negative least squares is an option.  Predictions come with intervals
+(the paper's future work: "from a point prediction to an interval").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize, stats
+
+__all__ = [
+    "BSPParams",
+    "BlockFit",
+    "BSPFit",
+    "bsp_times",
+    "fit_bsp",
+    "kw_from_coarse_run",
+    "scaled_iterations",
+    "IdentifiabilityError",
+]
+
+
+class IdentifiabilityError(ValueError):
+    """Too few runs, or runs that cannot separate some parameters (the message names them)."""
+
+
+@dataclass(frozen=True)
+class BSPParams:
+    """Table I unknowns (SI units: cells/s, s/cell, s), plus K_r (s) for TRITON."""
+
+    k_w: float
+    k_b: float
+    o_h: float
+    o_w: float
+    o_l: float
+    o_i: float
+    o_c: float
+    o_s: float
+    k_r: float = 0.0
+
+
+def bsp_times(C: Any, P: Any, I: Any, H: Any, p: BSPParams) -> dict[str, Any]:  # noqa: E741
+    """T_w, T_c, T_o and T_t (seconds) of Eq. 1-3 and 6; broadcasts over arrays."""
+    tw = I * (C / (P * p.k_w) + H * p.o_h + p.o_w)
+    tc = I * (H / p.k_b + p.o_l + np.log2(P) * p.k_r)
+    to = I * p.o_i + C * p.o_c + p.o_s
+    return {"t_w": tw, "t_c": tc, "t_o": to, "t_t": tw + tc + to}
+
+
+@dataclass(frozen=True)
+class BlockFit:
+    """Least-squares fit of one block (compute, communication or other)."""
+
+    names: tuple[str, ...]
+    coef: np.ndarray
+    cov: np.ndarray
+    sigma2: float
+    df: int
+    nonneg: bool
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """Standard errors of the coefficients."""
+        return np.sqrt(np.clip(np.diag(self.cov), 0, None))
+
+    def predict(self, x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Point prediction and prediction-interval half width for design rows ``x``."""
+        y = x @ self.coef
+        var = np.einsum("ij,jk,ik->i", x, self.cov, x) + self.sigma2
+        q = stats.t.ppf(0.5 + level / 2, max(self.df, 1))
+        return y, q * np.sqrt(var)
+
+
+def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: bool, what: str) -> BlockFit:
+    n, k = x.shape
+    if n < k:
+        raise IdentifiabilityError(f"{what}: {n} runs for {k} unknowns ({', '.join(names)}); need at least {k}")
+    scale = np.linalg.norm(x, axis=0)
+    scale[scale == 0] = 1.0
+    xs = x / scale
+    s = np.linalg.svd(xs, compute_uv=False)
+    if s[-1] < 1e-10 * s[0]:
+        _, _, vt = np.linalg.svd(xs)
+        null = np.abs(vt[-1])
+        bad = [names[i] for i in np.flatnonzero(null > 1e-6)]
+        raise IdentifiabilityError(f"{what}: the runs cannot separate {', '.join(bad)} (vary C, P, H or I more)")
+    if nonneg:
+        beta, _ = optimize.nnls(xs, y)
+    else:
+        beta, *_ = np.linalg.lstsq(xs, y, rcond=None)
+    resid = y - xs @ beta
+    df = n - k
+    sigma2 = float(resid @ resid / df) if df > 0 else 0.0
+    cov = sigma2 * np.linalg.inv(xs.T @ xs)
+    return BlockFit(names, beta / scale, cov / np.outer(scale, scale), sigma2, df, nonneg)
+
+
+def _design(C: np.ndarray, P: np.ndarray, I: np.ndarray, H: np.ndarray, reduction: bool):  # noqa: E741
+    xw = np.stack([C, P * H, P], axis=1)
+    xc = np.stack([H, np.ones_like(H)] + ([np.log2(P)] if reduction else []), axis=1)
+    xo = np.stack([I, C, np.ones_like(C)], axis=1)
+    return xw, xc, xo
+
+
+@dataclass(frozen=True)
+class BSPFit:
+    """The three block fits and the parameters they give."""
+
+    compute: BlockFit
+    comm: BlockFit
+    other: BlockFit
+    reduction: bool
+
+    @property
+    def params(self) -> BSPParams:
+        w, c, o = self.compute.coef, self.comm.coef, self.other.coef
+        return BSPParams(
+            k_w=1 / w[0], k_b=1 / c[0], o_h=w[1], o_w=w[2], o_l=c[1],
+            o_i=o[0], o_c=o[1], o_s=o[2], k_r=c[2] if self.reduction else 0.0,
+        )
+
+    def stderr(self) -> dict[str, float]:
+        """Standard errors of the linear coefficients (1/K_w, O_h, O_w, 1/K_b, O_l, [K_r], O_i, O_c, O_s)."""
+        out = {}
+        for b in (self.compute, self.comm, self.other):
+            out |= dict(zip(b.names, b.stderr.tolist(), strict=True))
+        return out
+
+    def predict(self, C: Any, P: Any, I: Any, H: Any, level: float = 0.95) -> dict[str, np.ndarray]:  # noqa: E741
+        """Predicted T_w, T_c, T_o, T_t (s) with ``<name>_lower``/``<name>_upper`` prediction bounds.
+
+        The bounds of a block come from its own fit (t quantile, the
+        coefficient covariance plus the residual variance, scaled back from
+        the per-iteration forms); T_t's from the sum of the three variances,
+        with the smallest of the three residual degrees of freedom.
+        """
+        C, P, I, H = (np.atleast_1d(np.asarray(v, dtype=float)) for v in np.broadcast_arrays(C, P, I, H))  # noqa: E741
+        xw, xc, xo = _design(C, P, I, H, self.reduction)
+        out: dict[str, np.ndarray] = {}
+        var_t = np.zeros_like(C)
+        tt = np.zeros_like(C)
+        z = stats.norm.ppf(0.5 + level / 2)
+        for name, block, x, factor in (("t_w", self.compute, xw, I / P), ("t_c", self.comm, xc, I),
+                                       ("t_o", self.other, xo, np.ones_like(I))):
+            y, half = block.predict(x, level)
+            q = stats.t.ppf(0.5 + level / 2, max(block.df, 1))
+            out[name] = y * factor
+            out[f"{name}_lower"], out[f"{name}_upper"] = (y - half) * factor, (y + half) * factor
+            var_t += (half / q * factor) ** 2 if q > 0 else 0
+            tt += y * factor
+        df = min(b.df for b in (self.compute, self.comm, self.other))
+        q = stats.t.ppf(0.5 + level / 2, max(df, 1)) if df > 0 else z
+        out["t_t"] = tt
+        out["t_t_lower"], out["t_t_upper"] = tt - q * np.sqrt(var_t), tt + q * np.sqrt(var_t)
+        return out
+
+
+def fit_bsp(
+    C: Any, P: Any, I: Any, H: Any, t_w: Any, t_c: Any, t_o: Any,  # noqa: E741
+    reduction: bool = False, nonneg: bool = False,
+) -> BSPFit:
+    """Fit Table I's unknowns from measured runs (paper 003 §II-B, Eq. 5; Eq. 6 with ``reduction``).
+
+    Parameters
+    ----------
+    C, P, I, H : array_like
+        Cells, processes, iterations and halo cells per process of each run.
+    t_w, t_c, t_o : array_like
+        Measured compute, communication and other time of each run (s).
+    reduction : bool
+        Add the TRITON global reduction term ``lg(P) K_r`` (Eq. 6).
+    nonneg : bool
+        Non-negative least squares.
+
+    Raises
+    ------
+    IdentifiabilityError
+        Fewer runs than unknowns in a block, or runs that cannot separate
+        parameters (named in the message).
+    """
+    C, P, I, H, tw, tc, to = (np.asarray(v, dtype=float).ravel() for v in (C, P, I, H, t_w, t_c, t_o))  # noqa: E741
+    if len({a.size for a in (C, P, I, H, tw, tc, to)}) != 1:
+        raise ValueError("C, P, I, H, t_w, t_c, t_o must have one entry per run")
+    if np.any(P < 1) or np.any(I < 1) or np.any(C <= 0) or np.any(H < 0):
+        raise ValueError("need P >= 1, I >= 1, C > 0 and H >= 0 for every run")
+    xw, xc, xo = _design(C, P, I, H, reduction)
+    names_c = ("1/K_b", "O_l") + (("K_r",) if reduction else ())
+    return BSPFit(
+        _fit_block(xw, P * tw / I, ("1/K_w", "O_h", "O_w"), nonneg, "compute time (Eq. 5)"),
+        _fit_block(xc, tc / I, names_c, nonneg, "communication time (Eq. 2" + (", 6)" if reduction else ")")),
+        _fit_block(xo, to, ("O_i", "O_c", "O_s"), nonneg, "other time (Eq. 3)"),
+        reduction,
+    )
+
+
+def kw_from_coarse_run(C: float, P: float, I: float, H: float, t_w: float, o_h: float, o_w: float) -> float:  # noqa: E741
+    """K_w of a new scenario from one coarse run of it (paper 003 §III-B), Eq. 5 solved for K_w."""
+    work = P * t_w / I - P * H * o_h - P * o_w
+    if work <= 0:
+        raise ValueError(f"the coarse run's compute time {t_w} s is all overhead under O_h={o_h}, O_w={o_w}")
+    return C / work
+
+
+def scaled_iterations(i_coarse: float, cell_coarse: float, cell_fine: float) -> float:
+    """Iterations at a finer cell size: the count scales inversely with cell size (§III-B)."""
+    if cell_coarse <= 0 or cell_fine <= 0:
+        raise ValueError("cell sizes must be positive")
+    return i_coarse * cell_coarse / cell_fine

@@ -1,0 +1,99 @@
+"""BSP model of paper 003: equations on hand-computed cases, recovery, intervals, coarse-run K_w."""
+
+import numpy as np
+import pytest
+
+from perfmod import bsp
+
+TRUE = bsp.BSPParams(k_w=2e8, k_b=5e7, o_h=2e-9, o_w=3e-5, o_l=4e-5, o_i=1e-5, o_c=5e-9, o_s=0.2, k_r=6e-6)
+
+
+def test_equations_hand_computed():
+    # C = 1e8 cells, P = 4, I = 100, H = 2e4 halo cells
+    t = bsp.bsp_times(1e8, 4, 100, 2e4, TRUE)
+    tw = 100 * (1e8 / (4 * 2e8) + 2e4 * 2e-9 + 3e-5)
+    tc = 100 * (2e4 / 5e7 + 4e-5 + 2 * 6e-6)
+    to = 100 * 1e-5 + 1e8 * 5e-9 + 0.2
+    assert t["t_w"] == pytest.approx(tw) and t["t_c"] == pytest.approx(tc) and t["t_o"] == pytest.approx(to)
+    assert t["t_t"] == pytest.approx(tw + tc + to)
+
+
+SD = {"t_w": 0.02, "t_c": 2e-6, "t_o": 0.01}  # noise of P T_w / I, T_c / I (s) and T_o (s)
+
+
+def _noise(rng, n, key, noise):
+    return noise * SD[key] * rng.standard_normal(n) if noise else 0.0
+
+
+def _runs(rng, noise=0.0):
+    C = np.repeat([4e6, 8.75e6, 2.5e7], 5)
+    P = np.tile([1, 2, 4, 8, 16], 3).astype(float)
+    I = np.repeat([500, 400, 300], 5).astype(float)  # noqa: E741
+    H = 2 * np.sqrt(C) * (P > 1)  # row partition: two halo rows of sqrt(C) cells
+    t = bsp.bsp_times(C, P, I, H, TRUE)
+    n = C.size
+    # homoscedastic noise on the forms that are fitted (Eq. 5, T_c per iteration, Eq. 3)
+    return (C, P, I, H, t["t_w"] + I / P * _noise(rng, n, "t_w", noise),
+            t["t_c"] + I * _noise(rng, n, "t_c", noise), t["t_o"] + _noise(rng, n, "t_o", noise))
+
+
+def test_exact_recovery():
+    fit = bsp.fit_bsp(*_runs(None), reduction=True)
+    for name in ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r"):
+        assert getattr(fit.params, name) == pytest.approx(getattr(TRUE, name), rel=1e-6), name
+
+
+def test_prediction_interval_coverage():
+    rng = np.random.default_rng(3)
+    hits, trials = 0, 200
+    new = (1.5e7, 8.0, 350.0, 2 * np.sqrt(1.5e7))
+    truth = bsp.bsp_times(*new, TRUE)["t_t"]
+    for _ in range(trials):
+        fit = bsp.fit_bsp(*_runs(rng, noise=1.0), reduction=True)
+        p = fit.predict(*new)
+        # a new run carries the same noise as the fitted ones
+        t_new = truth + sum(np.ravel(x)[0] for x in (
+            new[2] / new[1] * _noise(rng, 1, "t_w", 1.0), new[2] * _noise(rng, 1, "t_c", 1.0),
+            _noise(rng, 1, "t_o", 1.0)))
+        hits += bool(p["t_t_lower"][0] <= t_new <= p["t_t_upper"][0])
+    assert 0.90 <= hits / trials <= 0.99
+
+
+def test_nonneg_option_keeps_parameters_nonnegative():
+    rng = np.random.default_rng(4)
+    C, P, I, H, tw, tc, to = _runs(rng, noise=3.0)  # noqa: E741
+    fit = bsp.fit_bsp(C, P, I, H, tw, tc, to, reduction=True, nonneg=True)
+    assert all(v >= 0 for v in fit.compute.coef) and all(v >= 0 for v in fit.comm.coef)
+
+
+def test_too_few_runs_and_unidentifiable():
+    C, P, I, H, tw, tc, to = _runs(None)  # noqa: E741
+    with pytest.raises(bsp.IdentifiabilityError, match="2 runs for 3 unknowns"):
+        bsp.fit_bsp(C[:2], P[:2], I[:2], H[:2], tw[:2], tc[:2], to[:2])
+    # one process count and one halo size: P H O_h and P O_w are proportional in Eq. 5
+    same_p, same_h = np.full_like(P, 4.0), np.full_like(H, 2e4)
+    t = bsp.bsp_times(C, same_p, I, same_h, TRUE)
+    with pytest.raises(bsp.IdentifiabilityError, match="cannot separate O_h, O_w"):
+        bsp.fit_bsp(C, same_p, I, same_h, t["t_w"], t["t_c"], t["t_o"])
+
+
+def test_kw_from_coarse_run_and_iteration_scaling():
+    C, P, I, H = 2.7e6, 2, 1000, 3300  # noqa: E741
+    tw = bsp.bsp_times(C, P, I, H, TRUE)["t_w"]
+    assert bsp.kw_from_coarse_run(C, P, I, H, tw, TRUE.o_h, TRUE.o_w) == pytest.approx(TRUE.k_w)
+    # Allatoona 40 m -> 5 m: 8x the iterations
+    assert bsp.scaled_iterations(1000, 40, 5) == 8000
+    with pytest.raises(ValueError, match="overhead"):
+        bsp.kw_from_coarse_run(C, P, I, H, 1e-9, TRUE.o_h, TRUE.o_w)
+
+
+def test_table2_cases_and_resolution_scaling():
+    from perfmod.paperdata import read_table
+
+    t2 = read_table("sharif_table2_cases")
+    assert len(t2) == 20 and t2[t2.app == "gol"].generations.sum() == 7_450_000
+    tri = t2[t2.app == "triton"].set_index("case")
+    # "The Allatoona (5m) test case is 64x larger than Allatoona (40m)" and Harvey 5m "144x larger"
+    # than Harvey 60m (003 §V-C): the published cell counts agree to within 0.2 %
+    assert tri.loc[11, "cells"] / tri.loc[8, "cells"] == pytest.approx(64, rel=2e-3)
+    assert tri.loc[7, "cells"] / tri.loc[4, "cells"] == pytest.approx(144, rel=2e-3)
