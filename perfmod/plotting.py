@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration"]
+__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration", "plot_measured_vs_predicted"]
 
 MODE_LABELS = {"intra_socket": "intra-socket", "inter_socket": "inter-socket", "inter_node": "inter-node"}
 
@@ -94,5 +94,34 @@ def plot_calibration(curve: xr.Dataset) -> plt.Figure:
     axr.set_ylabel("residual [%]")
     axr.set_xlabel("message size [B]")
     axr.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "t_total")) -> plt.Figure:
+    """Measured (mean, min-max bar) and predicted (with interval) time vs ranks, a panel per quantity and case."""
+    cases = list(ds.case.values)
+    fig, axes = plt.subplots(len(cases), len(quantities), figsize=(4 * len(quantities), 3.2 * len(cases)),
+                             squeeze=False)
+    p = ds.nprocs.values
+    for i, case in enumerate(cases):
+        sub = ds.sel(case=case)
+        for j, q in enumerate(quantities):
+            ax = axes[i][j]
+            m = sub[f"{q}_measured"]
+            mean = m.mean("rep").values
+            ax.errorbar(p, mean, yerr=[mean - m.min("rep").values, m.max("rep").values - mean], fmt="o",
+                        color="C0", label="measured")
+            ax.plot(p, sub[f"{q}_predicted"], "s--", color="C1", label="predicted")
+            ax.fill_between(p, sub[f"{q}_lower"], sub[f"{q}_upper"], color="C1", alpha=0.2, label="95 % interval")
+            over = ds.oversubscribed.values
+            if over.any():
+                ax.axvspan(p[over].min() - 0.3, p.max() + 0.3, color="grey", alpha=0.12, label="oversubscribed")
+            ax.set_xticks(p)
+            ax.set_xlabel("MPI ranks")
+            ax.set_ylabel(f"{q} [s]")
+            ax.set_title(f"case {case}: {int(sub.ny)} x {int(sub.nx)}, {int(sub.generations)} gen.", fontsize=9)
+            ax.grid(True, alpha=0.3)
+    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return fig

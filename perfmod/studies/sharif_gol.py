@@ -1,0 +1,102 @@
+"""Paper 003's Game of Life study transposed to this machine (§V-A, V-B, Figure 2).
+
+Runs of the GOL proxy (:mod:`perfmod.proxies.gol`) on some case sizes and
+rank counts fit the BSP parameters (:func:`perfmod.bsp.fit_bsp`); the fitted
+model predicts held-out cases, and the dataset pairs measured and predicted
+compute, communication, other and total time.
+
+Halo cells per process: two rows of ``nx`` cells when P > 1, none on one
+rank (nothing is exchanged).  Runs with more ranks than cores are marked
+``oversubscribed``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from ..bsp import BSPFit, fit_bsp
+from ..proxies.runner import run_mpi
+
+__all__ = ["halo_cells", "measure_gol", "fit_gol", "predict_gol"]
+
+QUANTITIES = ("t_w", "t_c", "t_o", "t_total")
+LONG = {"t_w": "compute time (T_w)", "t_c": "communication time (T_c)", "t_o": "other time (T_o)",
+        "t_total": "total time (T_t)"}
+
+
+def halo_cells(nx: int, nprocs: int) -> int:
+    """Halo cells a rank exchanges per generation: two rows of ``nx`` cells, none on one rank."""
+    return 2 * nx if nprocs > 1 else 0
+
+
+def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int = 3,
+                progress: bool = True, seed: int = 0) -> xr.Dataset:
+    """Run the GOL proxy for every (case, nprocs, rep); ``cases`` are ``(ny, nx, generations)``."""
+    cases = [tuple(int(v) for v in c) for c in cases]
+    for c in cases:
+        if len(c) != 3 or min(c) < 1:
+            raise ValueError(f"a case is (ny, nx, generations) with positive entries, got {c}")
+    shape = (len(cases), len(nprocs), reps)
+    data = {q: np.full(shape, np.nan) for q in QUANTITIES}
+    todo = [(i, j, r) for i in range(len(cases)) for j in range(len(nprocs)) for r in range(reps)]
+    for i, j, r in tqdm(todo, desc="GOL runs", disable=not progress):
+        ny, nx, gens = cases[i]
+        res = run_mpi("perfmod.proxies.gol", int(nprocs[j]),
+                      ["--ny", ny, "--nx", nx, "--generations", gens, "--seed", seed + r])
+        for q in QUANTITIES:
+            data[q][i, j, r] = res[q]
+    ny, nx, gens = (np.array([c[k] for c in cases]) for k in range(3))
+    p = np.asarray(nprocs)
+    ncores = os.cpu_count() or 1
+    ds = xr.Dataset(
+        {f"{q}_measured": (("case", "nprocs", "rep"), data[q], {"units": "s", "long_name": f"measured {LONG[q]}"})
+         for q in QUANTITIES},
+        coords={
+            "case": np.arange(len(cases)), "nprocs": p, "rep": np.arange(reps),
+            "ny": ("case", ny, {"units": "1", "long_name": "grid rows"}),
+            "nx": ("case", nx, {"units": "1", "long_name": "grid columns"}),
+            "generations": ("case", gens, {"units": "1", "long_name": "generations (I)"}),
+            "cells": ("case", ny * nx, {"units": "1", "long_name": "cells (C)"}),
+            "oversubscribed": ("nprocs", p > ncores, {"units": "1", "long_name": "more ranks than cores"}),
+        },
+    )
+    ds.attrs["measured_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return ds
+
+
+def _flat(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    m = ds.mean("rep")
+    c, p = xr.broadcast(m.cells, m.nprocs)
+    gens, nx = xr.broadcast(m.generations, m.nprocs)[0], xr.broadcast(m.nx, m.nprocs)[0]
+    h = xr.where(p > 1, 2 * nx, 0)
+    return {"C": c.values.ravel(), "P": p.values.ravel(), "I": gens.values.ravel(), "H": h.values.ravel(),
+            **{q: m[f"{q}_measured"].values.ravel() for q in ("t_w", "t_c", "t_o")}}
+
+
+def fit_gol(train: xr.Dataset, nonneg: bool = False) -> BSPFit:
+    """Fit the BSP model to the mean over repetitions of each training run."""
+    f = _flat(train)
+    return fit_bsp(f["C"], f["P"], f["I"], f["H"], f["t_w"], f["t_c"], f["t_o"], nonneg=nonneg)
+
+
+def predict_gol(fit: BSPFit, test: xr.Dataset, level: float = 0.95) -> xr.Dataset:
+    """Add ``<q>_predicted`` (and ``_lower``/``_upper``) beside the measured times of ``test``."""
+    f = _flat(test)
+    pred = fit.predict(f["C"], f["P"], f["I"], f["H"], level)
+    shape = (test.sizes["case"], test.sizes["nprocs"])
+    out = test.copy()
+    for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("t_total", "t_t")):
+        for suffix, src in (("predicted", key), ("lower", f"{key}_lower"), ("upper", f"{key}_upper")):
+            out[f"{q}_{suffix}"] = (("case", "nprocs"), pred[src].reshape(shape),
+                                    {"units": "s", "long_name": f"{suffix} {LONG[q]} ({level:.0%} interval)"
+                                     if suffix != "predicted" else f"predicted {LONG[q]}"})
+    mean_total = out.t_total_measured.mean("rep")
+    out["t_total_error"] = ((out.t_total_predicted - mean_total) / mean_total).assign_attrs(
+        units="1", long_name="relative error of total time (predicted - measured) / measured")
+    return out
