@@ -79,8 +79,15 @@ def _flat(ds: xr.Dataset) -> dict[str, np.ndarray]:
             **{q: m[f"{q}_measured"].values.ravel() for q in ("t_w", "t_c", "t_o")}}
 
 
-def fit_gol(train: xr.Dataset, nonneg: bool = False) -> BSPFit:
-    """Fit the BSP model to the mean over repetitions of each training run."""
+def fit_gol(train: xr.Dataset, nonneg: bool = False, include_oversubscribed: bool = False) -> BSPFit:
+    """Fit the BSP model to the mean over repetitions of each training run.
+
+    Oversubscribed runs (more ranks than cores) are left out by default: time
+    slicing puts the waiting of descheduled ranks into the communication time,
+    which the model (dedicated processors, §II-A) does not describe.
+    """
+    if not include_oversubscribed:
+        train = train.sel(nprocs=~train.oversubscribed.values)
     f = _flat(train)
     return fit_bsp(f["C"], f["P"], f["I"], f["H"], f["t_w"], f["t_c"], f["t_o"], nonneg=nonneg)
 
