@@ -35,5 +35,6 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
         raise RuntimeError(f"{module} printed no result line:\n{proc.stdout[-1000:]}")
     out = json.loads(lines[-1])
     out["oversubscribed"] = over
-    out["command"] = " ".join(["mpiexec", *cmd[1:3], *(cmd[3:5] if not over else []), "python -m", module, *map(str, args)])
+    shown = ["mpiexec", *cmd[1:3], *(cmd[3:5] if not over else []), "python -m", module, *map(str, args)]
+    out["command"] = " ".join(shown)
     return out
