@@ -99,7 +99,7 @@ def plot_calibration(curve: xr.Dataset) -> plt.Figure:
 
 
 def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "t_total")) -> plt.Figure:
-    """Measured (mean, min-max bar) and predicted (with interval) time vs ranks, a panel per quantity and case."""
+    """Measured (median, min-max bar) and predicted (with interval) time vs ranks, a panel per quantity and case."""
     cases = list(ds.case.values)
     fig, axes = plt.subplots(len(cases), len(quantities), figsize=(4 * len(quantities), 3.2 * len(cases)),
                              squeeze=False)
@@ -109,7 +109,7 @@ def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t
         for j, q in enumerate(quantities):
             ax = axes[i][j]
             m = sub[f"{q}_measured"]
-            mean = m.mean("rep").values
+            mean = m.median("rep").values
             ax.errorbar(p, mean, yerr=[mean - m.min("rep").values, m.max("rep").values - mean], fmt="o",
                         color="C0", label="measured")
             ax.plot(p, sub[f"{q}_predicted"], "s--", color="C1", label="predicted")
