@@ -144,7 +144,13 @@ def main() -> None:
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     t0 = time.perf_counter()
-    res = run_gol(comm, args.ny, args.nx, args.generations, args.seed)
+    try:
+        res = run_gol(comm, args.ny, args.nx, args.generations, args.seed)
+    except Exception:  # one failing rank must not leave the others waiting forever
+        import traceback
+
+        traceback.print_exc()
+        comm.Abort(1)
     total = time.perf_counter() - t0
     if comm.Get_rank() == 0:
         print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "t_total": total,
