@@ -69,3 +69,9 @@ def test_gamma_and_vector_sizes():
 def test_bad_nprocs():
     with pytest.raises(ValueError, match="nprocs"):
         C.allreduce_recursive_doubling(8, 0, SUMMIT)
+
+
+def test_collective_time_dispatch():
+    assert float(C.collective_time("allreduce", 8, 12, SUMMIT)) == float(C.allreduce_recursive_doubling(8, 12, SUMMIT))
+    with pytest.raises(ValueError, match="unknown collective"):
+        C.collective_time("scan", 8, 4, SUMMIT)

@@ -30,6 +30,8 @@ __all__ = [
     "recursive_doubling_steps",
     "binomial_tree_steps",
     "step_modes",
+    "ALGORITHMS",
+    "collective_time",
     "allreduce_recursive_doubling",
     "reduce_binomial",
     "bcast_binomial",
@@ -115,7 +117,19 @@ def _cost(
     return total
 
 
-def allreduce_recursive_doubling(
+def _bcast_steps(nprocs: int) -> Pairs:
+    return [(d, s) for s, d in binomial_tree_steps(nprocs)][::-1]
+
+
+ALGORITHMS = {
+    "allreduce": recursive_doubling_steps,
+    "reduce": binomial_tree_steps,
+    "bcast": _bcast_steps,
+}
+
+
+def collective_time(
+    op: str,
     nbytes: Any,
     nprocs: int,
     platform: Platform | str,
@@ -124,10 +138,12 @@ def allreduce_recursive_doubling(
     gamma: float = 0.0,
     p2p: Callable[[Any, str], Any] | None = None,
 ) -> Any:
-    """Allreduce time by recursive doubling, node-aware.
+    """Time of a collective, node-aware.
 
     Parameters
     ----------
+    op : {"allreduce", "reduce", "bcast"}
+        Recursive-doubling allreduce, binomial-tree reduce or broadcast.
     nbytes : array_like
         Vector size in bytes (8 for one double).
     nprocs : int
@@ -140,7 +156,8 @@ def allreduce_recursive_doubling(
     mapping : {"block", "round_robin"}
         Rank-to-node mapping.
     gamma : float
-        Local reduction cost in seconds per byte, charged once per step.
+        Local reduction cost in seconds per byte, charged once per step
+        (ignored for a broadcast).
     p2p : callable(nbytes, mode) -> seconds, optional
         Replaces the platform's message model (e.g. a fitted local model).
 
@@ -149,30 +166,23 @@ def allreduce_recursive_doubling(
     array_like
         Time in seconds; 0 for one rank.
     """
-    return _cost(recursive_doubling_steps(nprocs), nbytes, platform, model, mapping, gamma, p2p)
+    try:
+        steps = ALGORITHMS[op](nprocs)
+    except KeyError:
+        raise ValueError(f"unknown collective {op!r}; known: {sorted(ALGORITHMS)}") from None
+    return _cost(steps, nbytes, platform, model, mapping, 0.0 if op == "bcast" else gamma, p2p)
 
 
-def reduce_binomial(
-    nbytes: Any,
-    nprocs: int,
-    platform: Platform | str,
-    model: str = "postal",
-    mapping: str = "block",
-    gamma: float = 0.0,
-    p2p: Callable[[Any, str], Any] | None = None,
-) -> Any:
+def allreduce_recursive_doubling(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:
+    """Allreduce by recursive doubling (paper 002 §1.2); options as :func:`collective_time`."""
+    return collective_time("allreduce", nbytes, nprocs, platform, **options)
+
+
+def reduce_binomial(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:
     """Reduction to one rank by a binomial tree: ``ceil(lg P)`` steps (paper 003 Eq. 6)."""
-    return _cost(binomial_tree_steps(nprocs), nbytes, platform, model, mapping, gamma, p2p)
+    return collective_time("reduce", nbytes, nprocs, platform, **options)
 
 
-def bcast_binomial(
-    nbytes: Any,
-    nprocs: int,
-    platform: Platform | str,
-    model: str = "postal",
-    mapping: str = "block",
-    p2p: Callable[[Any, str], Any] | None = None,
-) -> Any:
+def bcast_binomial(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:
     """Broadcast from one rank by a binomial tree: ``ceil(lg P)`` steps."""
-    steps = [(d, s) for s, d in binomial_tree_steps(nprocs)][::-1]
-    return _cost(steps, nbytes, platform, model, mapping, 0.0, p2p)
+    return collective_time("bcast", nbytes, nprocs, platform, **options)
