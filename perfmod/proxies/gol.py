@@ -4,7 +4,9 @@ The global grid (``ny`` x ``nx`` cells, a torus) is split into contiguous
 blocks of rows, one per rank; rank i exchanges one halo row with ranks
 i - 1 and i + 1 (periodic) every generation.  Each rank times
 
-- compute (T_w): the 8-neighbour update of its rows;
+- compute (T_w): the 8-neighbour update of its rows and the barrier after
+  it (waiting for the slowest rank is the synchronization overhead O_w of
+  Eq. 1, not communication);
 - communication (T_c): the halo exchange (``Sendrecv`` up, then down);
 - other (T_o): grid initialization and the final gather.
 
@@ -117,6 +119,8 @@ def run_gol(comm: Any, ny: int, nx: int, generations: int, seed: int = 0,
         c1 = time.perf_counter()
         kernel(local, nxt[1:-1])
         local, nxt = nxt, local
+        if size > 1:
+            comm.Barrier()  # waiting for the slowest rank is synchronization, O_w of Eq. 1
         c2 = time.perf_counter()
         t_comm += c1 - c0
         t_comp += c2 - c1
