@@ -1,19 +1,45 @@
-"""Platforms: node topology and communication parameters per mode and protocol.
+"""Platforms: node topology and communication parameters per model, mode and protocol.
 
-A platform (``data/platforms/<name>.toml``) names its nodes, sockets per node,
-GPUs per socket and MPI ranks per node, the protocol thresholds (with their
-source) and, per model, mode and protocol, the communication parameters:
+A platform (``data/platforms/<name>.toml``) gives the node layout (sockets
+per node, GPUs per socket, MPI ranks per node), the MPI protocol thresholds
+(with where they come from) and, per model, mode and protocol, the
+communication parameters in SI units:
 
-- ``postal``: ``alpha`` (s), ``beta`` (s/B) -- paper 000 Table 2;
-- ``maxrate``: short ``alpha``, ``beta`` (Table 3); eager and rendezvous
-  ``alpha`` (s), ``r_cb``, ``r_ci`` (B/s) (Table 4);
-- ``loggp``: ``L``, ``o``, ``g`` (s), ``G`` (s/B), optional.
+- ``postal``: ``alpha`` (s), ``beta`` (s/B) -- paper 000 Table 2
+  (``shared/papers/000_95042cffe07dd549.txt``);
+- ``maxrate``: short protocol ``alpha`` (s), ``beta`` (s/B) (Table 3, the
+  two-parameter form, Eq. 3); eager and rendezvous ``alpha`` (s), ``r_cb``
+  and ``r_ci`` (B/s) (Table 4, the three-parameter form, Eq. 2);
+- ``loggp``: ``L``, ``o``, ``g`` (s) and ``G`` (s/B), optional (not in the papers).
 
-A table cell the paper marks "N/A" is kept as :class:`NotAvailable` with the
-paper's reason, and ``fallback = "postal"`` where the paper says to apply the
-postal model.  Modes are ``intra_socket``, ``inter_socket``, ``inter_node``;
-protocols ``short`` (``n <= short_max_bytes``), ``eager``
-(``<= eager_max_bytes``) and ``rendezvous``.
+A parameter entry may also carry standard errors ``<name>_se`` (same unit)
+when it was fitted here (:mod:`perfmod.calibrate`).  A table cell the paper
+marks "N/A" is kept as :class:`NotAvailable` with the paper's words, and
+``fallback = "postal"`` where the paper says to apply the postal model
+(000 §4.1).  Modes are ``intra_socket``, ``inter_socket`` and
+``inter_node``; a message of ``n`` bytes uses ``short`` for
+``n <= short_max_bytes``, ``eager`` for ``n <= eager_max_bytes`` and
+``rendezvous`` above.  The papers do not state the thresholds; each file
+says where its values come from (``[protocols].source``).
+
+TOML layout::
+
+    name = "summit"
+    sockets_per_node = 2
+    gpus_per_socket = 3
+    ranks_per_node = 6
+    [protocols]
+    short_max_bytes = 231
+    eager_max_bytes = 65535
+    source = "..."
+    [comm.postal.inter_node.eager]
+    alpha = 2.86e-6
+    beta = 1.55e-10
+    source = "000 Table 2"
+    [comm.maxrate.intra_socket.short]
+    na = "N/A (Apply postal model)"
+    fallback = "postal"
+    source = "000 Table 3"
 """
 
 from __future__ import annotations
@@ -21,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .paths import platforms_dir
+from .paths import platforms_dir, repo_root
 
 __all__ = [
     "MODES",
@@ -39,6 +65,7 @@ __all__ = [
     "PlatformError",
     "ParameterNotAvailable",
     "NotAvailable",
+    "Params",
     "Platform",
     "available",
     "load",
@@ -59,16 +86,23 @@ PARAM_NAMES: dict[tuple[str, str], tuple[str, ...]] = (
     }
     | {("loggp", p): ("L", "o", "g", "G") for p in PROTOCOLS}
 )
-_INT_FIELDS = ("sockets_per_node", "gpus_per_socket", "ranks_per_node")
+_NONNEGATIVE = ("o", "g")  # LogGP overhead and gap may be zero; everything else must be > 0
+_TOP_FIELDS = ("name", "nodes", "sockets_per_node", "gpus_per_socket", "ranks_per_node",
+               "cpu", "gpu", "network", "mpi", "source", "description", "protocols", "comm")
 _STR_FIELDS = ("cpu", "gpu", "network", "mpi", "source", "description")
 
 
 class PlatformError(ValueError):
-    """An unknown platform or a malformed platform file (the message names file and field)."""
+    """An unknown platform or a malformed platform description.
+
+    The message names the file (or the platform) and the dotted field, e.g.
+    ``data/platforms/summit.toml: comm.postal.inter_node.eager.beta: must be a
+    positive number, got -1``.
+    """
 
 
 class ParameterNotAvailable(LookupError):
-    """The platform has no parameters for a model, mode and protocol."""
+    """A platform has no numbers for a model, mode and protocol (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -78,11 +112,11 @@ class NotAvailable:
     Attributes
     ----------
     reason : str
-        The paper's words, e.g. ``"N/A (Apply postal model)"``.
+        The paper's words, e.g. ``"N/A (Apply postal model)"`` (000 Tables 2-4).
     fallback : str or None
-        ``"postal"`` when the paper says to apply the postal model.
+        ``"postal"`` when the paper says to apply the postal model, else None.
     source : str
-        The table the cell belongs to.
+        The table the cell belongs to, e.g. ``"000 Table 3"``.
     """
 
     reason: str
@@ -90,14 +124,157 @@ class NotAvailable:
     source: str = ""
 
 
+class Params(Mapping[str, float]):
+    """The parameters of one table cell: a read-only mapping name -> value (SI units).
+
+    Behaves like a ``dict`` of floats (``p["alpha"]``, ``dict(p)``) and keeps
+    where the numbers come from in :attr:`source`.
+
+    Parameters
+    ----------
+    values : mapping of str to float
+        Parameter values in s, s/B or B/s (see the module docstring), and
+        optionally their standard errors ``<name>_se``.
+    source : str
+        Where the numbers come from, e.g. ``"000 Table 2"``.
+    """
+
+    __slots__ = ("_values", "source")
+
+    def __init__(self, values: Mapping[str, float], source: str = "") -> None:
+        self._values = {str(k): float(v) for k, v in values.items()}
+        self.source = str(source)
+
+    def __getitem__(self, key: str) -> float:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Params):
+            return self._values == other._values and self.source == other.source
+        if isinstance(other, Mapping):
+            return self._values == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Params({self._values!r}, source={self.source!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Params, (self._values, self.source))
+
+
+def _where(path: Path | None, name: str = "") -> str:
+    """How errors name a platform: its file relative to the checkout, or its name."""
+    if path is None:
+        return f"platform {name!r}" if name else "<platform dict>"
+    try:
+        return str(Path(path).resolve().relative_to(repo_root()))
+    except ValueError:
+        return str(path)
+
+
 def _check_name(kind: str, value: str, valid: tuple[str, ...]) -> None:
     if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r}; expected one of {valid}")
+        raise ValueError(f"unknown {kind} {value!r}; expected one of {', '.join(valid)}")
+
+
+def _num(where: str, key: str, value: Any, minimum: str = "positive") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PlatformError(f"{where}: {key}: must be a finite number, got {value!r}")
+    if minimum == "positive" and value <= 0:
+        raise PlatformError(f"{where}: {key}: must be a positive number, got {value!r}")
+    if minimum == "nonnegative" and value < 0:
+        raise PlatformError(f"{where}: {key}: must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _int(where: str, key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise PlatformError(f"{where}: {key}: must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _entry(where: str, key: tuple[str, str, str], entry: Any) -> Params | NotAvailable:
+    """Validate one comm entry (a TOML table, a :class:`Params` or a :class:`NotAvailable`)."""
+    model, mode, proto = key
+    dotted = f"comm.{model}.{mode}.{proto}"
+    if isinstance(entry, NotAvailable):
+        entry = {"na": entry.reason, "fallback": entry.fallback, "source": entry.source}
+    elif isinstance(entry, Params):
+        entry = {**entry, "source": entry.source}
+    if not isinstance(entry, Mapping):
+        raise PlatformError(f"{where}: {dotted}: must be a table, got {entry!r}")
+    source = entry.get("source", "")
+    if not isinstance(source, str):
+        raise PlatformError(f"{where}: {dotted}.source: must be a string, got {source!r}")
+    if "na" in entry:
+        extra = set(entry) - {"na", "fallback", "source"}
+        if extra:
+            raise PlatformError(f"{where}: {dotted}: an N/A entry carries no parameters, got {sorted(extra)}")
+        if not isinstance(entry["na"], str) or not entry["na"]:
+            raise PlatformError(f"{where}: {dotted}.na: must be the paper's reason (a string), got {entry['na']!r}")
+        fb = entry.get("fallback")
+        if fb not in (None, "postal") or (fb == "postal" and model == "postal"):
+            raise PlatformError(f"{where}: {dotted}.fallback: must be 'postal' (for a non-postal model), got {fb!r}")
+        return NotAvailable(entry["na"], fb, source)
+    names = PARAM_NAMES[(model, proto)]
+    values: dict[str, float] = {}
+    for p in names:
+        if p not in entry:
+            raise PlatformError(f"{where}: {dotted}.{p}: missing (a {model} {proto} entry needs {', '.join(names)})")
+        values[p] = _num(where, f"{dotted}.{p}", entry[p], "nonnegative" if p in _NONNEGATIVE else "positive")
+    for k, v in entry.items():
+        if k in values or k == "source":
+            continue
+        if k.endswith("_se") and k[:-3] in names:
+            values[k] = _num(where, f"{dotted}.{k}", v, "nonnegative")
+        else:
+            raise PlatformError(f"{where}: {dotted}.{k}: unknown parameter; expected {', '.join(names)}")
+    return Params(values, source)
 
 
 @dataclass(frozen=True)
 class Platform:
-    """A machine: node topology plus communication parameters (paper 000 Tables 1-4)."""
+    """A machine: node topology, protocol thresholds and communication parameters.
+
+    The GPU platforms transcribe paper 000 (``shared/papers/000_95042cffe07dd549.txt``):
+    Table 1 (nodes, CPU, GPU, GPUs per node and socket, network, MPI) and
+    Tables 2-4 (postal and max-rate parameters per mode and protocol).
+    Construction validates every field (:class:`PlatformError`), also after
+    :meth:`replace`.
+
+    Attributes
+    ----------
+    name : str
+        Short lowercase name (``"summit"``).
+    sockets_per_node : int
+        CPU sockets per node.
+    gpus_per_socket : int
+        GPUs attached to each socket; 0 for a CPU-only platform.
+    ranks_per_node : int
+        MPI ranks per node (one per GPU on the GPU platforms, 000 §4.1).
+    short_max_bytes : int
+        Largest message (bytes) sent with the short protocol.
+    eager_max_bytes : int
+        Largest message (bytes) sent eagerly; larger ones use rendezvous.
+    protocol_source : str
+        Where the two thresholds come from (not from the papers).
+    comm : mapping
+        ``(model, mode, protocol) -> Params | NotAvailable``.
+    nodes : int or None
+        Nodes in the machine.
+    cpu, gpu, network, mpi, source, description : str
+        Descriptive fields; ``source`` names the paper table.
+    path : Path or None
+        The file the platform was read from.
+    """
 
     name: str
     sockets_per_node: int
@@ -116,9 +293,35 @@ class Platform:
     description: str = ""
     path: Path | None = None
 
+    def __post_init__(self) -> None:
+        where = _where(self.path, self.name)
+        if not isinstance(self.name, str) or not self.name:
+            raise PlatformError(f"{where}: name: must be a non-empty string, got {self.name!r}")
+        _int(where, "sockets_per_node", self.sockets_per_node, 1)
+        _int(where, "gpus_per_socket", self.gpus_per_socket, 0)
+        _int(where, "ranks_per_node", self.ranks_per_node, 1)
+        if self.nodes is not None:
+            _int(where, "nodes", self.nodes, 1)
+        short = _int(where, "protocols.short_max_bytes", self.short_max_bytes, 0)
+        eager = _int(where, "protocols.eager_max_bytes", self.eager_max_bytes, 0)
+        if eager < short:
+            raise PlatformError(
+                f"{where}: protocols.eager_max_bytes: must be >= short_max_bytes ({short}), got {eager}")
+        comm: dict[tuple[str, str, str], Params | NotAvailable] = {}
+        for key, entry in dict(self.comm).items():
+            if not (isinstance(key, tuple) and len(key) == 3):
+                raise PlatformError(f"{where}: comm: keys must be (model, mode, protocol), got {key!r}")
+            for kind, value, valid in zip(("model", "mode", "protocol"), key, (MODELS, MODES, PROTOCOLS),
+                                          strict=True):
+                if value not in valid:
+                    raise PlatformError(f"{where}: comm.{'.'.join(map(str, key))}: unknown {kind} {value!r}; "
+                                        f"expected one of {', '.join(valid)}")
+            comm[key] = _entry(where, key, entry)
+        object.__setattr__(self, "comm", comm)
+
     @property
     def gpus_per_node(self) -> int:
-        """GPUs per node (``sockets_per_node * gpus_per_socket``)."""
+        """GPUs per node, ``sockets_per_node * gpus_per_socket`` (000 Table 1)."""
         return self.sockets_per_node * self.gpus_per_socket
 
     @property
@@ -127,193 +330,223 @@ class Platform:
         return math.ceil(self.ranks_per_node / self.sockets_per_node)
 
     def protocol(self, nbytes: Any) -> np.ndarray:
-        """Protocol name of each message size (bytes), vectorized."""
+        """Protocol of each message size.
+
+        Parameters
+        ----------
+        nbytes : array_like
+            Message sizes in bytes, > 0 and finite.
+
+        Returns
+        -------
+        numpy.ndarray
+            Same shape, dtype object: ``"short"`` for ``n <= short_max_bytes``,
+            ``"eager"`` for ``n <= eager_max_bytes``, else ``"rendezvous"``.
+        """
         n = np.asarray(nbytes, dtype=float)
-        if not np.all(np.isfinite(n)) or np.any(n <= 0):
-            raise ValueError(f"message sizes must be positive and finite (bytes), got {n.ravel()[:5].tolist()}")
+        bad = ~np.isfinite(n) | (n <= 0)
+        if np.any(bad):
+            raise ValueError(f"message sizes must be positive and finite (bytes), got {n[bad].ravel()[:5].tolist()}")
         idx = (n > self.short_max_bytes).astype(int) + (n > self.eager_max_bytes).astype(int)
         return np.asarray(PROTOCOLS, dtype=object)[idx]
 
     def entry(self, model: str, mode: str, protocol: str) -> Mapping[str, float] | NotAvailable:
-        """The raw table entry: parameters or :class:`NotAvailable`."""
+        """The raw table cell: :class:`Params` or :class:`NotAvailable`.
+
+        Raises
+        ------
+        ValueError
+            Unknown model, mode or protocol name (the message lists the valid ones).
+        ParameterNotAvailable
+            The platform has no entry for the cell (e.g. Stampede2, whose
+            communication parameters are not published).
+        """
         _check_name("model", model, MODELS)
         _check_name("mode", mode, MODES)
         _check_name("protocol", protocol, PROTOCOLS)
         try:
             return self.comm[(model, mode, protocol)]
         except KeyError:
+            have = sorted({m for m, _, _ in self.comm}) or ["none"]
             raise ParameterNotAvailable(
-                f"platform {self.name!r} has no {model} parameters for mode {mode!r}, "
-                f"protocol {protocol!r}" + (f" ({self.path})" if self.path else "")
+                f"platform {self.name!r} ({_where(self.path, self.name)}): no {model} parameters for mode "
+                f"{mode!r}, protocol {protocol!r}: the platform file has no such entry "
+                f"(models present: {', '.join(have)}); measure them with perfmod.calibrate"
             ) from None
 
     def params(self, model: str, mode: str, protocol: str) -> dict[str, float]:
-        """Parameters of a model, mode and protocol (SI units)."""
+        """Parameters of a model, mode and protocol in SI units (names in :data:`PARAM_NAMES`).
+
+        Raises
+        ------
+        ParameterNotAvailable
+            The cell is N/A in the paper (the message gives the paper's reason
+            and whether it says to apply the postal model) or absent.
+        """
         e = self.entry(model, mode, protocol)
         if isinstance(e, NotAvailable):
             hint = f"; the paper says to apply the {e.fallback} model" if e.fallback else ""
             raise ParameterNotAvailable(
-                f"platform {self.name!r}: {model} parameters for mode {mode!r}, protocol "
-                f"{protocol!r} are {e.reason} ({e.source}){hint}"
+                f"platform {self.name!r}: {model} parameters for mode {mode!r}, protocol {protocol!r} "
+                f"are {e.reason} ({e.source}){hint}"
             )
         return {k: e[k] for k in PARAM_NAMES[(model, protocol)]}
 
     def has(self, model: str, mode: str, protocol: str) -> bool:
-        """True when real numbers exist for the model, mode and protocol."""
+        """True when real numbers exist for the model, mode and protocol (not N/A, not absent)."""
+        _check_name("model", model, MODELS)
+        _check_name("mode", mode, MODES)
+        _check_name("protocol", protocol, PROTOCOLS)
         e = self.comm.get((model, mode, protocol))
         return e is not None and not isinstance(e, NotAvailable)
 
     def replace(self, **changes: Any) -> Platform:
-        """A copy with fields changed (what-if studies)."""
+        """A validated copy with fields changed (``dataclasses.replace``), for what-if studies."""
         return dataclasses.replace(self, **changes)
 
     def table(self) -> pd.DataFrame:
-        """Long table: model, mode, protocol, parameter, value, note, source."""
+        """Long table with columns model, mode, protocol, parameter, value, note, source.
+
+        One row per parameter (value in SI units, standard errors included as
+        ``<name>_se``); an N/A cell is one row with ``parameter`` None, value
+        NaN and the paper's reason in ``note``.
+        """
+        order = {k: i for i, k in enumerate((m, mo, p) for m in MODELS for mo in MODES for p in PROTOCOLS)}
         rows = []
-        for (model, mode, protocol), e in sorted(self.comm.items()):
+        for key in sorted(self.comm, key=order.__getitem__):
+            e = self.comm[key]
             if isinstance(e, NotAvailable):
-                rows.append((model, mode, protocol, None, np.nan, e.reason, e.source))
+                rows.append((*key, None, np.nan, e.reason, e.source))
                 continue
-            src = e.get("source", "") if isinstance(e, dict) else ""
-            for p in PARAM_NAMES[(model, protocol)]:
-                rows.append((model, mode, protocol, p, float(e[p]), "", src))
+            for p, v in e.items():
+                rows.append((*key, p, float(v), "", getattr(e, "source", "")))
         return pd.DataFrame(rows, columns=["model", "mode", "protocol", "parameter", "value", "note", "source"])
 
 
 def available() -> list[str]:
-    """Names of the platforms in ``data/platforms``."""
+    """Names of the platforms in ``data/platforms`` (file stems of ``*.toml``)."""
     return sorted(p.stem for p in platforms_dir().glob("*.toml"))
 
 
 def load(name_or_path: str | Path) -> Platform:
-    """Load a platform by name (case-insensitive) or from a TOML file."""
-    path = Path(name_or_path)
-    if path.suffix != ".toml":
-        path = platforms_dir() / f"{str(name_or_path).lower()}.toml"
-        if not path.exists():
-            raise PlatformError(f"unknown platform {name_or_path!r}; known platforms: {', '.join(available())}")
-    elif not path.exists():
-        raise PlatformError(f"{path}: no such platform file")
+    """Load a platform by name (case-insensitive, see :func:`available`) or from a TOML file.
+
+    Raises
+    ------
+    PlatformError
+        Unknown name (the message lists the known platforms), missing file,
+        invalid TOML, or an invalid field (the message names file and field).
+    """
+    text = str(name_or_path)
+    is_path = isinstance(name_or_path, Path) or text.endswith(".toml") or "/" in text or "\\" in text
+    if is_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise PlatformError(f"{path}: no such platform file")
+    else:
+        path = platforms_dir() / f"{text.lower()}.toml"
+        if not path.is_file():
+            raise PlatformError(f"unknown platform {text!r}; known platforms: {', '.join(available())}")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise PlatformError(f"{path}: not valid TOML: {exc}") from exc
+        raise PlatformError(f"{_where(path)}: not valid TOML: {exc}") from exc
     return from_dict(data, path=path)
 
 
-def _num(where: str, field_: str, value: Any, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PlatformError(f"{where}: {field_}: must be a number, got {value!r}")
-    if positive and value <= 0:
-        raise PlatformError(f"{where}: {field_}: must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _int(where: str, field_: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise PlatformError(f"{where}: {field_}: must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _comm(where: str, data: Mapping[str, Any]) -> dict[tuple[str, str, str], Any]:
-    out: dict[tuple[str, str, str], Any] = {}
-    for model, modes in data.items():
-        if model not in MODELS:
-            raise PlatformError(f"{where}: comm.{model}: unknown model; expected one of {MODELS}")
-        for mode, protos in modes.items():
-            if mode not in MODES:
-                raise PlatformError(f"{where}: comm.{model}.{mode}: unknown mode; expected one of {MODES}")
-            for proto, entry in protos.items():
-                key = f"comm.{model}.{mode}.{proto}"
-                if proto not in PROTOCOLS:
-                    raise PlatformError(f"{where}: {key}: unknown protocol; expected one of {PROTOCOLS}")
-                source = str(entry.get("source", ""))
-                if "na" in entry:
-                    fb = entry.get("fallback")
-                    if fb not in (None, "postal"):
-                        raise PlatformError(f"{where}: {key}.fallback: must be 'postal', got {fb!r}")
-                    out[(model, mode, proto)] = NotAvailable(str(entry["na"]), fb, source)
-                    continue
-                params: dict[str, Any] = {}
-                for p in PARAM_NAMES[(model, proto)]:
-                    if p not in entry:
-                        raise PlatformError(f"{where}: {key}.{p}: missing")
-                    params[p] = _num(where, f"{key}.{p}", entry[p], positive=p not in ("o", "g"))
-                for extra, v in entry.items():
-                    if extra.endswith("_se"):
-                        params[extra] = _num(where, f"{key}.{extra}", v, positive=False)
-                    elif extra not in params and extra != "source":
-                        raise PlatformError(f"{where}: {key}.{extra}: unknown parameter")
-                params["source"] = source
-                out[(model, mode, proto)] = params
-    return out
-
-
 def from_dict(d: Mapping[str, Any], path: Path | None = None) -> Platform:
-    """Build and validate a :class:`Platform` from the TOML layout."""
-    where = str(path) if path else "<platform dict>"
-    for f in ("name", *_INT_FIELDS):
+    """Build and validate a :class:`Platform` from the TOML layout (see the module docstring).
+
+    Errors name the file (``path``, or the platform) and the dotted field.
+    """
+    where = _where(path, str(d.get("name", "")) if isinstance(d, Mapping) else "")
+    if not isinstance(d, Mapping):
+        raise PlatformError(f"{where}: must be a table, got {type(d).__name__}")
+    for f in ("name", "sockets_per_node", "gpus_per_socket", "ranks_per_node"):
         if f not in d:
             raise PlatformError(f"{where}: {f}: missing")
-    ints = {
-        "sockets_per_node": _int(where, "sockets_per_node", d["sockets_per_node"], 1),
-        "gpus_per_socket": _int(where, "gpus_per_socket", d["gpus_per_socket"], 0),
-        "ranks_per_node": _int(where, "ranks_per_node", d["ranks_per_node"], 1),
-    }
+    for f in d:
+        if f not in _TOP_FIELDS:
+            raise PlatformError(f"{where}: {f}: unknown field; expected one of {', '.join(_TOP_FIELDS)}")
+    for f in ("name", *_STR_FIELDS):
+        if f in d and not isinstance(d[f], str):
+            raise PlatformError(f"{where}: {f}: must be a string, got {d[f]!r}")
     proto = d.get("protocols")
     if not isinstance(proto, Mapping):
         raise PlatformError(f"{where}: protocols: missing table [protocols]")
-    short = _int(where, "protocols.short_max_bytes", proto.get("short_max_bytes"), 0)
-    eager = _int(where, "protocols.eager_max_bytes", proto.get("eager_max_bytes"), 0)
-    if eager < short:
-        raise PlatformError(f"{where}: protocols.eager_max_bytes: must be >= short_max_bytes ({short})")
-    nodes = d.get("nodes")
-    if nodes is not None:
-        nodes = _int(where, "nodes", nodes, 1)
+    for f in ("short_max_bytes", "eager_max_bytes"):
+        if f not in proto:
+            raise PlatformError(f"{where}: protocols.{f}: missing")
+    for f in proto:
+        if f not in ("short_max_bytes", "eager_max_bytes", "source"):
+            raise PlatformError(f"{where}: protocols.{f}: unknown field")
+    comm: dict[tuple[str, str, str], Any] = {}
+    tables = d.get("comm", {})
+    if not isinstance(tables, Mapping):
+        raise PlatformError(f"{where}: comm: must be a table")
+    for model, modes in tables.items():
+        if model not in MODELS:
+            raise PlatformError(f"{where}: comm.{model}: unknown model; expected one of {', '.join(MODELS)}")
+        if not isinstance(modes, Mapping):
+            raise PlatformError(f"{where}: comm.{model}: must be a table")
+        for mode, protos in modes.items():
+            if mode not in MODES:
+                raise PlatformError(f"{where}: comm.{model}.{mode}: unknown mode; expected one of {', '.join(MODES)}")
+            if not isinstance(protos, Mapping):
+                raise PlatformError(f"{where}: comm.{model}.{mode}: must be a table")
+            for p, entry in protos.items():
+                if p not in PROTOCOLS:
+                    raise PlatformError(
+                        f"{where}: comm.{model}.{mode}.{p}: unknown protocol; expected one of {', '.join(PROTOCOLS)}")
+                comm[(model, mode, p)] = _entry(where, (model, mode, p), entry)
     return Platform(
-        name=str(d["name"]),
-        short_max_bytes=short,
-        eager_max_bytes=eager,
+        name=d["name"],
+        sockets_per_node=d["sockets_per_node"],
+        gpus_per_socket=d["gpus_per_socket"],
+        ranks_per_node=d["ranks_per_node"],
+        short_max_bytes=proto["short_max_bytes"],
+        eager_max_bytes=proto["eager_max_bytes"],
         protocol_source=str(proto.get("source", "")),
-        comm=_comm(where, d.get("comm", {})),
-        nodes=nodes,
+        comm=comm,
+        nodes=d.get("nodes"),
         path=path,
-        **ints,
-        **{f: str(d.get(f, "")) for f in _STR_FIELDS},
+        **{f: d.get(f, "") for f in _STR_FIELDS},
     )
 
 
 def to_dict(p: Platform) -> dict[str, Any]:
-    """The TOML layout of a platform (inverse of :func:`from_dict`)."""
+    """The TOML layout of a platform (inverse of :func:`from_dict`; ``path`` is not stored)."""
     out: dict[str, Any] = {"name": p.name}
     if p.nodes is not None:
         out["nodes"] = p.nodes
-    out |= {f: getattr(p, f) for f in _INT_FIELDS}
+    out |= {"sockets_per_node": p.sockets_per_node, "gpus_per_socket": p.gpus_per_socket,
+            "ranks_per_node": p.ranks_per_node}
     out |= {f: getattr(p, f) for f in _STR_FIELDS if getattr(p, f)}
-    out["protocols"] = {
-        "short_max_bytes": p.short_max_bytes,
-        "eager_max_bytes": p.eager_max_bytes,
-        "source": p.protocol_source,
-    }
+    out["protocols"] = {"short_max_bytes": p.short_max_bytes, "eager_max_bytes": p.eager_max_bytes,
+                        "source": p.protocol_source}
     comm: dict[str, Any] = {}
-    for (model, mode, proto), e in sorted(p.comm.items()):
+    for (model, mode, proto), e in p.comm.items():
         if isinstance(e, NotAvailable):
-            entry: dict[str, Any] = {"na": e.reason, "source": e.source}
+            entry: dict[str, Any] = {"na": e.reason}
             if e.fallback:
                 entry["fallback"] = e.fallback
         else:
             entry = dict(e)
+        entry["source"] = e.source if isinstance(e, NotAvailable | Params) else ""
         comm.setdefault(model, {}).setdefault(mode, {})[proto] = entry
     out["comm"] = comm
     return out
 
 
 def save(p: Platform, path: str | Path) -> Path:
-    """Write a platform as TOML, atomically."""
+    """Write a platform as TOML (via ``tomli_w``), atomically; return the path."""
     import tomli_w
 
     from .io import atomic_path
 
+    header = f"# platform {p.name}, written by perfmod.platforms.save\n"
+    if p.source:
+        header += f"# source: {p.source}\n"
     with atomic_path(path) as tmp:
-        tmp.write_text(f"# platform {p.name}, written by perfmod.platforms.save\n" + tomli_w.dumps(to_dict(p)))
+        tmp.write_text(header + tomli_w.dumps(to_dict(p)), encoding="utf-8")
     return Path(path)
