@@ -1,36 +1,40 @@
 """Rank placement, MPI_Dims_create, Cartesian grids and K-model counts (paper 000 §3.1, Table 5)."""
 
+import sys
 import time
-from types import SimpleNamespace
+import types
 
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 from perfmod import topology as T
+from perfmod.decomposition import exchange
+
+SUMMIT = types.SimpleNamespace(name="summit", ranks_per_node=6, sockets_per_node=2)
+LASSEN = types.SimpleNamespace(name="lassen", ranks_per_node=4, sockets_per_node=2)
+BRIDGES = types.SimpleNamespace(name="bridges", ranks_per_node=2, sockets_per_node=2)
+PLATFORMS = {"summit": SUMMIT, "lassen": LASSEN, "bridges": BRIDGES}
+
+
+# ------------------------------------------------------------------ grids
 
 
 def test_dims_create_matches_mpich():
     for d in (2, 3):
         for n in range(1, 2001):
             assert T.dims_create(n, d) == tuple(MPI.Compute_dims(n, d)), (n, d)
+    for n in (1, 7, 64, 96, 360, 1000):
+        assert T.dims_create(n, 4) == tuple(MPI.Compute_dims(n, 4)), n
+    for n in (3072, 6144, 12288, 16384, 65536):
+        assert T.dims_create(n, 2) == tuple(MPI.Compute_dims(n, 2)), n
 
 
-def test_block_mapping_summit():
-    r = np.arange(12)
-    assert T.node_of(r, 6).tolist() == [0] * 6 + [1] * 6
-    assert T.socket_of(r, 6, 2).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
-    modes = T.pair_modes([0, 0, 0], [2, 3, 6], 6, 2)
-    assert [T.MODES[m] for m in modes] == ["intra_socket", "inter_socket", "inter_node"]
-
-
-def test_round_robin_mapping():
-    r = np.arange(8)
-    assert T.node_of(r, 4, "round_robin", nnodes=2).tolist() == [0, 1] * 4
-    # 4 ranks per node, 2 sockets: node-local index r // 2 -> socket (r // 2) // 2
-    assert T.socket_of(r, 4, 2, "round_robin", nnodes=2).tolist() == [0, 2, 0, 2, 1, 3, 1, 3]
-    with pytest.raises(ValueError, match="needs nnodes"):
-        T.node_of(r, 4, "round_robin")
+def test_dims_create_errors():
+    with pytest.raises(ValueError, match="nnodes must be a positive integer"):
+        T.dims_create(0, 2)
+    with pytest.raises(ValueError, match="ndims must be a positive integer"):
+        T.dims_create(4, 0)
 
 
 def test_cartesian_round_trip_and_boundaries():
@@ -41,121 +45,185 @@ def test_cartesian_round_trip_and_boundaries():
     assert c[1].tolist() == [0, 0, 1]  # last dimension fastest (row-major, as MPI)
     assert T.cart_rank([[-1, 0, 0]], dims, False).tolist() == [-1]
     assert T.cart_rank([[-1, 0, 0]], dims, True).tolist() == [45]
+    assert T.cart_rank([[-1, 0, 0]], dims, (True, False, False)).tolist() == [45]
+    with pytest.raises(ValueError, match="periods has 2 entries"):
+        T.cart_rank([[0, 0, 0]], dims, (True, False))
+
+
+def test_cart_shift_like_mpi():
+    # 4 x 3 grid, rank 4 = (1, 1): dim 0 neighbours 1 and 7, dim 1 neighbours 3 and 5
+    src, dst = T.cart_shift([4, 0, 11], (4, 3), 0)
+    assert src.tolist() == [1, -1, 8] and dst.tolist() == [7, 3, -1]
+    src, dst = T.cart_shift([4, 0, 11], (4, 3), 1, periods=True)
+    assert src.tolist() == [3, 2, 10] and dst.tolist() == [5, 1, 9]
+    with pytest.raises(ValueError, match="direction 2"):
+        T.cart_shift([0], (4, 3), 2)
+
+
+# ------------------------------------------------------------------ mapping
+
+
+def test_block_mapping_summit():
+    r = np.arange(12)
+    assert T.node_of(r, 6).tolist() == [0] * 6 + [1] * 6
+    assert T.socket_of(r, 6, 2).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    modes = T.pair_modes([0, 0, 0], [2, 3, 6], 6, 2)
+    assert modes.tolist() == [0, 1, 2]
+    assert T.mode_names(modes).tolist() == ["intra_socket", "inter_socket", "inter_node"]
+
+
+def test_block_mapping_lassen_and_bridges():
+    # Lassen: 4 ranks, 2 per socket; Bridges: 2 ranks, one per socket (000 Table 1, §4.1)
+    assert T.mode_names(T.pair_modes([0, 0, 0], [1, 2, 4], 4, 2)).tolist() == [
+        "intra_socket", "inter_socket", "inter_node"]
+    assert T.mode_names(T.pair_modes([0, 0], [1, 2], 2, 2)).tolist() == ["inter_socket", "inter_node"]
+
+
+def test_round_robin_mapping():
+    r = np.arange(8)
+    assert T.node_of(r, 4, "round_robin", nnodes=2).tolist() == [0, 1] * 4
+    # node-local index r // 2 fills sockets of 2 ranks
+    assert T.socket_of(r, 4, 2, "round_robin", nnodes=2).tolist() == [0, 2, 0, 2, 1, 3, 1, 3]
+    with pytest.raises(ValueError, match="needs nnodes"):
+        T.node_of(r, 4, "round_robin")
+    with pytest.raises(ValueError, match="unknown mapping 'scatter'"):
+        T.node_of([0], 2, "scatter")
+    with pytest.raises(ValueError, match="differ in shape"):
+        T.pair_modes([0, 1], [1], 2, 2)
+
+
+# ------------------------------------------------------------------ K-model
 
 
 def test_section_3_1_example():
-    # 48 ranks, 6 per node, periodic 2D halo exchange: K_inter 12, K_total 24, k 3
-    c = T.kmodel_counts("jacobi2d", None, 48, ranks_per_node=6, periodic=True)
-    assert (c.k_inter, c.k_total, c.k) == (12, 24, 3.0)
-    assert c.config["dims"] == [8, 6]
+    # 48 ranks on 8 Summit nodes, 6 x 8 grid, periodic: K_inter 12, K_total 24, k 3 (§3.1, Fig. 1)
+    c = T.kmodel_counts("jacobi2d", SUMMIT, 48, periodic=True)
+    assert (c.k_inter, c.k_total, c.k_prime, c.k) == (12, 24, 6, 3.0)
+    assert c.k_total_counted == 24 and c.config["dims"] == [8, 6]
+    # Fig. 1: ranks 0-5 (the first column) on the first node
+    assert T.node_of(np.arange(6), 6).tolist() == [0] * 6
 
 
-@pytest.mark.parametrize(
-    ("app", "rpn", "nprocs", "k_inter", "k_total", "k"),
-    [
-        ("jacobi2d", 6, 1536, 14, 24, 3.50),
-        ("jacobi2d", 4, 768, 10, 16, 2.50),
-        ("jacobi2d", 2, 6, 4, 8, 1.00),
-        ("minife", 4, 256, 92, 104, 3.54),
-        ("minife", 2, 256, 50, 52, 1.92),
-        ("minimd", 6, 1024, 28, 36, 4.67),
-        ("minimd", 4, 1024, 18, 24, 3.00),
-        ("minimd", 2, 1024, 10, 12, 1.67),
-    ],
-)
-def test_table5_reproduced(app, rpn, nprocs, k_inter, k_total, k):
-    c = T.kmodel_counts(app, None, nprocs, ranks_per_node=rpn)
-    assert (c.k_inter, c.k_total, round(c.k, 2)) == (k_inter, k_total, k)
+@pytest.mark.parametrize(("app", "platform"), [k for k in T.TABLE5_CONFIGS if k != ("minife", "summit")])
+def test_table5_reproduced(app, platform):
+    paper = {  # 000 Table 5: K_inter, K_total, k
+        ("jacobi2d", "summit"): (14, 24, 3.50), ("jacobi2d", "lassen"): (10, 16, 2.50),
+        ("jacobi2d", "bridges"): (4, 8, 1.00), ("minife", "lassen"): (92, 104, 3.54),
+        ("minife", "bridges"): (50, 52, 1.92), ("minimd", "summit"): (28, 36, 4.67),
+        ("minimd", "lassen"): (18, 24, 3.00), ("minimd", "bridges"): (10, 12, 1.67),
+    }[(app, platform)]
+    c = T.kmodel_counts(app, PLATFORMS[platform], T.TABLE5_CONFIGS[(app, platform)]["nprocs"])
+    assert (c.k_inter, c.k_total, round(c.k, 2)) == paper
 
 
 def test_table5_minife_summit_not_reproduced():
-    # Table 5 gives K_inter 135; the 256-rank bisection with 6 ranks per node gives 118.
-    c = T.kmodel_counts("minife", None, 256, ranks_per_node=6)
-    assert (c.k_inter, c.k_total, c.k_total_counted) == (118, 156, 138)
+    # Table 5 prints K_inter 135; the 256-rank trace configuration with 6 ranks per node gives 118
+    c = T.kmodel_counts("minife", SUMMIT, 256)
+    assert (c.k_inter, c.k_total, c.k_total_counted, round(c.k, 2)) == (118, 156, 138, 4.54)
+    assert c.config["grid"] == [8, 8, 4]
+
+
+def test_table5_reproduction_frame():
+    df = T.table5_reproduction()
+    assert list(df.columns) == ["app", "platform", "nprocs", "config", "k_inter_paper", "k_total_paper",
+                                "k_paper", "k_inter", "k_total", "k", "reproduced", "why"]
+    assert len(df) == 9 and int(df.reproduced.sum()) == 8
+    bad = df[~df.reproduced].iloc[0]
+    assert (bad.app, bad.platform, bad.k_inter, bad.k_inter_paper) == ("minife", "summit", 118, 135)
+    assert "DUMPI" in bad.why
+    assert (df.why.str.len() > 0).all()
+    # the other K_total rules reproduce fewer cells
+    assert int(T.table5_reproduction("counted").reproduced.sum()) == 7
+    assert int(T.table5_reproduction("kprime_x_maxneighbours").reproduced.sum()) == 7
 
 
 def test_k_total_rules():
     # Bridges Jacobi2D: 3 x 2 non-periodic grid, at most 3 neighbours -> counted 6; Table 5 has 8 = 2 x 4
     kw = dict(ranks_per_node=2)
     assert T.kmodel_counts("jacobi2d", None, 6, k_total_rule="counted", **kw).k_total == 6
-    c = T.kmodel_counts("jacobi2d", None, 6, **kw)
-    assert (c.k_total, c.max_neighbours, c.max_sent, c.k_total_counted) == (8, 4, 3, 6)
-    # MiniFE Summit: 156 = 6 x 26 by the default rule; no node sends that many
-    c = T.kmodel_counts("minife", None, 256, ranks_per_node=6)
-    assert c.k_total == 156 and c.k_total_counted < 156
-    with pytest.raises(ValueError, match="k_total_rule"):
-        T.kmodel_counts("jacobi2d", None, 6, k_total_rule="guess", **kw)
+    assert T.kmodel_counts("jacobi2d", None, 6, k_total_rule="kprime_x_maxneighbours", **kw).k_total == 6
+    assert T.kmodel_counts("jacobi2d", None, 6, **kw).k_total == 8
+    # MiniFE Summit: counted 138, k' x max neighbours 6 x 26 = 156
+    assert T.kmodel_counts("minife", SUMMIT, 256, k_total_rule="kprime_x_maxneighbours").k_total == 156
+    with pytest.raises(ValueError, match="unknown k_total_rule"):
+        T.kmodel_counts("jacobi2d", SUMMIT, 6, k_total_rule="max")
 
 
-def test_platform_objects_and_names():
-    summit = SimpleNamespace(name="summit", ranks_per_node=6, sockets_per_node=2)
-    assert T.node_of([5, 6], summit).tolist() == [0, 1]
-    assert T.socket_of([2, 3], summit).tolist() == [0, 1]
-    assert T.pair_modes([0, 0, 0], [1, 4, 7], summit).tolist() == [0, 1, 2]
-    a = T.kmodel_counts("jacobi2d", summit, 1536)
-    b = T.kmodel_counts("jacobi2d", 6, 1536)
-    assert (a.k_inter, a.k_total) == (b.k_inter, b.k_total) == (14, 24)
+def test_jacobi2d_matches_choi_summit_measurements():
+    # maxima of Choi's per-node counts, minitu/jacobi2d summit-kmodel/ht-n<P>-s16384.* (6 ranks per node)
+    measured = {12: 3, 24: 9, 48: 12, 96: 14, 192: 13, 384: 14, 768: 14, 1536: 14}
+    for p, k_inter in measured.items():
+        assert T.kmodel_counts("jacobi2d", SUMMIT, p).k_inter == k_inter, p
 
 
-def test_minimd_grid_orientation_does_not_change_table5():
-    # miniMD's procs2grid on a cubic box picks (8, 8, 16) instead of (16, 8, 8): same K counts
-    for rpn, k_inter in ((6, 28), (4, 18), (2, 10)):
-        c = T.kmodel_counts("minimd", None, 1024, ranks_per_node=rpn, procgrid=(8, 8, 16))
-        assert c.k_inter == k_inter
-
-
-def test_table5_reproduction_frame():
-    df = T.table5_reproduction()
-    assert list(df.columns) == [
-        "app",
-        "platform",
-        "nprocs",
-        "config",
-        "k_inter_paper",
-        "k_total_paper",
-        "k_paper",
-        "k_inter",
-        "k_total",
-        "k",
-        "reproduced",
-        "why",
-    ]
-    assert len(df) == 9 and df.reproduced.sum() == 8
-    bad = df[~df.reproduced].iloc[0]
-    assert (bad.app, bad.platform, bad.k_inter, bad.k_total) == ("minife", "summit", 118, 156)
-    assert "135" in bad.why
-    assert (df.why[df.reproduced] == "").all()
-
-
-def test_round_robin_counts():
-    # round-robin over 8 nodes of a 48-rank periodic 8 x 6 grid: ranks r, r+8, ... share a node;
-    # r and r+8 are not neighbours in the 8 x 6 grid (r+6 and r+1 are), so all 4 messages leave the node
-    c = T.kmodel_counts("jacobi2d", None, 48, ranks_per_node=6, mapping="round_robin", periodic=True)
-    assert (c.k_inter, c.k_total) == (24, 24)
-
-
-def test_kmodel_performance_16k():
-    t0 = time.perf_counter()
-    for app in ("jacobi2d", "minife", "minimd"):
-        T.kmodel_counts(app, None, 16384, ranks_per_node=6)
-    assert time.perf_counter() - t0 < 3.0
+def test_minimd_matches_choi_k_mode_measurements():
+    # Choi's K_MODE counters (minitu/miniMD master, kokkos/k-model/{summit,lassen}/k-n<P>.out), max per node
+    measured = {("summit", 256): 26, ("summit", 512): 28, ("summit", 1024): 28,
+                ("lassen", 256): 16, ("lassen", 512): 18}
+    for (plat, p), k_inter in measured.items():
+        c = T.kmodel_counts("minimd", PLATFORMS[plat], p)
+        assert (c.k_inter, c.k_total_counted) == (k_inter, 6 * PLATFORMS[plat].ranks_per_node), (plat, p)
 
 
 def test_counts_from_raw_messages():
     # two nodes of two ranks, a ring 0->1->2->3->0: node 0 sends 1 inter-node message (1->2)
     c = T.kmodel_counts_from([0, 1, 2, 3], [1, 2, 3, 0], 4, 2)
-    assert (c.k_inter, c.k_total, c.k) == (1, 2, 1.0)
+    assert (c.k_inter, c.k_total, c.k, c.nnodes) == (1, 2, 1.0, 2)
+    c = T.kmodel_counts_from([0, 1, 2, 3], [1, 2, 3, 0], 4, 2, mapping="round_robin")
+    assert (c.k_inter, c.k_total) == (2, 2)  # nodes {0, 2}, {1, 3}: every message leaves its node
+    assert T.kmodel_counts_from([], [], 4, 2).k == 0.0
+    with pytest.raises(ValueError, match="outside 0..3"):
+        T.kmodel_counts_from([0], [4], 4, 2)
+    with pytest.raises(ValueError, match="needs stencil"):
+        T.kmodel_counts_from([0], [1], 4, 2, k_total_rule="kprime_x_stencil")
 
 
-def test_platform_by_name_and_errors():
+def test_fewer_ranks_than_a_node():
+    c = T.kmodel_counts("jacobi2d", SUMMIT, 4)
+    assert (c.k_inter, c.k_prime, c.k) == (0, 4, 0.0)
+
+
+def test_exchange_input_and_overrides():
+    ex = exchange("minimd", 1024)
+    assert T.kmodel_counts(ex, LASSEN).k_inter == 18
+    assert T.kmodel_counts(ex, LASSEN, 1024, ranks_per_node=6).k_inter == 28  # what-if override
+    with pytest.raises(ValueError, match="differs from the Exchange"):
+        T.kmodel_counts(ex, LASSEN, 512)
+    with pytest.raises(ValueError, match="apply to an app name"):
+        T.kmodel_counts(ex, LASSEN, periodic=False)
+
+
+def test_platform_by_name_loaded_lazily(monkeypatch):
+    fake = types.ModuleType("perfmod.platforms")
+    fake.load = lambda name: PLATFORMS[name]
+    monkeypatch.setitem(sys.modules, "perfmod.platforms", fake)
     assert T.kmodel_counts("minimd", "lassen", 1024).k_prime == 4
-    with pytest.raises(ValueError, match="unknown app"):
-        T.kmodel_counts("hpl", None, 4, ranks_per_node=2)
-    with pytest.raises(ValueError, match="ranks_per_node"):
-        T.kmodel_counts("jacobi2d", None, 4)
-    with pytest.raises(ValueError, match="nprocs must be a positive integer"):
-        T.kmodel_counts("jacobi2d", None, 0, ranks_per_node=2)
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="unknown app 'hpl'; known apps: jacobi2d, minife, minimd"):
+        T.kmodel_counts("hpl", SUMMIT, 4)
+    for bad in (0, -3, 2.5, None, True):
+        with pytest.raises(ValueError, match="nprocs must be a positive integer"):
+            T.kmodel_counts("jacobi2d", SUMMIT, bad)
     with pytest.raises(ValueError, match="ranks_per_node must be a positive integer"):
-        T.kmodel_counts("jacobi2d", None, 4, ranks_per_node=0)
+        T.kmodel_counts("jacobi2d", SUMMIT, 4, ranks_per_node=0)
+    with pytest.raises(ValueError, match="ranks_per_node must be a positive integer"):
+        T.kmodel_counts("jacobi2d", types.SimpleNamespace(ranks_per_node=-1), 4)
+    with pytest.raises(ValueError, match="give a platform"):
+        T.kmodel_counts("jacobi2d", None, 4)
+    with pytest.raises(ValueError, match="has no ranks_per_node"):
+        T.kmodel_counts("jacobi2d", object(), 4)
     with pytest.raises(ValueError, match="unknown mapping"):
-        T.node_of([0], 2, "scatter")
+        T.kmodel_counts("jacobi2d", SUMMIT, 12, mapping="cyclic")
+
+
+def test_speed_and_large_scale():
+    t0 = time.perf_counter()
+    for app in ("jacobi2d", "minife", "minimd"):
+        T.kmodel_counts(app, SUMMIT, 1536)
+    assert time.perf_counter() - t0 < 1.5  # three apps; each is well under a second
+    big = {app: T.kmodel_counts(app, SUMMIT, 16384) for app in ("jacobi2d", "minife", "minimd")}
+    assert big["jacobi2d"].config["dims"] == [128, 128] and big["jacobi2d"].k_inter == 14
+    assert big["minife"].config["grid"] == [32, 32, 16] and big["minife"].max_neighbours == 26
+    assert big["minimd"].config["dims"] == [32, 32, 16] and big["minimd"].k_total == 36
