@@ -78,6 +78,21 @@ def test_oversubscribed_run_finishes_and_is_marked():
 
 
 @pytest.mark.mpi
+def test_binding_failure_falls_back_with_a_warning(monkeypatch):
+    real = pingpong._launch
+
+    def no_binding(nranks, sizes, reps, warmup, seed, timeout, bind, progress):
+        if bind:
+            raise RuntimeError("hydra: binding not supported (simulated)")
+        return real(nranks, sizes, reps, warmup, seed, timeout, bind, progress)
+
+    monkeypatch.setattr(pingpong, "_launch", no_binding)
+    with pytest.warns(UserWarning, match="(?s)bind-to core failed.*simulated"):
+        ds = run_pingpong(sizes=[8, 64, 512], write=False, **TINY)
+    assert ds.attrs["binding"] == "none" and "-bind-to" not in ds.attrs["command"]
+
+
+@pytest.mark.mpi
 def test_timeout_is_a_clear_error():
     with pytest.raises(TimeoutError, match=r"did not finish in 1 s"):
         run_pingpong(sizes=[4 << 20], reps=100000, warmup=0, write=False, progress=False, timeout=1)

@@ -167,7 +167,8 @@ def _launch(nranks: int, sizes: Sequence[int], reps: int, warmup: int, seed: int
                 lines.put(line)
             lines.put(None)
 
-        threading.Thread(target=pump, daemon=True).start()
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
         log: list[str] = []
         deadline = time.monotonic() + timeout
         try:
@@ -187,12 +188,16 @@ def _launch(nranks: int, sizes: Sequence[int], reps: int, warmup: int, seed: int
             proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
         except subprocess.TimeoutExpired:
             _stop(proc)
-            last = next((ln.strip() for ln in reversed(log) if ln.startswith("pingpong:")), "no size finished")
+            last = next((ln.strip() for ln in reversed(log) if ln.startswith("pingpong:")), "no sweep finished")
             raise TimeoutError(f"ping-pong on {nranks} ranks did not finish in {timeout:g} s (last: {last}); "
                                f"raise timeout= or use fewer sizes/reps: {' '.join(cmd)}") from None
         except BaseException:
             _stop(proc)
             raise
+        finally:
+            reader.join(timeout=5.0)
+            if not reader.is_alive() and proc.stdout is not None:
+                proc.stdout.close()
         if proc.returncode != 0 or not out.exists():
             err = "".join(ln for ln in log if not ln.startswith("pingpong:"))
             raise RuntimeError(f"ping-pong failed (exit {proc.returncode}): {' '.join(cmd)}\n{err[-2000:]}")
