@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .topology import cart_coords, cart_shift, dims_create
+from .topology import cart_coords, cart_shift, dims_create, positive_int
 
 __all__ = [
     "DOUBLE",
@@ -112,13 +112,7 @@ class Exchange:
 
 
 def _check_nprocs(nprocs: Any) -> int:
-    try:
-        ok = not isinstance(nprocs, bool) and int(nprocs) == nprocs and nprocs >= 1
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
-    return int(nprocs)
+    return positive_int("nprocs", nprocs)
 
 
 def _grid(name: str, dims: Any, p: int, ndims: int) -> tuple[int, ...]:

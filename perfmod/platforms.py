@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from .paths import platforms_dir, repo_root
+from .topology import MODES  # one definition of the modes, shared with the rank mapping
 
 __all__ = [
     "MODES",
@@ -74,7 +75,6 @@ __all__ = [
     "save",
 ]
 
-MODES = ("intra_socket", "inter_socket", "inter_node")
 PROTOCOLS = ("short", "eager", "rendezvous")
 MODELS = ("postal", "maxrate", "loggp")
 PARAM_NAMES: dict[tuple[str, str], tuple[str, ...]] = (

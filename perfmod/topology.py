@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "positive_int",
     "MODES",
     "MAPPINGS",
     "K_TOTAL_RULES",
@@ -52,7 +53,8 @@ MAPPINGS = ("block", "round_robin")
 K_TOTAL_RULES = ("kprime_x_stencil", "counted", "kprime_x_maxneighbours")
 
 
-def _positive(name: str, value: Any) -> int:
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an int; ``ValueError`` naming ``name`` unless it is an integer >= 1."""
     try:
         ok = not isinstance(value, bool) and int(value) == value and value >= 1
     except (TypeError, ValueError):
@@ -68,7 +70,7 @@ def _check_mapping(mapping: str, nnodes: int | None) -> None:
     if mapping == "round_robin":
         if nnodes is None:
             raise ValueError("mapping 'round_robin' needs nnodes (the number of nodes)")
-        _positive("nnodes", nnodes)
+        positive_int("nnodes", nnodes)
 
 
 def node_of(ranks: Any, ranks_per_node: int, mapping: str = "block", nnodes: int | None = None) -> np.ndarray:
@@ -91,7 +93,7 @@ def node_of(ranks: Any, ranks_per_node: int, mapping: str = "block", nnodes: int
     numpy.ndarray of int64
         Node index per rank, same shape as ``ranks``.
     """
-    rpn = _positive("ranks_per_node", ranks_per_node)
+    rpn = positive_int("ranks_per_node", ranks_per_node)
     _check_mapping(mapping, nnodes)
     r = np.asarray(ranks, dtype=np.int64)
     return r // rpn if mapping == "block" else r % int(nnodes)  # type: ignore[arg-type]
@@ -107,8 +109,8 @@ def socket_of(
     ``ceil(ranks_per_node / sockets_per_node)`` ranks per socket (one rank
     per GPU, the GPUs split evenly over the sockets: 000 Table 1, §4.1).
     """
-    rpn = _positive("ranks_per_node", ranks_per_node)
-    spn = _positive("sockets_per_node", sockets_per_node)
+    rpn = positive_int("ranks_per_node", ranks_per_node)
+    spn = positive_int("sockets_per_node", sockets_per_node)
     rps = math.ceil(rpn / spn)
     r = np.asarray(ranks, dtype=np.int64)
     node = node_of(r, rpn, mapping, nnodes)
@@ -173,8 +175,8 @@ def dims_create(nnodes: int, ndims: int) -> tuple[int, ...]:
     tuple of int
         The dims, non-increasing.
     """
-    n = _positive("nnodes", nnodes)
-    d = _positive("ndims", ndims)
+    n = positive_int("nnodes", nnodes)
+    d = positive_int("ndims", ndims)
     best: tuple[tuple[int, int], tuple[int, ...]] | None = None
 
     def rec(rem: int, k: int, maxd: int, cur: tuple[int, ...]) -> None:
@@ -327,8 +329,8 @@ def kmodel_counts_from(
     config : dict, optional
         Stored in the result.
     """
-    p = _positive("nprocs", nprocs)
-    rpn = _positive("ranks_per_node", ranks_per_node)
+    p = positive_int("nprocs", nprocs)
+    rpn = positive_int("ranks_per_node", ranks_per_node)
     if k_total_rule not in K_TOTAL_RULES:
         raise ValueError(f"unknown k_total_rule {k_total_rule!r}; expected one of {K_TOTAL_RULES}")
     s, d = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
@@ -360,7 +362,7 @@ def kmodel_counts_from(
 
 def _rpn_of(platform: Any, ranks_per_node: int | None) -> int:
     if ranks_per_node is not None:
-        return _positive("ranks_per_node", ranks_per_node)
+        return positive_int("ranks_per_node", ranks_per_node)
     if platform is None:
         raise ValueError("give a platform (name or object with ranks_per_node) or ranks_per_node")
     if isinstance(platform, str):
@@ -369,7 +371,7 @@ def _rpn_of(platform: Any, ranks_per_node: int | None) -> int:
         platform = load(platform)
     if not hasattr(platform, "ranks_per_node"):
         raise ValueError(f"platform {platform!r} has no ranks_per_node")
-    return _positive("ranks_per_node", platform.ranks_per_node)
+    return positive_int("ranks_per_node", platform.ranks_per_node)
 
 
 def kmodel_counts(
@@ -428,13 +430,13 @@ def kmodel_counts(
     if isinstance(app, Exchange):
         if options:
             raise ValueError(f"options {sorted(options)} apply to an app name, not to a prepared Exchange")
-        if nprocs is not None and _positive("nprocs", nprocs) != app.nprocs:
+        if nprocs is not None and positive_int("nprocs", nprocs) != app.nprocs:
             raise ValueError(f"nprocs={nprocs} differs from the Exchange's {app.nprocs}")
         ex = app
     else:
         if nprocs is None:
             raise ValueError("nprocs must be a positive integer, got None")
-        ex = exchange(app, _positive("nprocs", nprocs), **options)
+        ex = exchange(app, positive_int("nprocs", nprocs), **options)
     rpn = _rpn_of(platform, ranks_per_node)
     return kmodel_counts_from(
         ex.src, ex.dst, ex.nprocs, rpn, mapping=mapping, stencil=ex.stencil,

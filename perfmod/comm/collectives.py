@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..platforms import MODES, Platform, load
-from ..topology import pair_modes
+from ..topology import pair_modes, positive_int
 from .message import message_time
 
 __all__ = [
@@ -40,18 +40,12 @@ __all__ = [
 Pairs = list[tuple[np.ndarray, np.ndarray]]
 
 
-def _check_p(nprocs: int) -> int:
-    if int(nprocs) != nprocs or nprocs < 1:
-        raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
-    return int(nprocs)
-
-
 def recursive_doubling_steps(nprocs: int) -> Pairs:
     """Return, per step, the (sender, receiver) rank arrays of a recursive-doubling allreduce.
 
     Exchange steps list each pair in both directions.
     """
-    p = _check_p(nprocs)
+    p = positive_int("nprocs", nprocs)
     if p == 1:
         return []
     pof2 = 1 << (p.bit_length() - 1)
@@ -76,7 +70,7 @@ def recursive_doubling_steps(nprocs: int) -> Pairs:
 
 def binomial_tree_steps(nprocs: int) -> Pairs:
     """Return, per step, the (sender, receiver) arrays of a binomial-tree reduction to rank 0."""
-    p = _check_p(nprocs)
+    p = positive_int("nprocs", nprocs)
     steps: Pairs = []
     dist = 1
     while dist < p:
