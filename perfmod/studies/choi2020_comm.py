@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
@@ -28,11 +27,9 @@ from ..topology import kmodel_counts
 
 __all__ = [
     "PHASES_PER_ITERATION",
-    "TABLE5_CONFIG",
     "nprocs_for",
     "model_curves",
     "weak_scaling_comm",
-    "table5_reproduction",
 ]
 
 PHASES_PER_ITERATION = {"jacobi2d": 1, "minife": 1, "minimd": 2}
@@ -109,58 +106,3 @@ def weak_scaling_comm(
                 "nodes": ("nodes", np.asarray(nodes), {"units": "1", "long_name": "nodes"}),
                 "model": list(models)},
     )
-
-
-# The configuration each Table 5 cell belongs to (paper 000 §4.2): Jacobi2D
-# at the largest scale run on each machine (1,536 ranks on Summit, 768 on
-# Lassen, 6 on Bridges); MiniFE and MiniMD from the Lassen traces (256 and
-# 1,024 ranks), counted with each machine's ranks per node (§4.2, last
-# paragraph: "calculated for each machine separately").
-TABLE5_CONFIG = {
-    ("jacobi2d", "summit"): 1536,
-    ("jacobi2d", "lassen"): 768,
-    ("jacobi2d", "bridges"): 6,
-    ("minife", "summit"): 256,
-    ("minife", "lassen"): 256,
-    ("minife", "bridges"): 256,
-    ("minimd", "summit"): 1024,
-    ("minimd", "lassen"): 1024,
-    ("minimd", "bridges"): 1024,
-}
-
-TABLE5_WHY = {
-    ("minife", "summit"): (
-        "K_total 156 = 6 x 26 is reproduced, K_inter is not: with 6 ranks per node the 256-rank "
-        "recursive bisection (8 x 8 x 4 boxes, non-periodic) gives at most 118 inter-node messages per node "
-        "(138 messages in all); no power-of-two scale from 64 to 1,024 ranks, periodic or not, gives 135 "
-        "(non-periodic 85, 98, 118, 131, 140; periodic 138-142), so the paper's value likely comes from a "
-        "different rank placement on Summit's 43 nodes that the paper does not describe"
-    ),
-}
-
-
-def table5_reproduction() -> pd.DataFrame:
-    """Table 5 of paper 000 recomputed from the decompositions, cell by cell.
-
-    Columns: app, platform, nprocs, config, the paper's k_inter/k_total/k,
-    the computed ones, ``reproduced`` and ``why`` (for cells that differ).
-    """
-    from ..paperdata import read_table
-
-    paper = read_table("choi2020_table5_kmodel").set_index(["app", "platform"])
-    rows = []
-    for (app, plat), nprocs in TABLE5_CONFIG.items():
-        c = kmodel_counts(app, plat, nprocs)
-        ref = paper.loc[(app, plat)]
-        ok = (c.k_inter, c.k_total, round(c.k, 2)) == (int(ref.k_inter), int(ref.k_total), round(float(ref.k), 2))
-        cfg = c.config
-        grid = cfg.get("dims", cfg.get("grid"))
-        desc = (f"{nprocs} ranks, grid {'x'.join(map(str, grid))}, "
-                f"{'periodic' if cfg['periodic'] else 'non-periodic'}, block mapping, {c.k_prime} ranks/node")
-        rows.append({
-            "app": app, "platform": plat, "nprocs": nprocs, "config": desc,
-            "k_inter_paper": int(ref.k_inter), "k_total_paper": int(ref.k_total), "k_paper": float(ref.k),
-            "k_inter": c.k_inter, "k_total": c.k_total, "k": round(c.k, 4),
-            "reproduced": ok, "why": "" if ok else TABLE5_WHY.get((app, plat), "differs"),
-        })
-    return pd.DataFrame(rows)
