@@ -59,4 +59,4 @@ lint: setup ## ruff
 clean: ## remove generated outputs (datasets, figures, executed notebooks); keeps .venv and data/raw
 	rm -f $(PROCESSED)/*.nc
 	find figures -name '*.png' -delete
-	rm -rf notebooks/executed
+	rm -rf build/executed notebooks/executed

@@ -167,7 +167,8 @@ def run_notebook(
         Start from the notebook's smoke parameter set.
     output : path, optional
         Where the executed notebook goes (default
-        ``notebooks/executed/<name>``, which git ignores).
+        ``build/executed/<name>``, which git ignores; ``notebooks/`` holds
+        only the source notebooks).
     progress : bool
         Show papermill's cell progress bar.
 
@@ -185,7 +186,7 @@ def run_notebook(
     unknown = sorted(set(params) - set(declared))
     if unknown:
         raise NotebookShapeError(f"{src}: unknown parameters {unknown}; declared: {sorted(declared)}")
-    out = Path(output) if output else src.parent / "executed" / src.name
+    out = Path(output) if output else repo_root() / "build" / "executed" / src.name
     out.parent.mkdir(parents=True, exist_ok=True)
     pm.execute_notebook(
         str(src),
