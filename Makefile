@@ -50,8 +50,8 @@ test: setup ## run the test suite (fast tests + notebook smoke runs)
 test-all: setup ## run every test, slow ones included
 	$(PY) -m pytest -q --benchmark-disable
 
-bench: setup ## run the benchmarks (pytest-benchmark)
-	$(PY) -m pytest -q tests/test_bench.py --benchmark-only --benchmark-columns=min,median,mean,ops,rounds
+bench: setup ## run the benchmarks (pytest-benchmark; tests/test_bench*.py, one file per topic)
+	$(PY) -m pytest -q tests/test_bench*.py --benchmark-only --benchmark-columns=min,median,mean,ops,rounds
 
 lint: setup ## ruff
 	$(VENV)/bin/ruff check perfmod tests
