@@ -1,0 +1,46 @@
+"""MPI traces: the columnar in-memory :class:`Trace`, its builder and generators.
+
+- :mod:`perfmod.trace.core`: :class:`Trace` (NumPy columns, one row per
+  event; the layout is documented there), :class:`Call`, :class:`TraceBuilder`,
+  :class:`TraceError`.
+- :mod:`perfmod.trace.requests`: which nonblocking call each wait completes.
+- :func:`synthetic`: traces of the Jacobi2D, MiniFE and MiniMD communication
+  at any rank count (:mod:`perfmod.trace.synthetic`).
+
+Replay them with :func:`perfmod.replay.replay`.
+"""
+
+from .core import (
+    ANY_SOURCE,
+    ANY_TAG,
+    CALL_NAMES,
+    COLLECTIVES,
+    NO_PEER,
+    NO_REQUEST,
+    NO_TIME,
+    PROC_NULL,
+    Call,
+    Trace,
+    TraceBuilder,
+    TraceError,
+    call_code,
+)
+from .requests import Requests, resolve_requests
+
+__all__ = [
+    "ANY_SOURCE",
+    "ANY_TAG",
+    "CALL_NAMES",
+    "COLLECTIVES",
+    "NO_PEER",
+    "NO_REQUEST",
+    "NO_TIME",
+    "PROC_NULL",
+    "Call",
+    "Trace",
+    "TraceBuilder",
+    "TraceError",
+    "call_code",
+    "Requests",
+    "resolve_requests",
+]
