@@ -1,0 +1,117 @@
+"""DUMPI dumpi2ascii reader.
+
+tests/data/dumpi holds a format fixture: two rank files written line by line
+after sst-dumpi's dumpi2ascii printf formats (dumpi/bin/dumpi2ascii-defs.h,
+dumpi2ascii-callbacks.c), with hand-chosen values, not the output of a run.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call
+from perfmod.trace.dumpi import DUMPI_TYPE_SIZES, read_dumpi
+from perfmod.trace.textio import FormatError, decimal_ns
+
+DATA = Path(__file__).parent / "data" / "dumpi"
+
+
+def _call(name: str, params: list[str], t0: str = "10.000000000", t1: str = "10.000000100") -> list[str]:
+    return ([f"{name} entering at walltime {t0}, cputime 0.000000000 seconds in thread 0."] + params
+            + [f"{name} returning at walltime {t1}, cputime 0.000000000 seconds in thread 0."])
+
+
+def _write(tmp_path: Path, lines: list[str], name: str = "t-0000.txt") -> Path:
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_fixture_values_hand_checked():
+    t = read_dumpi(DATA)
+    assert t.nprocs == 2 and len(t) == 20
+    r0 = t.to_frame().query("rank == 0").set_index("seq")
+    names = list(r0["name"])
+    assert names == ["MPI_Init", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce", "MPI_Sendrecv",
+                     "MPI_Bcast", "MPI_Send", "MPI_Barrier", "MPI_Finalize"]
+    # bytes = count x datatype size: 1024 doubles, 1 double, 2 x contiguous(16 doubles), 3 ints, 5 DOUBLE_INT
+    assert list(r0["nbytes"]) == [0, 8192, 8192, 0, 8, 2 * 16 * 8, 3 * 4, 5 * 12, 0, 0]
+    assert r0.loc[5, "aux"] == [1, 256, 7]
+    assert r0.loc[3, "aux"] == [2, 3] and r0.loc[1, "request"] == 2 and r0.loc[2, "request"] == 3
+    assert r0.loc[7, "tag"] == 1337
+    # exact nanoseconds, and compute = gap from the previous kept call's return (skipped calls included)
+    assert t.t_entry[0] == 1585900000_100000000 and t.t_exit[0] == 1585900000_250000123
+    assert t.compute[1] == pytest.approx((251000000 - 250000123) * 1e-9, rel=1e-12)
+    assert t.t_exit[3] - t.t_entry[3] == 12345
+    # the receive on rank 1 used the wildcards
+    recv = np.flatnonzero((t.rank == 1) & (t.call == Call.RECV))[0]
+    assert t.peer[recv] == ANY_SOURCE and t.tag[recv] == ANY_TAG and t.nbytes[recv] == 60
+    # Comm_split with keys 1 (rank 0) and 0 (rank 1): new communicator = world ranks [1, 0]
+    assert t.comms[1].tolist() == [1, 0]
+    assert t.meta["unknown_calls"] == {"MPI_Comm_rank": 2, "MPI_Comm_size": 2, "MPI_Type_contiguous": 2,
+                                       "MPI_Type_commit": 2, "MPI_Comm_split": 2}
+
+
+def test_unknown_calls_keep_and_error():
+    kept = read_dumpi(DATA, unknown="keep")
+    assert len(kept) == 30 and kept.counts()["other"] == 10
+    assert "MPI_Comm_rank" in kept.other_names
+    with pytest.raises(FormatError, match=r"jacobi-mini-0000.txt:5: MPI_Comm_rank: MPI call not modelled"):
+        read_dumpi(DATA, unknown="error")
+
+
+def test_datatype_size_override_and_printed_sizes(tmp_path):
+    t = read_dumpi(DATA, datatype_sizes={14: 4})  # pretend MPI_DOUBLE is 4 bytes
+    assert t.nbytes[1] == 4096 and t.nbytes[5] == 2 * 16 * 4
+    lines = _call("MPI_Send", ["int count=3", "MPI_Datatype datatype=30 (user-defined-datatype)", "int dest=0",
+                               "int tag=0", "MPI_Comm comm=2 (MPI_COMM_WORLD)"])
+    lines += ["Datatype 30 (user-defined-datatype) has size 24"]
+    assert read_dumpi(_write(tmp_path, lines)).nbytes[0] == 72
+    assert DUMPI_TYPE_SIZES[9] == 4 and DUMPI_TYPE_SIZES[14] == 8
+
+
+def test_decimal_ns_is_exact():
+    assert decimal_ns("1296777956.739674001", "f", 1, "walltime") == 1296777956739674001
+    assert decimal_ns("0.5", "f", 1, "walltime") == 500_000_000
+    with pytest.raises(FormatError, match="f:3: walltime"):
+        decimal_ns("1.0000000001", "f", 3, "walltime")
+
+
+@pytest.mark.parametrize("lines, match", [
+    (["MPI_Send entering at walltime 1.0, cputime 0.0 seconds in thread 0.", "int count=1"],
+     r"t-0000.txt:1: MPI_Send entering without a matching 'returning'"),
+    (_call("MPI_Send", ["int count=1", "MPI_Datatype datatype=9 (MPI_INT)", "int dest=0",
+                        "MPI_Comm comm=2 (MPI_COMM_WORLD)"]), r"t-0000.txt:1: MPI_Send: field 'tag' is missing"),
+    (_call("MPI_Send", ["int count=x", "MPI_Datatype datatype=9 (MPI_INT)", "int dest=0", "int tag=0",
+                        "MPI_Comm comm=2 (MPI_COMM_WORLD)"]), r"t-0000.txt:2: MPI_Send: field 'count'"),
+    (_call("MPI_Send", ["int count=1", "MPI_Datatype datatype=99 (user-defined-datatype)", "int dest=0",
+                        "int tag=0", "MPI_Comm comm=2 (MPI_COMM_WORLD)"]), r"t-0000.txt:3: .*datatype 99"),
+    (_call("MPI_Barrier", ["MPI_Comm comm=7 (user-defined-comm)"]), r"t-0000.txt:2: MPI_Barrier: field 'comm'"),
+    (["garbage line"], r"t-0000.txt:1: expected 'MPI_<call> entering"),
+    (_call("MPI_Barrier", ["MPI_Comm comm=2 (MPI_COMM_WORLD)"], t0="1.5", t1="1.4"), r"t-0000.txt:3: .*before"),
+    (_call("MPI_Barrier", ["MPI_Comm comm=2 (MPI_COMM_WORLD)"], t0="1.x"), r"t-0000.txt:1: walltime"),
+    (_call("MPI_Barrier", ["no equals sign"]), r"t-0000.txt:2: MPI_Barrier: cannot read parameter line"),
+])
+def test_malformed_input_names_file_line_and_field(tmp_path, lines, match):
+    with pytest.raises(FormatError, match=match):
+        read_dumpi(_write(tmp_path, lines))
+
+
+def test_binary_file_and_missing_files_are_clear(tmp_path):
+    p = tmp_path / "x-0000.bin"
+    p.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(Exception, match="not a text trace"):
+        read_dumpi(p)
+    with pytest.raises(Exception, match="no DUMPI text files"):
+        read_dumpi(tmp_path / "none-*.txt")
+
+
+def test_waits_drop_null_requests_and_proc_null(tmp_path):
+    w = "MPI_Comm comm=2 (MPI_COMM_WORLD)"
+    lines = (_call("MPI_Isend", ["int count=1", "MPI_Datatype datatype=9 (MPI_INT)", "int dest=-1", "int tag=0", w,
+                                 "MPI_Request request=[5]"])
+             + _call("MPI_Waitall", ["int count=2", "MPI_Request requests[2]=[5, 1]",
+                                     "MPI_Status statuses[2]=<IGNORED>"], t0="10.000000200", t1="10.000000300"))
+    t = read_dumpi(_write(tmp_path, lines))
+    assert t.peer[0] == PROC_NULL and t.aux.tolist() == [5] and t.meta["ignored_requests"] == 1
