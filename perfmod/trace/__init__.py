@@ -44,3 +44,7 @@ __all__ = [
     "Requests",
     "resolve_requests",
 ]
+
+from .synthetic import SYNTHETIC_APPS, synthetic  # noqa: E402  (after the core it builds on)
+
+__all__ += ["SYNTHETIC_APPS", "synthetic"]

@@ -320,7 +320,7 @@ class Trace:
             more = f" (and {bad.size - 1} more events)" if bad.size > 1 else ""
             raise TraceError(f"{self._at(i)}: {column or 'event'}{val}: {what}{more}")
 
-    def validate(self) -> Trace:
+    def validate(self, requests: bool = True) -> Trace:
         """Check columns, codes, ranks, sizes and requests; raise :class:`TraceError` or return self.
 
         Checks: column lengths and dtypes; events sorted by rank and
@@ -329,7 +329,8 @@ class Trace:
         communicator (or a wildcard / ``PROC_NULL`` where MPI allows);
         ``nbytes >= 0``; ``compute`` finite and >= 0; entry <= exit;
         communicators described; every waited request created earlier on
-        the same rank and not yet completed; ``aux`` offsets consistent.
+        the same rank and not yet completed (unless ``requests=False``, for
+        a caller that resolves them itself); ``aux`` offsets consistent.
         """
         n = len(self)
         if self.nprocs < 1:
@@ -386,7 +387,8 @@ class Trace:
         self._fail(other & ((self.peer < 0) | (self.peer >= len(self.other_names))),
                    f"OTHER events need peer = index into other_names ({len(self.other_names)} names)", "peer")
         self._validate_aux(size)
-        self._validate_requests()
+        if requests:
+            self._validate_requests()
         return self
 
     def _validate_aux(self, size: np.ndarray) -> None:

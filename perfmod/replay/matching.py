@@ -1,0 +1,261 @@
+"""Message matching and collective instances, vectorized (MPI semantics).
+
+Point-to-point matching follows MPI's non-overtaking rule: for one
+(source, destination, tag, communicator) the k-th send posted matches the
+k-th receive posted.  With explicit sources and tags this pairing does not
+depend on timing, so it is computed once for the whole trace by sorting.
+Receives with ``MPI_ANY_SOURCE`` or ``MPI_ANY_TAG`` would make the pairing
+depend on arrival order; they are rejected with an error naming them.
+
+Collectives match per communicator in call order: the k-th collective
+call of every member is instance k.  Members must agree on the call and
+the size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace.core import (
+    ANY_SOURCE,
+    ANY_TAG,
+    CALL_NAMES,
+    COLLECTIVES,
+    PROC_NULL,
+    Call,
+    Trace,
+    _code_set,
+)
+
+__all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer"]
+
+
+class ReplayError(RuntimeError):
+    """A trace that cannot be replayed: deadlock, unmatched or truncated messages, collective mismatch.
+
+    ``details`` holds one dict per rank or message involved (rank, event,
+    call, peer, tag, comm, ...).
+    """
+
+    def __init__(self, message: str, details: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.details = details or []
+
+
+_SEND_CODES = _code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.SENDRECV})
+_RECV_CODES = _code_set({Call.RECV, Call.IRECV})
+
+
+def world_peer(trace: Trace, peer: np.ndarray, comm: np.ndarray) -> np.ndarray:
+    """World ranks of communicator-local ``peer`` ranks (negative values kept)."""
+    out = peer.astype(np.int64)
+    for c in np.unique(comm).tolist():
+        if c == 0:
+            continue
+        sel = (comm == c) & (peer >= 0)
+        out[sel] = trace.comm_ranks(c)[peer[sel]]
+    return out
+
+
+@dataclass(frozen=True)
+class Matching:
+    """Matched point-to-point messages.
+
+    Attributes
+    ----------
+    pdst : numpy.ndarray of int64, shape (len(trace),)
+        Receive event matching each send event (-1 unmatched, -2 to PROC_NULL).
+    psrc : numpy.ndarray of int64, shape (len(trace),)
+        Send event matching each receive event (-1 unmatched, -2 from PROC_NULL).
+    send_events : numpy.ndarray of int64
+        Events that send a message (PROC_NULL excluded).
+    src, dst : numpy.ndarray of int64
+        World sender and receiver of each of ``send_events``.
+    nbytes : numpy.ndarray of int64
+        Bytes of each message.
+    """
+
+    pdst: np.ndarray
+    psrc: np.ndarray
+    send_events: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+
+
+def _group_position(keys: tuple[np.ndarray, ...], order: np.ndarray) -> np.ndarray:
+    """Occurrence number of each element within its key group (elements visited in ``order``)."""
+    n = order.size
+    if n == 0:
+        return np.zeros(0, np.int64)
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    idx = np.arange(n)
+    pos_sorted = idx - np.maximum.accumulate(np.where(new, idx, 0))
+    pos = np.empty(n, np.int64)
+    pos[order] = pos_sorted
+    return pos
+
+
+def match_messages(trace: Trace) -> Matching:
+    """Pair every send with its receive by (source, destination, tag, communicator) in posting order.
+
+    Raises
+    ------
+    ReplayError
+        A wildcard receive (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``), or a
+        receive buffer smaller than its message (MPI_ERR_TRUNCATE).
+    """
+    n = len(trace)
+    call = trace.call
+    is_send = np.isin(call, _SEND_CODES)
+    is_recv = np.isin(call, _RECV_CODES)
+    sr = call == Call.SENDRECV
+    s_ev = np.flatnonzero(is_send)
+    s_peer, s_tag, s_comm, s_bytes = trace.peer[s_ev], trace.tag[s_ev], trace.comm[s_ev], trace.nbytes[s_ev]
+    r_ev = np.flatnonzero(is_recv)
+    r_peer, r_tag, r_comm, r_bytes = trace.peer[r_ev], trace.tag[r_ev], trace.comm[r_ev], trace.nbytes[r_ev]
+    sr_ev = np.flatnonzero(sr)
+    if sr_ev.size:  # receive side of Sendrecv: aux = [source, recv_nbytes, recv_tag]
+        base = trace.aux_ptr[sr_ev]
+        r_ev = np.concatenate([r_ev, sr_ev])
+        r_peer = np.concatenate([r_peer, trace.aux[base]]).astype(np.int64)
+        r_bytes = np.concatenate([r_bytes, trace.aux[base + 1]])
+        r_tag = np.concatenate([r_tag, trace.aux[base + 2]]).astype(np.int64)
+        r_comm = np.concatenate([r_comm, trace.comm[sr_ev]])
+        o = np.argsort(r_ev, kind="stable")
+        r_ev, r_peer, r_bytes, r_tag, r_comm = r_ev[o], r_peer[o], r_bytes[o], r_tag[o], r_comm[o]
+    wild = (r_peer == ANY_SOURCE) | (r_tag == ANY_TAG)
+    if wild.any():
+        i = int(r_ev[np.flatnonzero(wild)[0]])
+        raise ReplayError(
+            f"{trace._at(i)}: wildcard receive (MPI_ANY_SOURCE or MPI_ANY_TAG) in {int(wild.sum())} receives: "
+            "their matching depends on arrival order, which this replay does not model",
+            [{"rank": int(trace.rank[e]), "event": int(trace.seq[e]), "call": CALL_NAMES[int(call[e])]}
+             for e in r_ev[wild][:20]])
+    pdst = np.full(n, -1, dtype=np.int64)
+    psrc = np.full(n, -1, dtype=np.int64)
+    s_null, r_null = s_peer == PROC_NULL, r_peer == PROC_NULL
+    pdst[s_ev[s_null]] = -2
+    psrc[r_ev[r_null]] = -2
+    s_ev, s_peer, s_tag, s_comm, s_bytes = (a[~s_null] for a in (s_ev, s_peer, s_tag, s_comm, s_bytes))
+    r_ev, r_peer, r_tag, r_comm, r_bytes = (a[~r_null] for a in (r_ev, r_peer, r_tag, r_comm, r_bytes))
+    s_src = trace.rank[s_ev].astype(np.int64)
+    s_dst = world_peer(trace, s_peer, s_comm)
+    r_dst = trace.rank[r_ev].astype(np.int64)
+    r_src = world_peer(trace, r_peer, r_comm)
+    # occurrence number within (src, dst, tag, comm), in posting order (event index order within a rank)
+    s_keys = (s_src, s_dst, s_tag.astype(np.int64), s_comm.astype(np.int64))
+    r_keys = (r_src, r_dst, r_tag.astype(np.int64), r_comm.astype(np.int64))
+    s_k = _group_position(s_keys, np.lexsort((s_ev, *s_keys[::-1])))
+    r_k = _group_position(r_keys, np.lexsort((r_ev, *r_keys[::-1])))
+    ns = s_ev.size
+    keys = [np.concatenate([a, b]) for a, b in zip((*s_keys, s_k), (*r_keys, r_k), strict=True)]
+    kind = np.concatenate([np.zeros(ns, np.int8), np.ones(r_ev.size, np.int8)])
+    o = np.lexsort((kind, *keys[::-1]))
+    same = np.ones(max(o.size - 1, 0), dtype=bool)
+    for k in keys:
+        ks = k[o]
+        same &= ks[1:] == ks[:-1]
+    pair = same & (kind[o][:-1] == 0) & (kind[o][1:] == 1)
+    a, b = o[:-1][pair], o[1:][pair] - ns  # send index, receive index
+    pdst[s_ev[a]] = r_ev[b]
+    psrc[r_ev[b]] = s_ev[a]
+    trunc = r_bytes[b] < s_bytes[a]
+    if trunc.any():
+        j = int(np.flatnonzero(trunc)[0])
+        raise ReplayError(
+            f"{trace._at(int(r_ev[b[j]]))}: receive buffer of {int(r_bytes[b[j]])} B is smaller than the "
+            f"{int(s_bytes[a[j]])} B message from rank {int(s_src[a[j]])} (tag {int(s_tag[a[j]])}): "
+            f"MPI_ERR_TRUNCATE in {int(trunc.sum())} receives")
+    return Matching(pdst, psrc, s_ev, s_src, s_dst, s_bytes.astype(np.int64))
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """Collective instances of a trace.
+
+    Attributes
+    ----------
+    inst : numpy.ndarray of int64, shape (len(trace),)
+        Instance of each collective event (-1 for other events).
+    call, comm, nbytes, root, size : numpy.ndarray
+        Per instance: call code, communicator, bytes per rank, root
+        (-1 unrooted), communicator size.
+    first_event : numpy.ndarray of int64
+        An event of each instance (its lowest rank's).
+    members_ptr, members : numpy.ndarray of int64
+        World ranks of each instance's communicator (CSR).
+    """
+
+    inst: np.ndarray
+    call: np.ndarray
+    comm: np.ndarray
+    nbytes: np.ndarray
+    root: np.ndarray
+    size: np.ndarray
+    first_event: np.ndarray
+    members_ptr: np.ndarray
+    members: np.ndarray
+
+
+def collective_instances(trace: Trace) -> Collectives:
+    """Number the collectives per communicator (the k-th call of every member is instance k).
+
+    Raises
+    ------
+    ReplayError
+        Members of one instance disagree on the call, the byte count or the root.
+    """
+    n = len(trace)
+    ev = np.flatnonzero(np.isin(trace.call, _code_set(COLLECTIVES)))
+    inst = np.full(n, -1, dtype=np.int64)
+    empty = np.zeros(0, np.int64)
+    if ev.size == 0:
+        return Collectives(inst, empty, empty, empty, empty, empty, empty, np.zeros(1, np.int64), empty)
+    comm = trace.comm[ev].astype(np.int64)
+    rank = trace.rank[ev].astype(np.int64)
+    k = _group_position((comm, rank), np.lexsort((ev, rank, comm)))
+    key = comm * (int(k.max()) + 1) + k
+    uniq, inv = np.unique(key, return_inverse=True)
+    inst[ev] = inv
+    m = uniq.size
+    c_call = trace.call[ev].astype(np.int64)
+    c_bytes = trace.nbytes[ev]
+    c_root = np.where(np.isin(trace.call[ev], _code_set({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})),
+                      trace.peer[ev], -1).astype(np.int64)
+    for name, vals in (("call", c_call), ("nbytes", c_bytes), ("root", c_root)):
+        lo = np.full(m, np.iinfo(np.int64).max)
+        hi = np.full(m, np.iinfo(np.int64).min)
+        np.minimum.at(lo, inv, vals)
+        np.maximum.at(hi, inv, vals)
+        bad = np.flatnonzero(lo != hi)
+        if bad.size:
+            sel = inv == bad[0]
+            details = [{"rank": int(r), "event": int(trace.seq[e]), "call": CALL_NAMES[int(trace.call[e])],
+                        "nbytes": int(trace.nbytes[e]), "root": int(rt)}
+                       for r, e, rt in zip(rank[sel], ev[sel], c_root[sel], strict=True)][:20]
+            raise ReplayError(
+                f"{trace.source or 'trace'}: collective #{int(k[sel][0])} on communicator {int(comm[sel][0])}: "
+                f"members disagree on the {name}: "
+                + "; ".join(f"rank {d['rank']} event {d['event']} {d['call']} {d['nbytes']} B" for d in details[:6]),
+                details)
+    first = np.full(m, n, dtype=np.int64)
+    np.minimum.at(first, inv, ev)
+    i_comm = trace.comm[first].astype(np.int64)
+    sizes = {c: trace.comm_ranks(c) for c in np.unique(i_comm).tolist()}
+    size = np.array([sizes[c].size for c in i_comm.tolist()], dtype=np.int64)
+    members_ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(size, out=members_ptr[1:])
+    if len(sizes) == 1:
+        only = next(iter(sizes.values()))
+        members = np.tile(only, m)
+    else:
+        members = np.concatenate([sizes[c] for c in i_comm.tolist()])
+    return Collectives(inst, trace.call[first].astype(np.int64), i_comm, trace.nbytes[first], c_root[
+        np.searchsorted(ev, first)], size, first, members_ptr, members)
