@@ -1,0 +1,167 @@
+"""SimGrid time-independent trace reader and writer: hand-checked lines, round trips, errors."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmod.replay import replay
+from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, resolve_requests, synthetic
+from perfmod.trace.textio import FormatError
+from perfmod.trace.tit import read_tit, write_tit
+
+# the action syntax of simgrid src/smpi/internals/smpi_replay.cpp (format fixture, values chosen by hand)
+SAMPLE = """\
+# two ranks
+0 init
+1 init 1
+0 compute 5e8
+0 send 1 0 1e6
+1 recv 0 0 125000
+0 isend 1 3 10 1
+1 irecv 0 3 40
+0 irecv 1 4 16
+1 isend 0 4 2
+0 wait 1 0 4
+0 wait 0 1 3
+1 waitall
+0 allreduce 5e4 5e8
+1 allreduce 6250 5e8
+0 bcast 64 1
+1 bcast 8 1
+0 alltoallv 6 1 5 6 1 2
+1 alltoallv 6 2 4 6 5 4
+1 compute 2e9
+0 finalize
+1 finalize
+1 sleep 0.125
+"""
+
+
+def _sample(tmp_path: Path) -> Path:
+    p = tmp_path / "sample.tit"
+    p.write_text(SAMPLE)
+    return p
+
+
+def test_sample_values_hand_checked(tmp_path):
+    t = read_tit(_sample(tmp_path), flop_rate=1e9)
+    df = t.to_frame()
+    r0 = df[df["rank"] == 0].reset_index(drop=True)
+    r1 = df[df["rank"] == 1].reset_index(drop=True)
+    assert list(r0["name"]) == ["MPI_Init", "MPI_Send", "MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Wait",
+                                "MPI_Allreduce", "MPI_Bcast", "MPI_Alltoallv", "MPI_Finalize"]
+    # bytes: 1e6 MPI_BYTE; 10 x int (id 1) = 40; 16 bytes; allreduce 5e4 bytes; bcast 64
+    assert list(r0["nbytes"]) == [0, 1_000_000, 40, 16, 0, 0, 50_000, 64, 6, 0]
+    # rank 1 said "init 1": default datatype MPI_DOUBLE (8 bytes)
+    assert list(r1["nbytes"]) == [0, 1_000_000, 320, 16, 0, 50_000, 64, 48, 0, 0]
+    # compute before an action is that action's compute; a trailing one is a compute event
+    assert r0.loc[1, "compute"] == pytest.approx(0.5) and r1.loc[8, "compute"] == pytest.approx(2.0)
+    assert r1.loc[9, "name"] == "compute" and r1.loc[9, "compute"] == 0.125
+    # "wait 1 0 4" completes the irecv from 1 (tag 4) first, then "wait 0 1 3" the isend
+    req = resolve_requests(t)
+    assert [int(t.seq[req.created[k]]) for k in range(req.ref_ptr[4], req.ref_ptr[6])] == [3, 2]
+    assert r1.loc[4, "aux"] == [0, 1] and r0.loc[8, "aux"] == [1, 5] and r0.loc[7, "peer"] == 1
+    assert t.meta["reduction_flops"] == pytest.approx(1e9)
+
+
+def _same_structure(a, b):
+    for col in ("rank", "seq", "call", "peer", "nbytes", "tag", "comm"):
+        np.testing.assert_array_equal(getattr(a, col), getattr(b, col), err_msg=col)
+    np.testing.assert_allclose(a.compute, b.compute, rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(a.aux_ptr, b.aux_ptr)
+    ra, rb = resolve_requests(a), resolve_requests(b)
+    np.testing.assert_array_equal(ra.ref_ptr, rb.ref_ptr)
+    np.testing.assert_array_equal(a.seq[ra.created], b.seq[rb.created])  # waits complete the same calls
+
+
+@pytest.mark.parametrize("per_rank", [False, True])
+def test_round_trip_synthetic_jacobi(tmp_path, per_rank):
+    rng = np.random.default_rng(3)
+    t = synthetic("jacobi2d", 6, 3)
+    t = t.with_compute(rng.uniform(0, 1e-3, len(t)))
+    files = write_tit(t, tmp_path / "jacobi.tit", per_rank=per_rank)
+    assert len(files) == (7 if per_rank else 1)
+    back = read_tit(files[0])
+    _same_structure(t, back)
+    a = replay(t, "summit", model="postal")
+    b = replay(back, "summit", model="postal")
+    np.testing.assert_allclose(a["comm_time"].values, b["comm_time"].values, rtol=1e-12)
+
+
+def test_round_trip_every_world_call(tmp_path):
+    b = TraceBuilder(3)
+    for r in range(3):
+        o = (r + 1) % 3
+        p = (r - 1) % 3
+        b.append(r, "init")
+        b.append(r, "irecv", peer=p, nbytes=24, tag=5, request=7, compute=1e-6)
+        b.append(r, "isend", peer=o, nbytes=24, tag=5, request=8)
+        b.append(r, "waitany", aux=[8])
+        b.append(r, "wait", request=7, compute=2e-6)
+        b.append(r, "sendrecv", peer=o, nbytes=16, tag=0, aux=[p, 16, 0])
+        b.append(r, "barrier")
+        b.append(r, "reduce", peer=2, nbytes=8)
+        b.append(r, "alltoall", nbytes=32)
+        b.append(r, "alltoallv", aux=[r, 2 * r, 3], nbytes=3 * r + 3)
+        b.append(r, "allgather", nbytes=4)
+        b.append(r, "gather", peer=0, nbytes=12)
+        b.append(r, "scatter", peer=1, nbytes=12)
+        b.append(r, "finalize", compute=0.25)
+    t = b.build()
+    write_tit(t, tmp_path / "all.tit")
+    back = read_tit(tmp_path / "all.tit")
+    # a Waitany that completes one request comes back as a wait of that request
+    np.testing.assert_array_equal(np.where(t.call == Call.WAITANY, Call.WAIT, t.call), back.call)
+    for col in ("peer", "nbytes", "tag"):
+        np.testing.assert_array_equal(getattr(t, col), getattr(back, col), err_msg=col)
+    np.testing.assert_allclose(t.compute, back.compute, rtol=1e-15)
+
+
+def test_wildcards_and_proc_null(tmp_path):
+    b = TraceBuilder(2)
+    b.append(0, "recv", peer=ANY_SOURCE, tag=ANY_TAG, nbytes=8)
+    b.append(1, "send", peer=0, tag=9, nbytes=8)
+    b.append(1, "isend", peer=-3, nbytes=8, request=0)  # PROC_NULL: left out with its wait
+    b.append(1, "wait", request=0)
+    write_tit(b.build(), tmp_path / "w.tit")
+    text = (tmp_path / "w.tit").read_text()
+    assert "0 recv -555 -444 8" in text and "isend" not in text and "wait" not in text
+    back = read_tit(tmp_path / "w.tit")
+    assert back.peer[0] == ANY_SOURCE and back.tag[0] == ANY_TAG and len(back) == 2
+
+
+def test_writer_rejects_other_communicators(tmp_path):
+    b = TraceBuilder(2, comms={1: [1, 0]})
+    b.append(0, "barrier", comm=1)
+    b.append(1, "barrier", comm=1)
+    with pytest.raises(Exception, match="MPI_COMM_WORLD only"):
+        write_tit(b.build(), tmp_path / "x.tit")
+
+
+def test_unknown_actions(tmp_path):
+    p = tmp_path / "u.tit"
+    p.write_text("0 init\n0 scan 8 0\n0 location foo.c 12\n0 finalize\n")
+    t = read_tit(p)
+    assert len(t) == 2 and t.meta["unknown_calls"] == {"scan": 1, "location": 1}
+    assert read_tit(p, unknown="keep").counts()["other"] == 2
+    with pytest.raises(FormatError, match=r"u.tit:2: scan: action not modelled"):
+        read_tit(p, unknown="error")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("0 send 1\n", r"x.tit:1: send: needs 2 arguments"),
+    ("0 send 1 0 lots\n", r"x.tit:1: send: argument 3 \(size\): 'lots' is not a number"),
+    ("0 init\nx send 1 0 8\n", r"x.tit:2: rank: 'x' is not an integer"),
+    ("0 send 1 0 -8\n", r"x.tit:1: send: argument 3 \(size\) must be >= 0"),
+    ("0 send 1 0 8 99\n", r"x.tit:1: send: argument 4 \(datatype\): unknown SMPI datatype id 99"),
+    ("0 wait\n", r"x.tit:1: wait: no isend/irecv of this rank is pending"),
+    ("0 isend 1 0 8\n0 wait 0 1 5\n", r"x.tit:2: wait: no pending request with src 0, dst 1, tag 5"),
+    ("0 compute -1\n", r"x.tit:1: compute: argument 1 must be finite and >= 0"),
+    ("0\n", r"x.tit:1: expected '<rank> <action>"),
+])
+def test_malformed_lines_name_file_line_and_argument(tmp_path, text, match):
+    p = tmp_path / "x.tit"
+    p.write_text(text)
+    with pytest.raises(FormatError, match=match):
+        read_tit(p, nprocs=2)
