@@ -11,9 +11,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from .core import TraceError
+import numpy as np
 
-__all__ = ["FormatError", "decimal_ns", "numbered_lines", "rank_of_path"]
+from .core import Call, Trace, TraceError
+
+__all__ = ["FormatError", "alltoallv_recv_bytes", "decimal_ns", "numbered_lines", "rank_of_path"]
 
 
 class FormatError(TraceError):
@@ -65,3 +67,18 @@ def rank_of_path(path: str | os.PathLike) -> int | None:
     """The rank a per-rank file name ends with (``dumpi-2020.04.03-0007.txt`` -> 7), or None."""
     m = _RANK_SUFFIX.search(Path(path).stem)
     return int(m.group(1)) if m else None
+
+
+def alltoallv_recv_bytes(trace: Trace) -> dict[int, list[int]]:
+    """Receive counts (bytes from each rank) of every ALLTOALLV event: the k-th call of all ranks together."""
+    idx = [np.flatnonzero((trace.rank == r) & (trace.call == Call.ALLTOALLV)) for r in range(trace.nprocs)]
+    out: dict[int, list[int]] = {}
+    for r in range(trace.nprocs):
+        for k, i in enumerate(idx[r]):
+            row = []
+            for j in range(trace.nprocs):
+                if k >= len(idx[j]):
+                    raise TraceError(f"{trace._at(int(i))}: rank {j} makes fewer MPI_Alltoallv calls than rank {r}")
+                row.append(int(trace.aux_of(int(idx[j][k]))[r]))
+            out[int(i)] = row
+    return out

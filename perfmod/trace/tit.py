@@ -52,7 +52,7 @@ import numpy as np
 from ..io import atomic_path
 from .core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceBuilder, TraceError
 from .requests import resolve_requests
-from .textio import FormatError, numbered_lines
+from .textio import FormatError, alltoallv_recv_bytes, numbered_lines
 
 __all__ = ["TIT_TYPE_SIZES", "DEFAULT_FLOP_RATE", "read_tit", "write_tit"]
 
@@ -315,21 +315,6 @@ def _tit_tag(v: int) -> int:
     return _SMPI_ANY_TAG if v == ANY_TAG else v
 
 
-def _alltoallv_recv(trace: Trace) -> dict[int, list[int]]:
-    """Receive counts (bytes from each rank) of every ALLTOALLV event: the k-th call of all ranks together."""
-    idx = [np.flatnonzero((trace.rank == r) & (trace.call == Call.ALLTOALLV)) for r in range(trace.nprocs)]
-    out: dict[int, list[int]] = {}
-    for r in range(trace.nprocs):
-        for k, i in enumerate(idx[r]):
-            row = []
-            for j in range(trace.nprocs):
-                if k >= len(idx[j]):
-                    raise TraceError(f"{trace._at(int(i))}: rank {j} makes fewer MPI_Alltoallv calls than rank {r}")
-                row.append(int(trace.aux_of(int(idx[j][k]))[r]))
-            out[int(i)] = row
-    return out
-
-
 def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: float) -> list[str]:
     lines: list[str] = []
     pending: dict[int, str] = {}  # creating event -> "src dst tag"
@@ -426,7 +411,7 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
     if flop_rate <= 0:
         raise ValueError(f"flop_rate must be > 0 flop/s, got {flop_rate!r}")
     reqs = resolve_requests(trace)
-    a2av = _alltoallv_recv(trace)
+    a2av = alltoallv_recv_bytes(trace)
     per = [_rank_lines(trace, r, reqs, a2av, flop_rate) for r in range(trace.nprocs)]
     dest = Path(path)
     header = [f"# SimGrid time-independent trace written by perfmod: {trace.nprocs} ranks, sizes in bytes, "

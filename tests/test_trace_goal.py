@@ -1,0 +1,139 @@
+"""GOAL writer: hand-checked schedule, collective expansions, executability, parser errors."""
+
+from collections import Counter, deque
+from pathlib import Path
+
+import pytest
+
+from perfmod.trace import Call, TraceBuilder, synthetic
+from perfmod.trace.dumpi import read_dumpi
+from perfmod.trace.goal import COLLECTIVE_TAG, GoalSchedule, collective_rounds, read_goal, write_goal
+from perfmod.trace.textio import FormatError
+
+DUMPI_DATA = Path(__file__).parent / "data" / "dumpi"
+
+
+def _execute(s: GoalSchedule) -> int:
+    """Run the schedule with eager sends (a recv needs a matching earlier send); return ops executed.
+
+    Raises AssertionError when some operation can never run (a cycle or an unmatched receive).
+    """
+    deps = [{lab: [b for a, b, _ in s.requires[r] if a == lab] for lab in s.ops[r]} for r in range(s.num_ranks)]
+    done = [set() for _ in range(s.num_ranks)]
+    inbox: dict[tuple[int, int, int], deque] = {}
+    progress, sent = True, 0
+    while progress:
+        progress = False
+        for r in range(s.num_ranks):
+            for lab, op in s.ops[r].items():
+                if lab in done[r] or any(d not in done[r] for d in deps[r][lab]):
+                    continue
+                if op.kind == "send":
+                    sent += 1
+                    inbox.setdefault((r, op.peer, op.tag), deque()).append((sent, op.size))
+                elif op.kind == "recv":  # the earliest message that matches (-1: any source / any tag)
+                    keys = [k for k, q in inbox.items() if q and k[1] == r and op.peer in (-1, k[0])
+                            and op.tag in (-1, k[2])]
+                    if not keys:
+                        continue
+                    q = inbox[min(keys, key=lambda k: inbox[k][0][0])]
+                    assert q.popleft()[1] == op.size, f"rank {r} {lab}: size mismatch"
+                done[r].add(lab)
+                progress = True
+    stuck = [(r, lab) for r in range(s.num_ranks) for lab in s.ops[r] if lab not in done[r]]
+    assert not stuck, f"operations that never run: {stuck[:5]}"
+    return sum(len(d) for d in done)
+
+
+def test_hand_checked_schedule(tmp_path):
+    b = TraceBuilder(2)
+    b.append(0, "irecv", peer=1, nbytes=8, request=0, compute=1.5e-6)
+    b.append(0, "isend", peer=1, nbytes=8, request=1)
+    b.append(0, "waitall", aux=[0, 1])
+    b.append(0, "barrier", compute=1e-6)
+    b.append(1, "recv", peer=0, nbytes=8)
+    b.append(1, "send", peer=0, nbytes=8, tag=0)
+    b.append(1, "barrier")
+    text = write_goal(b.build(), tmp_path / "a.goal").read_text().splitlines()
+    t = COLLECTIVE_TAG
+    assert text[1:] == [
+        "num_ranks 2", "",
+        "rank 0 {",
+        "l1: calc 1500",
+        "l2: recv 8b from 1 tag 0", "l2 requires l1",
+        "l3: send 8b to 1 tag 0", "l3 requires l1",
+        "l4: calc 0", "l4 requires l1", "l4 requires l2", "l4 requires l3",
+        "l5: calc 1000", "l5 requires l4",
+        f"l6: send 0b to 1 tag {t}", "l6 requires l5",
+        f"l7: recv 0b from 1 tag {t}", "l7 requires l5",
+        "}", "",
+        "rank 1 {",
+        "l1: recv 8b from 0 tag 0",
+        "l2: send 8b to 0 tag 0", "l2 requires l1",
+        f"l3: send 0b to 0 tag {t}", "l3 requires l2",
+        f"l4: recv 0b from 0 tag {t}", "l4 requires l2",
+        "}"]
+    s = read_goal(tmp_path / "a.goal")
+    assert s.total_calc(0) == 2500 and _execute(s) == 11
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 6, 8, 12])
+@pytest.mark.parametrize("call", [Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATHER,
+                                  Call.ALLTOALL, Call.GATHER, Call.SCATTER])
+def test_collective_expansions_match_up(p, call):
+    root = p // 2
+    sends, recvs = Counter(), Counter()
+    rounds = {}
+    for v in range(p):
+        rounds[v] = collective_rounds(call, v, p, root)
+        for rnd in rounds[v]:
+            for kind, x in rnd:
+                assert 0 <= x < p and x != v
+                (sends if kind == "send" else recvs)[(v, x) if kind == "send" else (x, v)] += 1
+    assert sends == recvs
+    if call == Call.BCAST:  # every rank but the root receives the data exactly once
+        assert sorted(d for (_, d), k in recvs.items() for _ in range(k)) == [v for v in range(p) if v != root]
+    if call == Call.ALLREDUCE and p & (p - 1) == 0 and p > 1:  # recursive doubling: log2 p exchange rounds
+        assert all(len(rounds[v]) == p.bit_length() - 1 for v in range(p))
+    if call == Call.BARRIER and p > 1:  # dissemination: ceil(log2 p) rounds
+        assert all(len(rounds[v]) == (p - 1).bit_length() for v in range(p))
+
+
+@pytest.mark.parametrize("app, nprocs", [("jacobi2d", 9), ("minife", 6), ("minimd", 8)])
+def test_synthetic_traces_give_executable_schedules(tmp_path, app, nprocs):
+    t = synthetic(app, nprocs, 2)
+    s = read_goal(write_goal(t, tmp_path / f"{app}.goal"))
+    assert s.num_ranks == nprocs
+    assert s.messages("send") == s.messages("recv")
+    p2p = [(int(t.rank[i]), int(t.peer[i]), int(t.nbytes[i])) for i in range(len(t))
+           if t.call[i] in (Call.ISEND, Call.SEND)]
+    got = [(a, b, n) for a, b, tag, n in s.messages("send") if tag < COLLECTIVE_TAG]
+    assert sorted(p2p) == sorted(got)
+    _execute(s)
+
+
+def test_dumpi_fixture_with_split_communicator(tmp_path):
+    t = read_dumpi(DUMPI_DATA)
+    s = read_goal(write_goal(t, tmp_path / "d.goal"))
+    _execute(s)
+    # the Bcast on the split communicator [1, 0] has root 0 there = world rank 1
+    bc = [m for m in s.messages("send") if m[2] == COLLECTIVE_TAG + 1 and m[3] == 12]
+    assert bc == [(1, 0, COLLECTIVE_TAG + 1, 12)]
+    # the compute gaps survive as calc in ns (rank 0: sum of its rounded gaps)
+    assert s.total_calc(0) == pytest.approx(sum(t.compute[:10]) * 1e9, abs=10)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("rank 0 {\n}\n", r"g.goal:1: expected 'num_ranks N' first"),
+    ("num_ranks 1\nrank 1 {\n}\n", r"g.goal:2: rank 1 >= num_ranks 1"),
+    ("num_ranks 1\nrank 0 {\nl1: send 8 to 0 tag 0\n}\n", r"g.goal:3: rank 0: not a GOAL operation"),
+    ("num_ranks 1\nrank 0 {\nl1: send 8b from 0 tag 0\n}\n", r"g.goal:3: rank 0: send takes 'to'"),
+    ("num_ranks 1\nrank 0 {\nl1: calc 5\nl2 requires l1\n}\n", r"g.goal:4: rank 0: dependency on undefined label"),
+    ("num_ranks 1\nrank 0 {\nl1: calc 5\nl1: calc 6\n}\n", r"g.goal:4: rank 0: label 'l1' defined twice"),
+    ("num_ranks 1\nrank 0 {\nl1: calc 5\n", r"rank 0 block is not closed"),
+])
+def test_parser_errors_name_file_and_line(tmp_path, text, match):
+    p = tmp_path / "g.goal"
+    p.write_text(text)
+    with pytest.raises((FormatError, Exception), match=match):
+        read_goal(p)
