@@ -1,0 +1,83 @@
+"""Benchmarks of the trace formats and the recorder (``make bench``); under ``make test`` each runs once.
+
+Recorder overhead per call = (recorded - raw) / calls, from the two
+``recorder_*`` benchmarks (COMM_SELF Irecv + Isend + Waitall of 8-byte
+messages, 300 rounds = 900 calls); the README gives the numbers.
+"""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from perfmod.trace import synthetic
+from perfmod.trace.dumpi import read_dumpi
+from perfmod.trace.goal import write_goal
+from perfmod.trace.otf2io import read_otf2, write_otf2
+from perfmod.trace.recorder import record
+from perfmod.trace.tit import read_tit, write_tit
+
+ROUNDS = 300
+
+
+def _exchange(c, waitall, a, b):
+    for _ in range(ROUNDS):
+        waitall([c.Irecv(b, 0, 1), c.Isend(a, 0, 1)])
+    return ROUNDS * 3
+
+
+@pytest.mark.bench
+def test_bench_recorder_raw_comm_self(benchmark):
+    a, b = np.ones(1), np.empty(1)
+    assert benchmark(_exchange, MPI.COMM_SELF, MPI.Request.Waitall, a, b) == 900
+
+
+@pytest.mark.bench
+def test_bench_recorder_recorded_comm_self(benchmark):
+    a, b = np.ones(1), np.empty(1)
+    c = record(MPI.COMM_SELF)
+    assert benchmark(_exchange, c, c.Waitall, a, b) == 900
+    assert len(c.recorder.events) % 900 == 0
+
+
+def _dumpi_file(path, calls):
+    lines = []
+    for k in range(calls):
+        t = 1_000_000 + 2 * k
+        lines += [f"MPI_Send entering at walltime 10.{t:09d}, cputime 0.000000000 seconds in thread 0.",
+                  "int count=8", "MPI_Datatype datatype=14 (MPI_DOUBLE)", "int dest=0", "int tag=0",
+                  "MPI_Comm comm=2 (MPI_COMM_WORLD)",
+                  f"MPI_Send returning at walltime 10.{t + 1:09d}, cputime 0.000000000 seconds in thread 0."]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.bench
+def test_bench_read_dumpi_20k_calls(benchmark, tmp_path):
+    f = _dumpi_file(tmp_path / "b-0000.txt", 20_000)
+    t = benchmark(read_dumpi, f)
+    assert len(t) == 20_000 and int(t.nbytes.sum()) == 20_000 * 64
+
+
+@pytest.fixture(scope="module")
+def jacobi():
+    return synthetic("jacobi2d", 64, 20)  # 64 ranks x 20 iterations: 12,800 events
+
+
+@pytest.mark.bench
+def test_bench_tit_write_read(benchmark, jacobi, tmp_path):
+    def run():
+        write_tit(jacobi, tmp_path / "j.tit")
+        return read_tit(tmp_path / "j.tit")
+    assert len(benchmark(run)) == len(jacobi)
+
+
+@pytest.mark.bench
+def test_bench_goal_write(benchmark, jacobi, tmp_path):
+    assert benchmark(write_goal, jacobi, tmp_path / "j.goal").stat().st_size > 0
+
+
+@pytest.mark.bench
+def test_bench_otf2_write_read(benchmark, jacobi, tmp_path):
+    def run():
+        return read_otf2(write_otf2(jacobi, tmp_path / "j"))
+    assert len(benchmark(run)) == len(jacobi)
