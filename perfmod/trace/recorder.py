@@ -48,6 +48,8 @@ from .core import ANY_SOURCE, ANY_TAG, NO_PEER, NO_REQUEST, PROC_NULL, Call, Tra
 
 __all__ = ["Recorder", "RecordingComm", "RecordingRequest", "record", "load_recording"]
 
+_clock = time.perf_counter_ns
+_ISEND, _IRECV, _WAITALL = int(Call.ISEND), int(Call.IRECV), int(Call.WAITALL)
 _FIELDS = ("call", "peer", "nbytes", "tag", "comm", "request", "t_entry", "t_exit")
 
 
@@ -94,16 +96,11 @@ class Recorder:
         self.comms: dict[int, list[int]] = {}
         self._made = 0
         self._next_request = 0
-        self._offset = time.time_ns() - time.perf_counter_ns()
-        self.clock = time.perf_counter_ns
+        self._offset = time.time_ns() - _clock()
 
     def now(self) -> int:
-        """Wall-clock time in integer nanoseconds (monotonic within the run)."""
-        return self.clock() + self._offset
-
-    def new_request(self) -> int:
-        self._next_request += 1
-        return self._next_request - 1
+        """Wall-clock time in integer nanoseconds (events keep raw clock readings; :meth:`columns` adds the offset)."""
+        return _clock() + self._offset
 
     def new_comm(self, comm: Any) -> int:
         """Id of a communicator just created on this rank (see the module docstring)."""
@@ -121,6 +118,8 @@ class Recorder:
         """This rank's events as arrays (``aux_len``/``aux`` in CSR form)."""
         ev = self.events
         cols = {name: np.array([e[k] for e in ev], dtype=np.int64) for k, name in enumerate(_FIELDS)}
+        cols["t_entry"] += self._offset
+        cols["t_exit"] += self._offset
         lens = np.array([len(self.aux.get(i, ())) for i in range(len(ev))], dtype=np.int64)
         cols["aux_len"] = lens
         cols["aux"] = np.array([x for i in range(len(ev)) for x in self.aux.get(i, ())], dtype=np.int64)
@@ -188,18 +187,18 @@ class RecordingRequest:
         self.req, self.id, self.rec, self.done = req, rid, rec, False
 
     def Wait(self, status: Any = None) -> Any:  # noqa: N802 - mpi4py's name
-        t0 = self.rec.now()
+        t0 = _clock()
         out = self.req.Wait(status)
-        t1 = self.rec.now()
+        t1 = _clock()
         rid = self.id if not self.done else NO_REQUEST
         self.done = True
         self.rec.events.append((Call.WAIT, NO_PEER, 0, 0, 0, rid, t0, t1))
         return out
 
     def Test(self, status: Any = None) -> bool:  # noqa: N802
-        t0 = self.rec.now()
+        t0 = _clock()
         flag = self.req.Test(status)
-        t1 = self.rec.now()
+        t1 = _clock()
         rid = self.id if flag and not self.done else NO_REQUEST
         self.done = self.done or bool(flag)
         self.rec.events.append((Call.TEST, NO_PEER, 0, 0, 0, rid, t0, t1))
@@ -223,6 +222,7 @@ class RecordingComm:
         self._rec = recorder if recorder is not None else Recorder(comm)
         self._cid = comm_id
         self._any_source, self._any_tag, self._null = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.PROC_NULL
+        self._waitall, self._sum = MPI.Request.Waitall, MPI.SUM
 
     @property
     def recorder(self) -> Recorder:
@@ -237,16 +237,16 @@ class RecordingComm:
         ev = self._rec.events
         if aux is not None:
             self._rec.aux[len(ev)] = aux
-        ev.append((call, peer, nbytes, tag, self._cid, req, t0, self._rec.now()))
+        ev.append((call, peer, nbytes, tag, self._cid, req, t0, _clock()))
 
     # ------------------------------------------------------------ point to point
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Send(buf, dest, tag)
         self._log(Call.SEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Ssend(buf, dest, tag)
         self._log(Call.SSEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0)
 
@@ -254,33 +254,39 @@ class RecordingComm:
              status: Any = None) -> None:
         source = self._any_source if source is None else source
         tag = self._any_tag if tag is None else tag
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Recv(buf, source, tag, status)
         self._log(Call.RECV, _peer(source, self._any_source, self._null), _nbytes(buf),
                   ANY_TAG if tag == self._any_tag else tag, t0)
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> RecordingRequest:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         req = self._comm.Isend(buf, dest, tag)
-        rid = self._rec.new_request()
-        self._log(Call.ISEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0, rid)
-        return RecordingRequest(req, rid, self._rec)
+        rec = self._rec
+        rid = rec._next_request
+        rec._next_request = rid + 1
+        nb = buf.nbytes if type(buf) is np.ndarray else _nbytes(buf)
+        rec.events.append((_ISEND, PROC_NULL if dest == self._null else dest, nb, tag, self._cid, rid, t0, _clock()))
+        return RecordingRequest(req, rid, rec)
 
     def Irecv(self, buf: Any, source: int | None = None, tag: int | None = None) -> RecordingRequest:  # noqa: N802
         source = self._any_source if source is None else source
         tag = self._any_tag if tag is None else tag
-        t0 = self._rec.now()
+        t0 = _clock()
         req = self._comm.Irecv(buf, source, tag)
-        rid = self._rec.new_request()
-        self._log(Call.IRECV, _peer(source, self._any_source, self._null), _nbytes(buf),
-                  ANY_TAG if tag == self._any_tag else tag, t0, rid)
-        return RecordingRequest(req, rid, self._rec)
+        rec = self._rec
+        rid = rec._next_request
+        rec._next_request = rid + 1
+        nb = buf.nbytes if type(buf) is np.ndarray else _nbytes(buf)
+        peer = source if source >= 0 else _peer(source, self._any_source, self._null)
+        rec.events.append((_IRECV, peer, nb, ANY_TAG if tag == self._any_tag else tag, self._cid, rid, t0, _clock()))
+        return RecordingRequest(req, rid, rec)
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,  # noqa: N802
                  source: int | None = None, recvtag: int | None = None, status: Any = None) -> None:
         source = self._any_source if source is None else source
         recvtag = self._any_tag if recvtag is None else recvtag
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
         aux = [_peer(source, self._any_source, self._null), _nbytes(recvbuf),
                ANY_TAG if recvtag == self._any_tag else recvtag]
@@ -288,20 +294,23 @@ class RecordingComm:
 
     def Waitall(self, requests: Sequence[RecordingRequest], statuses: Any = None) -> None:  # noqa: N802
         """``MPI.Request.Waitall`` of requests this proxy returned, recorded as one ``Waitall``."""
-        from mpi4py import MPI
-
-        t0 = self._rec.now()
-        MPI.Request.Waitall([r.req for r in requests], statuses)
-        done = [r.id for r in requests if not r.done]
+        t0 = _clock()
+        self._waitall([r.req for r in requests], statuses)
+        t1 = _clock()
+        done = []
         for r in requests:
-            r.done = True
-        self._log(Call.WAITALL, NO_PEER, 0, 0, t0, aux=done)
+            if not r.done:
+                r.done = True
+                done.append(r.id)
+        ev = self._rec.events
+        self._rec.aux[len(ev)] = done
+        ev.append((_WAITALL, NO_PEER, 0, 0, self._cid, NO_REQUEST, t0, t1))
 
     def Waitany(self, requests: Sequence[RecordingRequest], status: Any = None) -> int:  # noqa: N802
         """``MPI.Request.Waitany``; records the request it completed."""
         from mpi4py import MPI
 
-        t0 = self._rec.now()
+        t0 = _clock()
         idx = MPI.Request.Waitany([r.req for r in requests], status)
         done = []
         if 0 <= idx < len(requests) and not requests[idx].done:
@@ -312,46 +321,44 @@ class RecordingComm:
 
     # ---------------------------------------------------------------- collectives
     def Barrier(self) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Barrier()
         self._log(Call.BARRIER, NO_PEER, 0, 0, t0)
 
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Bcast(buf, root)
         self._log(Call.BCAST, root, _nbytes(buf), 0, t0)
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Any = None, root: int = 0) -> None:  # noqa: N802
         from mpi4py import MPI
 
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Reduce(sendbuf, recvbuf, MPI.SUM if op is None else op, root)
         self._log(Call.REDUCE, root, _nbytes(recvbuf if sendbuf is MPI.IN_PLACE else sendbuf), 0, t0)
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = None) -> None:  # noqa: N802
-        from mpi4py import MPI
-
-        t0 = self._rec.now()
-        self._comm.Allreduce(sendbuf, recvbuf, MPI.SUM if op is None else op)
+        t0 = _clock()
+        self._comm.Allreduce(sendbuf, recvbuf, self._sum if op is None else op)
         self._log(Call.ALLREDUCE, NO_PEER, _nbytes(recvbuf), 0, t0)
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Alltoall(sendbuf, recvbuf)
         self._log(Call.ALLTOALL, NO_PEER, _nbytes(sendbuf) // int(self._comm.Get_size()), 0, t0)
 
     def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Allgather(sendbuf, recvbuf)
         self._log(Call.ALLGATHER, NO_PEER, _nbytes(sendbuf), 0, t0)
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Gather(sendbuf, recvbuf, root)
         self._log(Call.GATHER, root, _nbytes(sendbuf), 0, t0)
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
-        t0 = self._rec.now()
+        t0 = _clock()
         self._comm.Scatter(sendbuf, recvbuf, root)
         self._log(Call.SCATTER, root, _nbytes(recvbuf), 0, t0)
 
