@@ -187,7 +187,8 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     rank_ptr = trace.rank_ptr
     status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
         rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
-        coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter)
+        coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
+        *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64))
     if status != STATUS_OK:
         raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
     unmatched = int(np.count_nonzero(match.pdst[match.send_events] == -1))

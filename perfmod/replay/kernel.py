@@ -120,7 +120,8 @@ def _recv_done(j, psrc, rpost, sdone):
 
 @njit(cache=True)
 def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
-               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter):
+               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
+               link):
     """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
 
     ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
@@ -129,9 +130,11 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     of event ``i`` (-1 none); members of an instance in
     ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
     ``ref_ptr``/``created``: requests each wait completes (creating events).
+    ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
+    (int64, -1), one per event, are the state, allocated by the caller
+    (so that their memory is accounted where NumPy allocations are).
     """
     nprocs = rank_ptr.size - 1
-    n = call.size
     pc = rank_ptr[:-1].copy()
     end = rank_ptr[1:].copy()
     clock = np.zeros(nprocs)
@@ -139,13 +142,8 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
-    spost = np.full(n, np.nan)
-    rpost = np.full(n, np.nan)
-    sdone = np.full(n, np.nan)
-    ready = np.full(n, np.nan)
     # ready, unassigned messages per rank: a linked list through `link`
     head = np.full(nprocs, -1, dtype=np.int64)
-    link = np.full(n, -1, dtype=np.int64)
     nic_sched = np.full(nprocs, np.nan)  # time of the rank's pending NIC step
     ninst = inst_size.size
     inst_arrived = np.zeros(ninst, dtype=np.int64)
