@@ -303,3 +303,33 @@ def test_dataset_conventions():
     assert set(ds.comm_time.dims) == {"rank"} and ds.sizes["iteration"] == 2
     assert ds.attrs["platform"] == "lassen" and ds.attrs["events"] == 8 * 2 * 2 * 6 * 3
     np.testing.assert_allclose(ds.comm_time, ds.send_time + ds.recv_time + ds.wait_time + ds.collective_time)
+
+
+@pytest.mark.parametrize("first", [1, 2])
+def test_one_nic_per_rank_serves_ready_messages_in_posting_order(first):
+    second = 3 - first
+    tb = TraceBuilder(3)
+    tb.append(0, "isend", peer=first, nbytes=RNDV, request=1)
+    tb.append(0, "isend", peer=second, nbytes=RNDV, request=2)
+    tb.append(0, "waitall", aux=[1, 2])
+    for r in (2, 1):
+        tb.append(r, "recv", peer=0, nbytes=RNDV)
+    ds = replay(tb.build(), SUMMIT, "postal")
+    t = T(RNDV, "intra_socket")
+    assert ds.recv_time.sel(rank=first).item() == pytest.approx(t)
+    assert ds.recv_time.sel(rank=second).item() == pytest.approx(2 * t)
+    assert ds.wait_time.sel(rank=0).item() == pytest.approx(2 * t)
+
+
+def test_a_late_rendezvous_does_not_hold_back_a_later_eager_message():
+    delay = 1e-3
+    tb = TraceBuilder(3)
+    tb.append(0, "isend", peer=1, nbytes=RNDV, request=1)
+    tb.append(0, "isend", peer=2, nbytes=EAGER, request=2)
+    tb.append(0, "waitall", aux=[1, 2])
+    tb.append(1, "recv", peer=0, nbytes=RNDV, compute=delay)
+    tb.append(2, "recv", peer=0, nbytes=EAGER)
+    ds = replay(tb.build(), SUMMIT, "postal")
+    assert ds.recv_time.sel(rank=2).item() == pytest.approx(T(EAGER, "intra_socket"))
+    assert ds.total_time.sel(rank=1).item() == pytest.approx(delay + T(RNDV, "intra_socket"))
+    assert ds.wait_time.sel(rank=0).item() == pytest.approx(delay + T(RNDV, "intra_socket"))

@@ -106,6 +106,15 @@ def _pop(ht, hk, size):
 
 
 @njit(cache=True)
+def _wake(heap, qtime, w, t):
+    """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
+    if np.isnan(qtime[w]) or t < qtime[w]:
+        qtime[w] = t
+        heap = _push(heap, t, w)
+    return heap
+
+
+@njit(cache=True)
 def _recv_done(j, psrc, rpost, sdone):
     i = psrc[j]
     if i == -2:  # MPI_PROC_NULL
@@ -149,12 +158,11 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     inst_arrived = np.zeros(ninst, dtype=np.int64)
     inst_max = np.zeros(ninst)
     inst_done = np.full(ninst, np.nan)
-    inq = np.zeros(nprocs, dtype=np.bool_)
+    qtime = np.full(nprocs, np.nan)  # time of the rank's queued step (NaN: none); later entries are stale
     heap = (np.empty(2 * nprocs + 16), np.empty(2 * nprocs + 16, dtype=np.int64), np.zeros(1, dtype=np.int64))
     for r in range(nprocs):
         if pc[r] < end[r]:
-            inq[r] = True
-            heap = _push(heap, 0.0, r)
+            heap = _wake(heap, qtime, r, 0.0)
     buf = np.empty(16, dtype=np.int64)
     while heap[2][0] > 0:
         t_now, key = _pop(heap[0], heap[1], heap[2])
@@ -184,17 +192,17 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 sdone[i] = start + msg_time[i]
                 nic[s] = sdone[i]
                 # wake the sender and the receiver (if parked) when this message completes
-                if not inq[s] and state[s] == 2:
-                    inq[s] = True
-                    heap = _push(heap, max(sdone[i], clock[s]), s)
+                if state[s] == 2:
+                    heap = _wake(heap, qtime, s, max(sdone[i], clock[s]))
                 if pdst[i] >= 0:
                     w = np.int64(rank[pdst[i]])
-                    if not inq[w] and state[w] == 2:
-                        inq[w] = True
-                        heap = _push(heap, max(sdone[i], clock[w]), w)
+                    if state[w] == 2:
+                        heap = _wake(heap, qtime, w, max(sdone[i], clock[w]))
             continue
         r = key
-        inq[r] = False
+        if qtime[r] != t_now:
+            continue  # superseded by an earlier step
+        qtime[r] = np.nan
         while pc[r] < end[r]:
             i = pc[r]
             c = call[i]
@@ -203,8 +211,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
                 if clock[r] > t_now:  # computing: continue at the new time
-                    inq[r] = True
-                    heap = _push(heap, clock[r], r)
+                    heap = _wake(heap, qtime, r, clock[r])
                     break
             t0 = clock[r]
             done = np.nan
@@ -216,25 +223,27 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     j = pdst[i]
                     if j == -2:
                         sdone[i] = t0
-                    elif not rndv[i] or (j >= 0 and not np.isnan(rpost[j])):
+                    elif not rndv[i]:
                         ready[i] = t0
+                    elif j >= 0 and not np.isnan(rpost[j]):
+                        ready[i] = max(t0, rpost[j])
                     if not np.isnan(ready[i]):
                         link[i] = head[r]
                         head[r] = i
-                        if nic_sched[r] != t0:
-                            nic_sched[r] = t0
-                            heap = _push(heap, t0, nprocs + r)
+                        if nic_sched[r] != ready[i]:
+                            nic_sched[r] = ready[i]
+                            heap = _push(heap, ready[i], nprocs + r)
                     if c == _SENDRECV:
                         rpost[i] = t0
                         k = psrc[i]
                         if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
                             s = rank[k]
-                            ready[k] = t0
+                            ready[k] = max(t0, spost[k])
                             link[k] = head[s]
                             head[s] = k
-                            if nic_sched[s] != t0:
-                                nic_sched[s] = t0
-                                heap = _push(heap, t0, nprocs + s)
+                            if nic_sched[s] != ready[k]:
+                                nic_sched[s] = ready[k]
+                                heap = _push(heap, ready[k], nprocs + s)
                 if c == _ISEND or c == _ISSEND:
                     done = t0
                 elif c == _SENDRECV:
@@ -253,12 +262,12 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     k = psrc[i]
                     if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
                         s = rank[k]
-                        ready[k] = t0
+                        ready[k] = max(t0, spost[k])
                         link[k] = head[s]
                         head[s] = k
-                        if nic_sched[s] != t0:
-                            nic_sched[s] = t0
-                            heap = _push(heap, t0, nprocs + s)
+                        if nic_sched[s] != ready[k]:
+                            nic_sched[s] = ready[k]
+                            heap = _push(heap, ready[k], nprocs + s)
                 if c == _IRECV:
                     done = t0
                 else:
@@ -285,9 +294,8 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                         inst_done[k] = inst_max[k] + inst_cost[k]
                         for mm in range(inst_members_ptr[k], inst_members_ptr[k + 1]):
                             w = inst_members[mm]
-                            if w != r and not inq[w] and pc[w] < end[w]:
-                                inq[w] = True
-                                heap = _push(heap, inst_done[k], w)
+                            if w != r:
+                                heap = _wake(heap, qtime, w, inst_done[k])
                 done = inst_done[k]
                 slot = ACC_COLL
             else:  # compute, init, finalize, unknown calls (skipped)
@@ -304,8 +312,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 clock[r] = done
                 if done > t_now:  # blocked until `done`: continue then, in time order
                     if pc[r] < end[r]:
-                        inq[r] = True
-                        heap = _push(heap, done, r)
+                        heap = _wake(heap, qtime, r, done)
                     break
     status = STATUS_OK
     for r in range(nprocs):
