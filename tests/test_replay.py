@@ -58,6 +58,19 @@ def test_ring_sendrecv_takes_the_slower_of_the_two_messages():
     assert ds.recv_time.sel(rank=6).item() == pytest.approx(T(n, "inter_node"))  # 5 -> 6 crosses nodes
 
 
+def _halo_expected(ex, times, own_only=False):
+    """Listing 1 by hand: one NIC per rank sends its messages in order; a rank's Waitall ends at its last
+    send or its last arrival, whichever is later."""
+    done = np.zeros(ex.nprocs)
+    arrival = np.zeros(len(ex))
+    for i, s in enumerate(ex.src.tolist()):
+        done[s] += times[i]
+        arrival[i] = done[s]
+    if own_only:
+        return done
+    return np.maximum(done, [arrival[ex.dst == r].max(initial=0.0) for r in range(ex.nprocs)])
+
+
 def test_uniform_halo_exchange_equals_the_k_model_expression():
     """Paper 000 §3.1 example: 48 ranks, 6 x 8 periodic grid, k' 6, K_inter 12, K_total 24, k 3."""
     tr = synthetic("jacobi2d", 48, 1, periodic=True, allreduces=0)
@@ -81,13 +94,8 @@ def test_uniform_halo_exchange_equals_the_k_model_expression():
     assert ph.t_rank.sel(rank=1).item() == pytest.approx(2 * t_inter + 2 * t_intra, rel=1e-12)
     assert ds.comm_time.max().item() == pytest.approx(ph.t_phase.item(), rel=1e-12)
     times, _ = message_times(ex, SUMMIT, "kmodel")
-    done = np.zeros(48)
-    prefix = np.zeros(len(ex))
-    for i, s_ in enumerate(ex.src.tolist()):  # one NIC per rank: messages leave one after another
-        done[s_] += times[i]
-        prefix[i] = done[s_]
-    expect = np.maximum(ph.t_rank.values, [prefix[ex.dst == r].max() for r in range(48)])
-    np.testing.assert_allclose(ds.comm_time.values, expect, rtol=1e-12)
+    np.testing.assert_allclose(ds.comm_time.values, _halo_expected(ex, times), rtol=1e-12)
+    assert ph.t_rank.values == pytest.approx(_halo_expected(ex, times, own_only=True), rel=1e-12)
     assert ds.wait_time.sum().item() == pytest.approx(ds.comm_time.sum().item())
 
 
@@ -333,3 +341,15 @@ def test_a_late_rendezvous_does_not_hold_back_a_later_eager_message():
     assert ds.recv_time.sel(rank=2).item() == pytest.approx(T(EAGER, "intra_socket"))
     assert ds.total_time.sel(rank=1).item() == pytest.approx(delay + T(RNDV, "intra_socket"))
     assert ds.wait_time.sel(rank=0).item() == pytest.approx(delay + T(RNDV, "intra_socket"))
+
+
+def test_two_messages_per_pair_with_one_tag_match_in_order():
+    # periodic 2 x 2 grid: every rank sends west and east to the same neighbour, with the same tag
+    tr = synthetic("jacobi2d", 4, 2, periodic=True, allreduces=0, block=4096)  # 32 KiB: eager
+    ds = replay(tr, SUMMIT, "postal")
+    ex = exchange("jacobi2d", 4, periodic=True, block=4096)
+    times, _ = message_times(ex, SUMMIT, "postal")
+    # rank 1 sends its two messages to rank 0 after its two to rank 3 (on the other socket)
+    expect = _halo_expected(ex, times)
+    assert expect[0] == pytest.approx(2 * T(32768, "inter_socket") + 2 * T(32768, "intra_socket"))
+    assert ds.comm_time_iteration.values == pytest.approx(np.stack([expect, expect], axis=1), rel=1e-12)

@@ -181,9 +181,15 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 m += 1
                 e = link[e]
             head[s] = -1
-            srt = np.sort(buf[:m])
+            for q in range(1, m):  # posting order = event order (insertion sort: a few messages)
+                v = buf[q]
+                p = q - 1
+                while p >= 0 and buf[p] > v:
+                    buf[p + 1] = buf[p]
+                    p -= 1
+                buf[p + 1] = v
             for q in range(m):
-                i = srt[q]
+                i = buf[q]
                 if ready[i] > t_now:  # not yet: keep for a later step
                     link[i] = head[s]
                     head[s] = i

@@ -28,6 +28,7 @@ from ..trace.core import (
     Trace,
     _code_set,
 )
+from ..trace.requests import group_key
 
 __all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer"]
 
@@ -149,21 +150,22 @@ def match_messages(trace: Trace) -> Matching:
     s_dst = world_peer(trace, s_peer, s_comm)
     r_dst = trace.rank[r_ev].astype(np.int64)
     r_src = world_peer(trace, r_peer, r_comm)
-    # occurrence number within (src, dst, tag, comm), in posting order (event index order within a rank)
-    s_keys = (s_src, s_dst, s_tag.astype(np.int64), s_comm.astype(np.int64))
-    r_keys = (r_src, r_dst, r_tag.astype(np.int64), r_comm.astype(np.int64))
-    s_k = _group_position(s_keys, np.lexsort((s_ev, *s_keys[::-1])))
-    r_k = _group_position(r_keys, np.lexsort((r_ev, *r_keys[::-1])))
+    # group by (src, dst, tag, comm); stable sorts keep posting order (event order) inside a group, and
+    # the k-th send of a group matches the k-th receive of the same group
+    key = group_key(np.concatenate([s_src, r_src]), np.concatenate([s_dst, r_dst]),
+                    np.concatenate([s_tag, r_tag]), np.concatenate([s_comm, r_comm]))
     ns = s_ev.size
-    keys = [np.concatenate([a, b]) for a, b in zip((*s_keys, s_k), (*r_keys, r_k), strict=True)]
-    kind = np.concatenate([np.zeros(ns, np.int8), np.ones(r_ev.size, np.int8)])
-    o = np.lexsort((kind, *keys[::-1]))
-    same = np.ones(max(o.size - 1, 0), dtype=bool)
-    for k in keys:
-        ks = k[o]
-        same &= ks[1:] == ks[:-1]
-    pair = same & (kind[o][:-1] == 0) & (kind[o][1:] == 1)
-    a, b = o[:-1][pair], o[1:][pair] - ns  # send index, receive index
+    s_key, r_key = key[:ns], key[ns:]
+    so = np.argsort(s_key, kind="stable")
+    ro = np.argsort(r_key, kind="stable")
+    sk, rk = s_key[so], r_key[ro]
+    first_s = np.searchsorted(sk, sk, side="left")
+    occ = np.arange(ns) - first_s  # occurrence number of each sorted send in its group
+    first_r = np.searchsorted(rk, sk, side="left")
+    end_r = np.searchsorted(rk, sk, side="right")
+    ok = first_r + occ < end_r
+    a = so[ok]  # send index
+    b = ro[(first_r + occ)[ok]]  # receive index
     pdst[s_ev[a]] = r_ev[b]
     psrc[r_ev[b]] = s_ev[a]
     trunc = r_bytes[b] < s_bytes[a]
