@@ -18,6 +18,18 @@ from .devices import (
     load_devices,
     scale_device,
 )
+from .importers import NCU_METRICS, NVPROF_METRICS, ProfileError, read_ncu, read_nvprof_metrics, read_nvprof_summary
+from .metrics import (
+    KERNEL_COLUMNS,
+    from_instruction_counts,
+    kernel_table,
+    read_kernel_table,
+    selective_profiling,
+    validate_kernels,
+    write_kernel_table,
+)
+from .plot import plot_roofline
+from .predict import SI_NAMES, kernels_dataset, predict
 from .qroof import DOMINANT_OPS, KernelInputError, qroof, qroof_time
 
 __all__ = [
@@ -35,4 +47,21 @@ __all__ = [
     "scale_device",
     "qroof",
     "qroof_time",
+    "KERNEL_COLUMNS",
+    "from_instruction_counts",
+    "kernel_table",
+    "read_kernel_table",
+    "selective_profiling",
+    "validate_kernels",
+    "write_kernel_table",
+    "NCU_METRICS",
+    "NVPROF_METRICS",
+    "ProfileError",
+    "read_ncu",
+    "read_nvprof_metrics",
+    "read_nvprof_summary",
+    "SI_NAMES",
+    "kernels_dataset",
+    "predict",
+    "plot_roofline",
 ]
