@@ -15,8 +15,9 @@ PROCESSED  := data/processed
 LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
 PLATFORMS  := $(wildcard data/platforms/*.toml)
+DEVICES    := $(wildcard data/devices/*.csv)
 
-.PHONY: help setup all test test-all bench lint clean comm-models calibration sharif-gol
+.PHONY: help setup all test test-all bench lint clean comm-models calibration sharif-gol end-to-end what-if choi2019-minife
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,11 +30,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-all: setup comm-models calibration sharif-gol ## run every study notebook (datasets in data/processed, figures in figures/)
+all: setup comm-models calibration sharif-gol end-to-end what-if choi2019-minife ## run every study notebook (datasets in data/processed, figures in figures/)
 
 comm-models: $(PROCESSED)/choi2020_comm_models.nc ## paper 000 Tables 2-5 and Figures 5, 7, 10 (model side)
 calibration: $(PROCESSED)/local_calibration.nc ## ping-pong on this machine, fitted local platform
 sharif-gol: $(PROCESSED)/sharif_gol.nc ## paper 003 BSP model: Game of Life proxy fitted and validated here
+end-to-end: $(PROCESSED)/choi2020_end_to_end.nc ## paper 000 QRoof kernels and per-iteration model (Figures 6, 8, 9, 11-13)
+what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
+choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
 
 $(PROCESSED)/choi2020_comm_models.nc: notebooks/choi2020_comm_models.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS)
 	$(NBRUN) $< -p dataset_path ../$@
@@ -42,6 +46,15 @@ $(PROCESSED)/local_calibration.nc: notebooks/local_calibration.ipynb $(STAMP) $(
 	$(NBRUN) $< -p dataset_path ../$@
 
 $(PROCESSED)/sharif_gol.nc: notebooks/sharif_gol.ipynb $(STAMP) $(LIB) $(PAPER)
+	$(NBRUN) $< -p dataset_path ../$@
+
+$(PROCESSED)/choi2020_end_to_end.nc: notebooks/choi2020_end_to_end.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
+	$(NBRUN) $< -p dataset_path ../$@
+
+$(PROCESSED)/choi2020_what_if.nc: notebooks/choi2020_what_if.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
+	$(NBRUN) $< -p dataset_path ../$@
+
+$(PROCESSED)/choi2019_minife.nc: notebooks/choi2019_minife.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
 	$(NBRUN) $< -p dataset_path ../$@
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)
