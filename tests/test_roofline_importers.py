@@ -140,6 +140,14 @@ def test_selective_profiling_99_percent():
         selective_profiling(times, threshold=0)
 
 
+def test_selective_profiling_in_the_importer():
+    # matrixMul holds 96.6 % of the kernel time: at 90 % only it is kept, at 99 % both
+    k90 = read_nvprof_metrics(NVPROF, summary=SUMMARY, threshold=0.9)
+    assert list(k90.index) == [MM]
+    k99 = read_nvprof_metrics(NVPROF, summary=SUMMARY, threshold=0.99)
+    assert sorted(k99.index) == sorted([MM, ST])
+
+
 def test_from_instruction_counts_matches_importer():
     row = from_instruction_counts("fp_64", 5e5, 1e5, 6e5, 16e5, 1.6e6, count=10)
     st = read_nvprof_metrics(NVPROF).loc[ST]
