@@ -17,6 +17,7 @@ from .devices import (
     get_device,
     load_devices,
     scale_device,
+    write_devices,
 )
 from .importers import NCU_METRICS, NVPROF_METRICS, ProfileError, read_ncu, read_nvprof_metrics, read_nvprof_summary
 from .metrics import (
@@ -45,6 +46,7 @@ __all__ = [
     "get_device",
     "load_devices",
     "scale_device",
+    "write_devices",
     "qroof",
     "qroof_time",
     "KERNEL_COLUMNS",
