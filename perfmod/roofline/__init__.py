@@ -22,6 +22,7 @@ from .devices import (
 from .importers import NCU_METRICS, NVPROF_METRICS, ProfileError, read_ncu, read_nvprof_metrics, read_nvprof_summary
 from .metrics import (
     KERNEL_COLUMNS,
+    from_flops_bytes,
     from_instruction_counts,
     kernel_table,
     read_kernel_table,
@@ -51,6 +52,7 @@ __all__ = [
     "qroof_time",
     "KERNEL_COLUMNS",
     "from_instruction_counts",
+    "from_flops_bytes",
     "kernel_table",
     "read_kernel_table",
     "selective_profiling",
