@@ -128,9 +128,65 @@ def _recv_done(j, psrc, rpost, sdone):
 
 
 @njit(cache=True)
+def _match_send(i, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+    """Match send ``i`` to the first posted receive of group ``g`` that accepts it, else queue it."""
+    prev = -1
+    j = rhead[g]
+    while j >= 0:
+        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
+            nxt = rlink[j]
+            if prev < 0:
+                rhead[g] = nxt
+            else:
+                rlink[prev] = nxt
+            if rtail[g] == j:
+                rtail[g] = prev
+            pdst[i] = j
+            psrc[j] = i
+            return j
+        prev = j
+        j = rlink[j]
+    slink[i] = -1
+    if stail[g] < 0:
+        shead[g] = i
+    else:
+        slink[stail[g]] = i
+    stail[g] = i
+    return -1
+
+
+@njit(cache=True)
+def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+    """Match receive ``j`` to the first unmatched message of group ``g`` it accepts, else post it."""
+    prev = -1
+    i = shead[g]
+    while i >= 0:
+        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
+            nxt = slink[i]
+            if prev < 0:
+                shead[g] = nxt
+            else:
+                slink[prev] = nxt
+            if stail[g] == i:
+                stail[g] = prev
+            pdst[i] = j
+            psrc[j] = i
+            return i
+        prev = i
+        i = slink[i]
+    rlink[j] = -1
+    if rtail[g] < 0:
+        rhead[g] = j
+    else:
+        rlink[rtail[g]] = j
+    rtail[g] = j
+    return -1
+
+
+@njit(cache=True)
 def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
                inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
-               link):
+               link, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
     """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
 
     ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
@@ -142,6 +198,10 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
     (int64, -1), one per event, are the state, allocated by the caller
     (so that their memory is accounted where NumPy allocations are).
+    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
+    each event's send / receive matching group (-1: matched beforehand),
+    ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the
+    queues (empty arrays when there is nothing to match).
     """
     nprocs = rank_ptr.size - 1
     pc = rank_ptr[:-1].copy()
@@ -153,6 +213,11 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
     # ready, unassigned messages per rank: a linked list through `link`
     head = np.full(nprocs, -1, dtype=np.int64)
+    dyn = sgrp.size > 0
+    shead = np.full(ngroups, -1, dtype=np.int64)
+    stail = np.full(ngroups, -1, dtype=np.int64)
+    rhead = np.full(ngroups, -1, dtype=np.int64)
+    rtail = np.full(ngroups, -1, dtype=np.int64)
     nic_sched = np.full(nprocs, np.nan)  # time of the rank's pending NIC step
     ninst = inst_size.size
     inst_arrived = np.zeros(ninst, dtype=np.int64)
@@ -227,6 +292,9 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     state[r] = 2
                     spost[i] = t0
                     j = pdst[i]
+                    if dyn and sgrp[i] >= 0:
+                        j = _match_send(i, sgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
+                                        slink, pdst, psrc)
                     if j == -2:
                         sdone[i] = t0
                     elif not rndv[i]:
@@ -242,6 +310,9 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     if c == _SENDRECV:
                         rpost[i] = t0
                         k = psrc[i]
+                        if dyn and rgrp[i] >= 0:
+                            k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead,
+                                            stail, slink, pdst, psrc)
                         if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
                             s = rank[k]
                             ready[k] = max(t0, spost[k])
@@ -266,6 +337,9 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     state[r] = 2
                     rpost[i] = t0
                     k = psrc[i]
+                    if dyn and rgrp[i] >= 0:
+                        k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
+                                        slink, pdst, psrc)
                     if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
                         s = rank[k]
                         ready[k] = max(t0, spost[k])
