@@ -47,6 +47,29 @@ def _compute_times(trace: Trace, compute: Any) -> np.ndarray:
     return trace.with_compute(np.broadcast_to(np.asarray(compute, dtype=np.float64), trace.compute.shape)).compute
 
 
+def _dynamic_args(match: Any, n: int) -> tuple:
+    """Kernel arguments for run-time matching (empty when every message was matched beforehand)."""
+    d = match.dynamic
+    if d is None:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e, e, e, 0, e, e
+    return (d.sgrp, d.rgrp, d.stag, d.rsrc, d.rtag, d.ngroups, np.full(n, -1, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64))
+
+
+def _check_truncation(trace: Trace, match: Any) -> None:
+    """MPI_ERR_TRUNCATE among the messages the kernel matched to wildcard receivers."""
+    send = np.flatnonzero((match.dynamic.sgrp >= 0) & (match.pdst >= 0))
+    recv = match.pdst[send]
+    rbytes = np.where(trace.call[recv] == Call.SENDRECV, trace.aux[trace.aux_ptr[recv] + 1], trace.nbytes[recv])
+    bad = np.flatnonzero(rbytes < trace.nbytes[send])
+    if bad.size:
+        i, j = int(send[bad[0]]), int(recv[bad[0]])
+        raise ReplayError(f"{trace._at(j)}: receive buffer of {int(rbytes[bad[0]])} B is smaller than the "
+                          f"{int(trace.nbytes[i])} B message from rank {int(trace.rank[i])} (tag "
+                          f"{int(trace.tag[i])}) it matched: MPI_ERR_TRUNCATE in {bad.size} receives")
+
+
 def _describe(trace: Trace, i: int) -> dict[str, Any]:
     c = int(trace.call[i])
     d = {"rank": int(trace.rank[i]), "event": int(trace.seq[i]), "call": CALL_NAMES.get(c, str(c)),
@@ -156,8 +179,8 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         Ranks block forever; the message names the ranks, calls, peers and
         tags and what each waits for.
     ReplayError
-        Wildcard receives, truncated messages, mismatched collectives, or
-        unknown calls with ``unknown="error"``.
+        Truncated messages, mismatched collectives, or unknown calls with
+        ``unknown="error"``.
     """
     plat = load(platform) if isinstance(platform, str) else platform
     if model not in REPLAY_MODELS:
@@ -187,9 +210,13 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     rank_ptr = trace.rank_ptr
     status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
         rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
-        coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter)
+        coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
+        *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
+        *_dynamic_args(match, len(trace)))
     if status != STATUS_OK:
         raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
+    if match.dynamic is not None:
+        _check_truncation(trace, match)
     unmatched = int(np.count_nonzero(match.pdst[match.send_events] == -1))
     if unmatched:
         warnings.warn(f"{trace.source or 'trace'}: {unmatched} eager sends have no matching receive "

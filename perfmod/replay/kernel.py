@@ -106,6 +106,15 @@ def _pop(ht, hk, size):
 
 
 @njit(cache=True)
+def _wake(heap, qtime, w, t):
+    """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
+    if np.isnan(qtime[w]) or t < qtime[w]:
+        qtime[w] = t
+        heap = _push(heap, t, w)
+    return heap
+
+
+@njit(cache=True)
 def _recv_done(j, psrc, rpost, sdone):
     i = psrc[j]
     if i == -2:  # MPI_PROC_NULL
@@ -119,8 +128,65 @@ def _recv_done(j, psrc, rpost, sdone):
 
 
 @njit(cache=True)
+def _match_send(i, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+    """Match send ``i`` to the first posted receive of group ``g`` that accepts it, else queue it."""
+    prev = -1
+    j = rhead[g]
+    while j >= 0:
+        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
+            nxt = rlink[j]
+            if prev < 0:
+                rhead[g] = nxt
+            else:
+                rlink[prev] = nxt
+            if rtail[g] == j:
+                rtail[g] = prev
+            pdst[i] = j
+            psrc[j] = i
+            return j
+        prev = j
+        j = rlink[j]
+    slink[i] = -1
+    if stail[g] < 0:
+        shead[g] = i
+    else:
+        slink[stail[g]] = i
+    stail[g] = i
+    return -1
+
+
+@njit(cache=True)
+def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+    """Match receive ``j`` to the first unmatched message of group ``g`` it accepts, else post it."""
+    prev = -1
+    i = shead[g]
+    while i >= 0:
+        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
+            nxt = slink[i]
+            if prev < 0:
+                shead[g] = nxt
+            else:
+                slink[prev] = nxt
+            if stail[g] == i:
+                stail[g] = prev
+            pdst[i] = j
+            psrc[j] = i
+            return i
+        prev = i
+        i = slink[i]
+    rlink[j] = -1
+    if rtail[g] < 0:
+        rhead[g] = j
+    else:
+        rlink[rtail[g]] = j
+    rtail[g] = j
+    return -1
+
+
+@njit(cache=True)
 def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
-               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter):
+               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
+               link, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
     """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
 
     ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
@@ -129,9 +195,15 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     of event ``i`` (-1 none); members of an instance in
     ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
     ``ref_ptr``/``created``: requests each wait completes (creating events).
+    ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
+    (int64, -1), one per event, are the state, allocated by the caller
+    (so that their memory is accounted where NumPy allocations are).
+    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
+    each event's send / receive matching group (-1: matched beforehand),
+    ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the
+    queues (empty arrays when there is nothing to match).
     """
     nprocs = rank_ptr.size - 1
-    n = call.size
     pc = rank_ptr[:-1].copy()
     end = rank_ptr[1:].copy()
     clock = np.zeros(nprocs)
@@ -139,24 +211,23 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
-    spost = np.full(n, np.nan)
-    rpost = np.full(n, np.nan)
-    sdone = np.full(n, np.nan)
-    ready = np.full(n, np.nan)
     # ready, unassigned messages per rank: a linked list through `link`
     head = np.full(nprocs, -1, dtype=np.int64)
-    link = np.full(n, -1, dtype=np.int64)
+    dyn = sgrp.size > 0
+    shead = np.full(ngroups, -1, dtype=np.int64)
+    stail = np.full(ngroups, -1, dtype=np.int64)
+    rhead = np.full(ngroups, -1, dtype=np.int64)
+    rtail = np.full(ngroups, -1, dtype=np.int64)
     nic_sched = np.full(nprocs, np.nan)  # time of the rank's pending NIC step
     ninst = inst_size.size
     inst_arrived = np.zeros(ninst, dtype=np.int64)
     inst_max = np.zeros(ninst)
     inst_done = np.full(ninst, np.nan)
-    inq = np.zeros(nprocs, dtype=np.bool_)
+    qtime = np.full(nprocs, np.nan)  # time of the rank's queued step (NaN: none); later entries are stale
     heap = (np.empty(2 * nprocs + 16), np.empty(2 * nprocs + 16, dtype=np.int64), np.zeros(1, dtype=np.int64))
     for r in range(nprocs):
         if pc[r] < end[r]:
-            inq[r] = True
-            heap = _push(heap, 0.0, r)
+            heap = _wake(heap, qtime, r, 0.0)
     buf = np.empty(16, dtype=np.int64)
     while heap[2][0] > 0:
         t_now, key = _pop(heap[0], heap[1], heap[2])
@@ -175,9 +246,15 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 m += 1
                 e = link[e]
             head[s] = -1
-            srt = np.sort(buf[:m])
+            for q in range(1, m):  # posting order = event order (insertion sort: a few messages)
+                v = buf[q]
+                p = q - 1
+                while p >= 0 and buf[p] > v:
+                    buf[p + 1] = buf[p]
+                    p -= 1
+                buf[p + 1] = v
             for q in range(m):
-                i = srt[q]
+                i = buf[q]
                 if ready[i] > t_now:  # not yet: keep for a later step
                     link[i] = head[s]
                     head[s] = i
@@ -186,17 +263,17 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 sdone[i] = start + msg_time[i]
                 nic[s] = sdone[i]
                 # wake the sender and the receiver (if parked) when this message completes
-                if not inq[s] and state[s] == 2:
-                    inq[s] = True
-                    heap = _push(heap, max(sdone[i], clock[s]), s)
+                if state[s] == 2:
+                    heap = _wake(heap, qtime, s, max(sdone[i], clock[s]))
                 if pdst[i] >= 0:
                     w = np.int64(rank[pdst[i]])
-                    if not inq[w] and state[w] == 2:
-                        inq[w] = True
-                        heap = _push(heap, max(sdone[i], clock[w]), w)
+                    if state[w] == 2:
+                        heap = _wake(heap, qtime, w, max(sdone[i], clock[w]))
             continue
         r = key
-        inq[r] = False
+        if qtime[r] != t_now:
+            continue  # superseded by an earlier step
+        qtime[r] = np.nan
         while pc[r] < end[r]:
             i = pc[r]
             c = call[i]
@@ -205,8 +282,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
                 if clock[r] > t_now:  # computing: continue at the new time
-                    inq[r] = True
-                    heap = _push(heap, clock[r], r)
+                    heap = _wake(heap, qtime, r, clock[r])
                     break
             t0 = clock[r]
             done = np.nan
@@ -216,27 +292,35 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     state[r] = 2
                     spost[i] = t0
                     j = pdst[i]
+                    if dyn and sgrp[i] >= 0:
+                        j = _match_send(i, sgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
+                                        slink, pdst, psrc)
                     if j == -2:
                         sdone[i] = t0
-                    elif not rndv[i] or (j >= 0 and not np.isnan(rpost[j])):
+                    elif not rndv[i]:
                         ready[i] = t0
+                    elif j >= 0 and not np.isnan(rpost[j]):
+                        ready[i] = max(t0, rpost[j])
                     if not np.isnan(ready[i]):
                         link[i] = head[r]
                         head[r] = i
-                        if nic_sched[r] != t0:
-                            nic_sched[r] = t0
-                            heap = _push(heap, t0, nprocs + r)
+                        if nic_sched[r] != ready[i]:
+                            nic_sched[r] = ready[i]
+                            heap = _push(heap, ready[i], nprocs + r)
                     if c == _SENDRECV:
                         rpost[i] = t0
                         k = psrc[i]
+                        if dyn and rgrp[i] >= 0:
+                            k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead,
+                                            stail, slink, pdst, psrc)
                         if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
                             s = rank[k]
-                            ready[k] = t0
+                            ready[k] = max(t0, spost[k])
                             link[k] = head[s]
                             head[s] = k
-                            if nic_sched[s] != t0:
-                                nic_sched[s] = t0
-                                heap = _push(heap, t0, nprocs + s)
+                            if nic_sched[s] != ready[k]:
+                                nic_sched[s] = ready[k]
+                                heap = _push(heap, ready[k], nprocs + s)
                 if c == _ISEND or c == _ISSEND:
                     done = t0
                 elif c == _SENDRECV:
@@ -253,14 +337,17 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                     state[r] = 2
                     rpost[i] = t0
                     k = psrc[i]
+                    if dyn and rgrp[i] >= 0:
+                        k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
+                                        slink, pdst, psrc)
                     if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
                         s = rank[k]
-                        ready[k] = t0
+                        ready[k] = max(t0, spost[k])
                         link[k] = head[s]
                         head[s] = k
-                        if nic_sched[s] != t0:
-                            nic_sched[s] = t0
-                            heap = _push(heap, t0, nprocs + s)
+                        if nic_sched[s] != ready[k]:
+                            nic_sched[s] = ready[k]
+                            heap = _push(heap, ready[k], nprocs + s)
                 if c == _IRECV:
                     done = t0
                 else:
@@ -287,9 +374,8 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                         inst_done[k] = inst_max[k] + inst_cost[k]
                         for mm in range(inst_members_ptr[k], inst_members_ptr[k + 1]):
                             w = inst_members[mm]
-                            if w != r and not inq[w] and pc[w] < end[w]:
-                                inq[w] = True
-                                heap = _push(heap, inst_done[k], w)
+                            if w != r:
+                                heap = _wake(heap, qtime, w, inst_done[k])
                 done = inst_done[k]
                 slot = ACC_COLL
             else:  # compute, init, finalize, unknown calls (skipped)
@@ -306,8 +392,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 clock[r] = done
                 if done > t_now:  # blocked until `done`: continue then, in time order
                     if pc[r] < end[r]:
-                        inq[r] = True
-                        heap = _push(heap, done, r)
+                        heap = _wake(heap, qtime, r, done)
                     break
     status = STATUS_OK
     for r in range(nprocs):

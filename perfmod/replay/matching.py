@@ -4,8 +4,11 @@ Point-to-point matching follows MPI's non-overtaking rule: for one
 (source, destination, tag, communicator) the k-th send posted matches the
 k-th receive posted.  With explicit sources and tags this pairing does not
 depend on timing, so it is computed once for the whole trace by sorting.
-Receives with ``MPI_ANY_SOURCE`` or ``MPI_ANY_TAG`` would make the pairing
-depend on arrival order; they are rejected with an error naming them.
+Receives with ``MPI_ANY_SOURCE`` or ``MPI_ANY_TAG`` make the pairing depend
+on timing: every message to a rank and communicator that posts one is
+matched by the kernel instead, in simulated time (a message is matched
+against the receives posted when it is sent, in posting order, and a
+receive against the unmatched messages in the order they were sent).
 
 Collectives match per communicator in call order: the k-th collective
 call of every member is instance k.  Members must agree on the call and
@@ -28,6 +31,7 @@ from ..trace.core import (
     Trace,
     _code_set,
 )
+from ..trace.requests import group_key
 
 __all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer"]
 
@@ -75,6 +79,8 @@ class Matching:
         World sender and receiver of each of ``send_events``.
     nbytes : numpy.ndarray of int64
         Bytes of each message.
+    dynamic : Dynamic or None
+        What the kernel needs to match messages to wildcard receives.
     """
 
     pdst: np.ndarray
@@ -83,6 +89,7 @@ class Matching:
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray
+    dynamic: Dynamic | None = None
 
 
 def _group_position(keys: tuple[np.ndarray, ...], order: np.ndarray) -> np.ndarray:
@@ -105,11 +112,15 @@ def _group_position(keys: tuple[np.ndarray, ...], order: np.ndarray) -> np.ndarr
 def match_messages(trace: Trace) -> Matching:
     """Pair every send with its receive by (source, destination, tag, communicator) in posting order.
 
+    Messages to a (rank, communicator) that posts any wildcard receive
+    (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``) are left to the kernel, which
+    matches them in simulated time (:class:`Dynamic`).
+
     Raises
     ------
     ReplayError
-        A wildcard receive (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``), or a
-        receive buffer smaller than its message (MPI_ERR_TRUNCATE).
+        A receive buffer smaller than its message (MPI_ERR_TRUNCATE; checked
+        for the messages matched here).
     """
     n = len(trace)
     call = trace.call
@@ -130,14 +141,6 @@ def match_messages(trace: Trace) -> Matching:
         r_comm = np.concatenate([r_comm, trace.comm[sr_ev]])
         o = np.argsort(r_ev, kind="stable")
         r_ev, r_peer, r_bytes, r_tag, r_comm = r_ev[o], r_peer[o], r_bytes[o], r_tag[o], r_comm[o]
-    wild = (r_peer == ANY_SOURCE) | (r_tag == ANY_TAG)
-    if wild.any():
-        i = int(r_ev[np.flatnonzero(wild)[0]])
-        raise ReplayError(
-            f"{trace._at(i)}: wildcard receive (MPI_ANY_SOURCE or MPI_ANY_TAG) in {int(wild.sum())} receives: "
-            "their matching depends on arrival order, which this replay does not model",
-            [{"rank": int(trace.rank[e]), "event": int(trace.seq[e]), "call": CALL_NAMES[int(call[e])]}
-             for e in r_ev[wild][:20]])
     pdst = np.full(n, -1, dtype=np.int64)
     psrc = np.full(n, -1, dtype=np.int64)
     s_null, r_null = s_peer == PROC_NULL, r_peer == PROC_NULL
@@ -147,23 +150,32 @@ def match_messages(trace: Trace) -> Matching:
     r_ev, r_peer, r_tag, r_comm, r_bytes = (a[~r_null] for a in (r_ev, r_peer, r_tag, r_comm, r_bytes))
     s_src = trace.rank[s_ev].astype(np.int64)
     s_dst = world_peer(trace, s_peer, s_comm)
+    all_ev, all_src, all_dst, all_bytes = s_ev, s_src, s_dst, s_bytes
     r_dst = trace.rank[r_ev].astype(np.int64)
     r_src = world_peer(trace, r_peer, r_comm)
-    # occurrence number within (src, dst, tag, comm), in posting order (event index order within a rank)
-    s_keys = (s_src, s_dst, s_tag.astype(np.int64), s_comm.astype(np.int64))
-    r_keys = (r_src, r_dst, r_tag.astype(np.int64), r_comm.astype(np.int64))
-    s_k = _group_position(s_keys, np.lexsort((s_ev, *s_keys[::-1])))
-    r_k = _group_position(r_keys, np.lexsort((r_ev, *r_keys[::-1])))
+    dyn = _dynamic(n, s_ev, s_src, s_dst, s_tag, s_comm, r_ev, r_src, r_dst, r_tag, r_comm)
+    if dyn is not None:  # messages to (rank, comm) pairs with wildcard receives are matched by the kernel
+        s_keep, r_keep = dyn.sgrp[s_ev] < 0, dyn.rgrp[r_ev] < 0
+        s_ev, s_src, s_dst, s_tag, s_comm, s_bytes = (
+            a[s_keep] for a in (s_ev, s_src, s_dst, s_tag, s_comm, s_bytes))
+        r_ev, r_src, r_dst, r_tag, r_comm, r_bytes = (
+            a[r_keep] for a in (r_ev, r_src, r_dst, r_tag, r_comm, r_bytes))
+    # group by (src, dst, tag, comm); stable sorts keep posting order (event order) inside a group, and
+    # the k-th send of a group matches the k-th receive of the same group
+    key = group_key(np.concatenate([s_src, r_src]), np.concatenate([s_dst, r_dst]),
+                    np.concatenate([s_tag, r_tag]), np.concatenate([s_comm, r_comm]))
     ns = s_ev.size
-    keys = [np.concatenate([a, b]) for a, b in zip((*s_keys, s_k), (*r_keys, r_k), strict=True)]
-    kind = np.concatenate([np.zeros(ns, np.int8), np.ones(r_ev.size, np.int8)])
-    o = np.lexsort((kind, *keys[::-1]))
-    same = np.ones(max(o.size - 1, 0), dtype=bool)
-    for k in keys:
-        ks = k[o]
-        same &= ks[1:] == ks[:-1]
-    pair = same & (kind[o][:-1] == 0) & (kind[o][1:] == 1)
-    a, b = o[:-1][pair], o[1:][pair] - ns  # send index, receive index
+    s_key, r_key = key[:ns], key[ns:]
+    so = np.argsort(s_key, kind="stable")
+    ro = np.argsort(r_key, kind="stable")
+    sk, rk = s_key[so], r_key[ro]
+    first_s = np.searchsorted(sk, sk, side="left")
+    occ = np.arange(ns) - first_s  # occurrence number of each sorted send in its group
+    first_r = np.searchsorted(rk, sk, side="left")
+    end_r = np.searchsorted(rk, sk, side="right")
+    ok = first_r + occ < end_r
+    a = so[ok]  # send index
+    b = ro[(first_r + occ)[ok]]  # receive index
     pdst[s_ev[a]] = r_ev[b]
     psrc[r_ev[b]] = s_ev[a]
     trunc = r_bytes[b] < s_bytes[a]
@@ -173,7 +185,50 @@ def match_messages(trace: Trace) -> Matching:
             f"{trace._at(int(r_ev[b[j]]))}: receive buffer of {int(r_bytes[b[j]])} B is smaller than the "
             f"{int(s_bytes[a[j]])} B message from rank {int(s_src[a[j]])} (tag {int(s_tag[a[j]])}): "
             f"MPI_ERR_TRUNCATE in {int(trunc.sum())} receives")
-    return Matching(pdst, psrc, s_ev, s_src, s_dst, s_bytes.astype(np.int64))
+    return Matching(pdst, psrc, all_ev, all_src, all_dst, all_bytes.astype(np.int64), dyn)
+
+
+@dataclass(frozen=True)
+class Dynamic:
+    """Messages matched at run time (to ranks and communicators that post wildcard receives).
+
+    Per event (``len(trace)``): ``sgrp``/``rgrp`` the matching group of the
+    event's send / receive side (-1: matched beforehand), ``stag`` the send
+    tag, ``rsrc``/``rtag`` the receive's world source and tag (-2 any
+    source, -1 any tag); ``ngroups`` groups, one per (receiver, communicator).
+    """
+
+    sgrp: np.ndarray
+    rgrp: np.ndarray
+    stag: np.ndarray
+    rsrc: np.ndarray
+    rtag: np.ndarray
+    ngroups: int
+
+
+def _dynamic(n: int, s_ev: np.ndarray, s_src: np.ndarray, s_dst: np.ndarray, s_tag: np.ndarray, s_comm: np.ndarray,
+             r_ev: np.ndarray, r_src: np.ndarray, r_dst: np.ndarray, r_tag: np.ndarray,
+             r_comm: np.ndarray) -> Dynamic | None:
+    wild = (r_src == ANY_SOURCE) | (r_tag == ANY_TAG)
+    if not wild.any():
+        return None
+    keys = group_key(np.concatenate([r_dst[wild], s_dst, r_dst]), np.concatenate([r_comm[wild], s_comm, r_comm]))
+    nw, ns = int(wild.sum()), s_ev.size
+    s_key, r_key = keys[nw:nw + ns], keys[nw + ns:]
+    wkeys = np.unique(keys[:nw])
+    sgrp = np.full(n, -1, dtype=np.int64)
+    rgrp = np.full(n, -1, dtype=np.int64)
+    s_in = np.isin(s_key, wkeys)
+    r_in = np.isin(r_key, wkeys)
+    sgrp[s_ev[s_in]] = np.searchsorted(wkeys, s_key[s_in])
+    rgrp[r_ev[r_in]] = np.searchsorted(wkeys, r_key[r_in])
+    stag = np.zeros(n, dtype=np.int64)
+    stag[s_ev] = s_tag
+    rsrc = np.full(n, -1, dtype=np.int64)
+    rtag = np.zeros(n, dtype=np.int64)
+    rsrc[r_ev] = r_src
+    rtag[r_ev] = r_tag
+    return Dynamic(sgrp, rgrp, stag, rsrc, rtag, int(wkeys.size))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,35 @@ import numpy as np
 if TYPE_CHECKING:
     from .core import Trace
 
-__all__ = ["Requests", "resolve_requests"]
+__all__ = ["Requests", "resolve_requests", "group_key"]
+
+
+def group_key(*columns: np.ndarray) -> np.ndarray:
+    """One int64 per row that is equal exactly when all ``columns`` are, ordered like the rows' tuples.
+
+    Non-negative columns whose value ranges multiply below 2**62 are packed
+    directly; otherwise each column is first replaced by its rank among its
+    unique values.
+    """
+    out = np.zeros(np.shape(columns[0]), dtype=np.int64)
+    cols = []
+    for c in columns:
+        c = np.asarray(c, dtype=np.int64)
+        lo = int(c.min(initial=0))
+        hi = int(c.max(initial=0))
+        cols.append((c - lo, hi - lo + 1))
+    total = 1
+    for _, width in cols:
+        total *= width
+    if total >= 1 << 62:
+        cols = []
+        for c in columns:
+            u, inv = np.unique(np.asarray(c), return_inverse=True)
+            cols.append((inv.astype(np.int64).reshape(np.shape(c)), max(u.size, 1)))
+    for c, width in cols:
+        out *= width
+        out += c
+    return out
 
 
 @dataclass(frozen=True)
@@ -78,9 +106,12 @@ def resolve_requests(trace: Trace) -> Requests:
     ev = np.concatenate([cre_ev, ref_ev])
     ids = np.concatenate([cre_id, ref_id])
     kind = np.concatenate([np.zeros(cre_ev.size, np.int8), np.ones(ref_ev.size, np.int8)])
-    rank = trace.rank[ev].astype(np.int64)
-    order = np.lexsort((kind, ev, ids, rank))
-    ev_s, id_s, kind_s, rank_s = ev[order], ids[order], kind[order], rank[order]
+    # records in event order (a creation and a completion never share an event), then grouped by
+    # (rank, id) with a stable sort, so each group lists its creations and completions in program order
+    by_event = np.argsort(ev, kind="stable")
+    order = by_event[np.argsort(group_key(trace.rank[ev[by_event]], ids[by_event]), kind="stable")]
+    ev_s, id_s, kind_s = ev[order], ids[order], kind[order]
+    rank_s = trace.rank[ev_s]
     new_group = np.ones(ev_s.size, dtype=bool)
     new_group[1:] = (rank_s[1:] != rank_s[:-1]) | (id_s[1:] != id_s[:-1])
     prev_kind = np.empty_like(kind_s)
