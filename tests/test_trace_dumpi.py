@@ -115,3 +115,13 @@ def test_waits_drop_null_requests_and_proc_null(tmp_path):
                                      "MPI_Status statuses[2]=<IGNORED>"], t0="10.000000200", t1="10.000000300"))
     t = read_dumpi(_write(tmp_path, lines))
     assert t.peer[0] == PROC_NULL and t.aux.tolist() == [5] and t.meta["ignored_requests"] == 1
+
+
+def test_multiline_array_parameters_are_joined(tmp_path):
+    # DUMPI_REPORT_INT_ARRAY_2 prints one row per line (MPI_Group_range_incl)
+    lines = _call("MPI_Group_range_incl", ["MPI_Group group=2 (user-defined-group)", "int count=2",
+                                           "int ranges[2][3]=[[0, 1, 1]", ", [2, 3, 1]", "]",
+                                           "MPI_Group newgroup=3 (user-defined-group)"])
+    lines += _call("MPI_Barrier", ["MPI_Comm comm=2 (MPI_COMM_WORLD)"], t0="10.000000200", t1="10.000000300")
+    t = read_dumpi(_write(tmp_path, lines))
+    assert len(t) == 1 and t.meta["unknown_calls"] == {"MPI_Group_range_incl": 1}

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfmod.replay import replay
 from perfmod.trace import Call, TraceBuilder, synthetic
 from perfmod.trace.dumpi import read_dumpi
 from perfmod.trace.otf2io import read_otf2, write_otf2
@@ -34,6 +35,8 @@ def test_round_trip_synthetic_without_times(tmp_path):
     back = read_otf2(write_otf2(t, tmp_path / "m"))
     _same(t, back)
     np.testing.assert_allclose(back.compute, t.compute, atol=1e-9)  # the synthetic clock ticks in ns
+    a, b = replay(t, "lassen", model="kmodel"), replay(back, "lassen", model="kmodel")
+    np.testing.assert_allclose(b["comm_time"].values, a["comm_time"].values, rtol=1e-9)
 
 
 def test_collective_bytes_follow_scorep_accounting(tmp_path):

@@ -104,6 +104,7 @@ class _Block:
     line: int
     t_entry: int
     params: dict[str, tuple[str, int]] = field(default_factory=dict)
+    last: str = ""
 
 
 @dataclass
@@ -320,10 +321,15 @@ def _parse_file(path: str, st: _RankState, unknown: str, ignored: Counter, unkno
             if text.startswith("Perfcounters:"):
                 continue
             p = _PARAM.match(text)
-            if not p:
-                raise FormatError(path, n, f"{block.name}: cannot read parameter line {text!r}")
-            block.params[p.group(1)] = (p.group(3), n)
-            continue
+            if p:
+                block.params[p.group(1)] = (p.group(3), n)
+                block.last = p.group(1)
+                continue
+            if block.last and text.lstrip()[:1] in ("[", ",", "]"):  # rows of a 2-D array, one per line
+                value, first = block.params[block.last]
+                block.params[block.last] = (value + text.strip(), first)
+                continue
+            raise FormatError(path, n, f"{block.name}: cannot read parameter line {text!r}")
         if not (_HEADER.match(text) or _SIZE_LINE.match(text)):
             raise FormatError(path, n, f"expected 'MPI_<call> entering at walltime ...', got {text[:80]!r}")
     if block is not None:
