@@ -36,7 +36,8 @@ def test_round_trip_synthetic_without_times(tmp_path):
     _same(t, back)
     np.testing.assert_allclose(back.compute, t.compute, atol=1e-9)  # the synthetic clock ticks in ns
     a, b = replay(t, "lassen", model="kmodel"), replay(back, "lassen", model="kmodel")
-    np.testing.assert_allclose(b["comm_time"].values, a["comm_time"].values, rtol=1e-9)
+    # same replay up to the 1 ns rounding of each compute gap (26 events per rank: < 13 ns)
+    np.testing.assert_allclose(b["comm_time"].values, a["comm_time"].values, rtol=0, atol=13e-9)
 
 
 def test_collective_bytes_follow_scorep_accounting(tmp_path):
