@@ -6,6 +6,11 @@
 - :mod:`perfmod.trace.requests`: which nonblocking call each wait completes.
 - :func:`synthetic`: traces of the Jacobi2D, MiniFE and MiniMD communication
   at any rank count (:mod:`perfmod.trace.synthetic`).
+- Files: :mod:`perfmod.trace.dumpi` (DUMPI ``dumpi2ascii`` reader),
+  :mod:`perfmod.trace.tit` (SimGrid time-independent traces),
+  :mod:`perfmod.trace.goal` (GOAL schedules for LogGOPSim/ATLAHS),
+  :mod:`perfmod.trace.otf2io` (OTF2), :mod:`perfmod.trace.recorder`
+  (recording mpi4py programs).
 
 Replay them with :func:`perfmod.replay.replay`.
 """
