@@ -8,7 +8,9 @@ model's k from the trace itself, per communication phase:
 - a phase is what a rank does between two collectives or two iterations
   (the ``iteration`` column), e.g. one halo exchange, or MiniMD's six swaps
   of a timestep; phases are numbered per rank, so the k-th phase of every
-  rank is the same phase;
+  rank is the same phase (a synthetic MiniMD iteration holds the forward
+  and the reverse exchange, which doubles K_inter and the counted K_total
+  and leaves k unchanged);
 - ``"maxrate"``: k = the most ranks of one node (inter-node messages) or of
   one socket (intra- and inter-socket messages) that send in the phase,
   the processes communicating at once of Eq. 2-3;
