@@ -448,3 +448,32 @@ def test_replay_feeds_the_end_to_end_model():
     per_iter = comm_from_replay(ds, iterations=4)
     ph = phase_time(exchange("jacobi2d", 48, periodic=True), SUMMIT, "kmodel")
     assert float(per_iter) == pytest.approx(ph.t_phase.item(), rel=1e-12)
+
+
+def test_round_robin_mapping_and_subcommunicator_collectives():
+    tb = TraceBuilder(12, comms={1: [0, 6]})
+    for r in range(12):
+        tb.append(r, "allreduce", nbytes=8)
+    tb.append(0, "send", peer=1, nbytes=EAGER)
+    tb.append(1, "recv", peer=0, nbytes=EAGER)
+    tb.append(0, "allreduce", nbytes=8, comm=1)
+    tb.append(6, "allreduce", nbytes=8, comm=1)
+    tr = tb.build()
+    rr = replay(tr, SUMMIT, "postal", mapping="round_robin")  # 2 nodes: rank 0 on node 0, 1 on node 1
+    assert rr.messages.sel(rank=0, mode="inter_node").item() == 1
+    blk = replay(tr, SUMMIT, "postal")
+    assert blk.messages.sel(rank=0, mode="intra_socket").item() == 1
+    # world allreduce by recursive doubling, 12 = 8 + 4: fold (1 -> 0, ...), exchanges among the real ranks
+    # 0 2 4 6 8 9 10 11 at distances 1, 2, 4, unfold. Round robin (node = rank % 2, socket = rank // 2 // 3):
+    # fold, distance 1 (8 <-> 9), distance 4 (2 <-> 9) and unfold cross nodes; distance 2 pairs even with
+    # even and odd with odd ranks, on one node, 2 <-> 6 across its sockets
+    steps_rr = 4 * T(8, "inter_node") + T(8, "inter_socket")
+    assert rr.collective_time.sel(rank=3).item() == pytest.approx(steps_rr)
+    assert blk.collective_time.sel(rank=3).item() == pytest.approx(collective_time("allreduce", 8.0, 12, SUMMIT))
+    # the 2-rank communicator {0, 6}: one exchange across nodes under block mapping, on one node under round
+    # robin (6 % 2 == 0); rank 6 also waits there for rank 0's send to rank 1
+    late = T(EAGER, "intra_socket")
+    assert blk.collective_time.sel(rank=6).item() == pytest.approx(
+        collective_time("allreduce", 8.0, 12, SUMMIT) + late + T(8, "inter_node"))
+    assert rr.collective_time.sel(rank=6).item() == pytest.approx(
+        steps_rr + T(EAGER, "inter_node") + T(8, "inter_socket"))

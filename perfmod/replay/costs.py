@@ -163,9 +163,9 @@ def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "k
 
 
 def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, plat: Platform,
-               model: str, mapping: str) -> float:
+               model: str, mapping: str, nprocs: int) -> float:
     """Sum over steps of the slowest message; ``pairs`` = (src, dst, nbytes) in communicator ranks."""
-    kw = _mapping_kw(plat, int(members.max(initial=0)) + 1, mapping)
+    kw = _mapping_kw(plat, nprocs, mapping)
     total = 0.0
     m = "maxrate" if model == "kmodel" else model
     for s, d, nb in pairs:
@@ -222,16 +222,18 @@ def collective_costs(trace: Trace, coll: Collectives, plat: Platform, model: str
             continue
         if op == Call.ALLTOALLV:
             counts = _alltoallv_counts(trace, coll, k)
-            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), plat, model, mapping)
+            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), plat, model, mapping,
+                                 trace.nprocs)
             continue
         key = (op, nb, comm)
         if key not in cache:
-            if comm == 0 and op in names:
+            if comm == 0 and op in names and mapping == "block":  # collective_time maps ranks in blocks
                 m = "maxrate" if model == "kmodel" else model
                 cache[key] = float(collective_time(names[Call(op)], float(max(nb, 1)), size, plat, model=m,
                                                    mapping=mapping))
             else:
-                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping)
+                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping,
+                                        trace.nprocs)
         cost[k] = cache[key]
     return cost
 
