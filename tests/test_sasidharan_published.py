@@ -181,3 +181,16 @@ def test_published_models_evaluate_closed_form():
         sp.published_model("A")
     with pytest.raises(Exception, match="needs X4"):
         sp.published_model("energy").evaluate({"X2": [1.0], "X3": [1.0]})
+
+
+def test_validation_dataset_in_si_units():
+    from perfmod.io import check_conventions
+
+    ds = sp.validation_dataset(4)
+    check_conventions(ds)
+    assert ds.t_iter_measured.attrs["units"] == "s" and ds.sizes["case"] == 15
+    assert float(ds.t_iter_measured[0]) == pytest.approx(99.35773e-3)
+    assert float(ds.t_iter_predicted[0]) == pytest.approx(101.9065e-3)
+    p = sp.validation_dataset(13)
+    assert p.power_max_measured.attrs["units"] == "W" and float(p.power_max_measured[0]) == pytest.approx(81.829)
+    assert (p.power_max_pi_upper > p.power_max_ci_upper).all()
