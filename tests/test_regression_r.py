@@ -42,7 +42,7 @@ def test_reference_files_name_r_version():
 
 def test_coefficients_names_order_and_values(models):
     coefs = _read("reference_coefficients.csv")
-    assert set(coefs.model) == set("ABCDEFGH")
+    assert set(coefs.model) == set("ABCDEFGHI")
     for name, ref in coefs.groupby("model", sort=False):
         tab = models[name].coef_table()
         assert list(tab.index) == list(ref.term), name  # R's names and R's order

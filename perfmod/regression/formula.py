@@ -238,9 +238,11 @@ def build_design(formula: str, data: Any, env: Mapping[str, Any] | None = None) 
                         f"{', '.join(map(str, rows[:10]))}{' ...' if len(rows) > 10 else ''} "
                         f"(a log or division of zero or a negative number?)")
     info = X.design_info
-    X = X.rename(columns=r_name)
-    term_columns = {r_name(t.name()) if t.factors else "(Intercept)": tuple(r_name(c) for c in info.column_names[s])
-                    for t, s in info.term_slices.items()}
+    # patsy groups terms by their numeric factors (categorical-only terms first); R keeps the formula's order
+    # within each interaction order, which desc.rhs_termlist holds: put the columns in that order
+    term_columns = {r_name(t.name()) if t.factors else "(Intercept)":
+                    tuple(r_name(c) for c in info.column_names[info.term_slices[t]]) for t in desc.rhs_termlist}
+    X = X.rename(columns=r_name)[[c for cols in term_columns.values() for c in cols]]
     return Design(formula=formula, response=r_name(y.design_info.column_names[0]), y=yv, X=X,
                   terms=tuple(term_columns), term_columns=term_columns, variables=tuple(used),
                   rows=X.index, design_info=info)
@@ -271,4 +273,4 @@ def design_matrix(design: Design, newdata: Any, env: Mapping[str, Any] | None = 
     if bad.any():
         raise DataError(f"{design.formula!r} gives non-finite terms for the new data at rows "
                         f"{', '.join(map(str, list(X.index[bad])[:10]))}")
-    return X.rename(columns=r_name)
+    return X.rename(columns=r_name)[list(design.X.columns)]

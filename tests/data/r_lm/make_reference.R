@@ -13,7 +13,8 @@ models <- list(
   E = y ~ X2:X1 + X3 + X1,                 # term order and interaction naming
   F = y ~ X1 + X2 - 1,                     # no intercept (uncentred R^2, F on p df)
   G = log(y) ~ X1 + I(1/X1) + X2,          # log response, I() with division
-  H = y ~ X1 + I(X1^2)                     # nested in B and C
+  H = y ~ X1 + I(X1^2),                    # nested in B and C
+  I = y ~ X1 * gpu + I(X1^2)               # a factor: treatment contrasts (gpuP100), R's term order
 )
 fits <- lapply(models, lm, data = d)
 ver <- R.version.string
@@ -58,7 +59,7 @@ t1 <- function(m) {
   data.frame(model = m, term = rownames(a), df = a[, "Df"], sum_sq = g(a[, "Sum Sq"]), mean_sq = g(a[, "Mean Sq"]),
              f = g(a[, "F value"]), p = g(a[, "Pr(>F)"]))
 }
-put(rbind(t1("C"), t1("D"), t1("E")), "reference_anova_type1.csv", "anova(m) of one model: sequential (Type-I) table")
+put(rbind(t1("C"), t1("D"), t1("E"), t1("I")), "reference_anova_type1.csv", "anova(m) of one model: sequential (Type-I) table")
 
 pr <- function(m, interval, level) {
   p <- predict(fits[[m]], newdata = nd, interval = interval, level = level, se.fit = TRUE)
@@ -66,7 +67,7 @@ pr <- function(m, interval, level) {
              lwr = g(p$fit[, "lwr"]), upr = g(p$fit[, "upr"]), se_fit = g(p$se.fit))
 }
 put(rbind(pr("C", "confidence", 0.95), pr("C", "prediction", 0.95), pr("G", "confidence", 0.95),
-          pr("G", "prediction", 0.9), pr("B", "prediction", 0.95)),
+          pr("G", "prediction", 0.9), pr("B", "prediction", 0.95), pr("I", "confidence", 0.99)),
     "reference_predict.csv", "predict(m, newdata, interval =, level =, se.fit = TRUE) on newdata.csv")
 
 con <- header("summary_C.txt", "print(summary(lm(y ~ (X1 + I(X1^2)) * X2 * X3, data = d)))")
