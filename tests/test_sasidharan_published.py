@@ -194,3 +194,17 @@ def test_validation_dataset_in_si_units():
     p = sp.validation_dataset(13)
     assert p.power_max_measured.attrs["units"] == "W" and float(p.power_max_measured[0]) == pytest.approx(81.829)
     assert (p.power_max_pi_upper > p.power_max_ci_upper).all()
+
+
+def test_compare_coefficients_aligns_terms():
+    from perfmod.regression import lm
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"X1": rng.uniform(1, 20, 60), "X2": rng.uniform(512, 3584, 60), "X3": rng.uniform(0, 1e5, 60)})
+    d["time"] = 1000 + 100 * d.X1 + rng.normal(0, 10, 60)
+    t = sp.compare_coefficients(lm("time ~ (X1 + I(X1^2)) * X2 * X3", d), 1)
+    assert list(t.index) == list(sp.coefficient_table(1).index)
+    assert t.loc["X1", "paper_Estimate"] == 1.636e04 and t.loc["X1", "Estimate"] == pytest.approx(100, rel=0.3)
+    t2 = sp.compare_coefficients(lm("time ~ X1 + X2 + X4", d.assign(X4=d.X3)), 5)
+    assert list(t2.index) == ["(Intercept)", "X1", "I(X1^2)", "X4", "X5", "X2"]
+    assert np.isnan(t2.loc["X5", "Estimate"]) and np.isnan(t2.loc["X2", "paper_Estimate"])

@@ -36,7 +36,7 @@ from scipy import stats
 
 from .. import paperdata
 from ..io import annotate
-from ..regression import PublishedModel, anova_table, prediction_errors
+from ..regression import LinearModel, PublishedModel, anova_table, prediction_errors
 
 __all__ = [
     "MODELS",
@@ -53,6 +53,7 @@ __all__ = [
     "validation_statistics",
     "interval_evidence",
     "validation_dataset",
+    "compare_coefficients",
 ]
 
 PAPER = "shared/papers/001_10099451130f018d.txt"
@@ -329,3 +330,18 @@ def validation_dataset(table: int, level: float = 0.95) -> xr.Dataset:
     meta["case"] = ("1", f"row of Table {table}")
     return annotate(ds, study="sasidharan_published", source=f"{PAPER} Table {table}",
                     parameters={"table": table, "level": level, "model": VALIDATION[table][0]}, meta=meta)
+
+
+def compare_coefficients(model: LinearModel, table: int) -> pd.DataFrame:
+    """A local fit's coefficient table beside the paper's (same R term names; NaN where one lacks a term).
+
+    Columns ``Estimate``, ``Std.Error``, ``Pr(>|t|)`` of the local ``model`` and
+    ``paper_Estimate``, ``paper_Std.Error``, ``paper_Pr(>|t|)``; rows in the
+    paper's order, then any terms only the local model has.  Values are in each
+    fit's own units: compare signs and significance, not magnitudes, unless
+    the local variables are in the paper's units.
+    """
+    local = model.coef_table()[["Estimate", "Std.Error", "Pr(>|t|)"]]
+    paper = coefficient_table(table)[["Estimate", "Std.Error", "Pr(>|t|)"]].add_prefix("paper_")
+    order = list(paper.index) + [t for t in local.index if t not in paper.index]
+    return local.join(paper, how="outer").loc[order]
