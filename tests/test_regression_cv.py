@@ -97,7 +97,7 @@ def test_cross_validation_errors(runs):
         kfold_splits(runs, 5, groups="run")
     with pytest.raises(DataError, match=r"fold 0: 4 observations for 12 coefficients"):
         holdout("time ~ (X1 + I(X1^2)) * X2 * X3", runs.head(8), 4)
-    with pytest.raises(DataError, match=r"row labels must be unique \(duplicated: 0, 1"):
+    with pytest.raises(DataError, match=r"row labels must be unique to split the data \(duplicated: 0, 1, 2"):
         kfold("time ~ X1", pd.concat([runs.head(5), runs.head(5)]), k=2)
     with pytest.raises(DataError, match="response 'log_t'"):
         holdout("log_t ~ X1", runs, 43)
