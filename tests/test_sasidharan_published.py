@@ -208,3 +208,13 @@ def test_compare_coefficients_aligns_terms():
     t2 = sp.compare_coefficients(lm("time ~ X1 + X2 + X4", d.assign(X4=d.X3)), 5)
     assert list(t2.index) == ["(Intercept)", "X1", "I(X1^2)", "X4", "X5", "X2"]
     assert np.isnan(t2.loc["X5", "Estimate"]) and np.isnan(t2.loc["X2", "paper_Estimate"])
+
+
+def test_validation_figure(tmp_path):
+    from perfmod.plotting import save
+    from perfmod.regression.plots import plot_validation_datasets
+
+    fig = plot_validation_datasets([sp.validation_dataset(t) for t in (4, 13)], titles=["Table 4", "Table 13"])
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("9/15 contain the measurement" in t for t in legend)
+    assert save(fig, tmp_path, "validation").stat().st_size > 10_000
