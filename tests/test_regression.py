@@ -204,3 +204,11 @@ def test_predict_on_an_xarray_grid(sedov_like):
     assert out.fit.dims == ("X1", "X2") and set(out.data_vars) == {"fit", "lower", "upper"}
     flat = m.predict(pd.DataFrame({"X1": [5.0], "X2": [3584.0]}), interval="prediction")
     assert float(out.upper.sel(X1=5.0, X2=3584.0)) == pytest.approx(flat.upper[0], rel=1e-12)
+
+
+def test_dot_formula_and_numpy_in_formulas(sedov_like):
+    m = lm("time ~ .", sedov_like)
+    assert list(m.coef.index) == ["(Intercept)", "X1", "X2", "X3"] and m.formula == "time ~ ."
+    assert list(lm("time ~ . - X3", sedov_like).coef.index) == ["(Intercept)", "X1", "X2"]
+    np.testing.assert_allclose(lm("time ~ np.log(X1)", sedov_like).coef, lm("time ~ log(X1)", sedov_like).coef)
+    assert list(lm("time ~ I(X1*0.5)", sedov_like).coef.index) == ["(Intercept)", "I(X1 * 0.5)"]

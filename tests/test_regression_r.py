@@ -42,7 +42,7 @@ def test_reference_files_name_r_version():
 
 def test_coefficients_names_order_and_values(models):
     coefs = _read("reference_coefficients.csv")
-    assert set(coefs.model) == set("ABCDEFGHI")
+    assert set(coefs.model) == set("ABCDEFGHIJ")
     for name, ref in coefs.groupby("model", sort=False):
         tab = models[name].coef_table()
         assert list(tab.index) == list(ref.term), name  # R's names and R's order
@@ -102,9 +102,12 @@ def test_log_response_matches_r_on_the_log_scale(models, data):
     np.testing.assert_allclose(m.predict(nd, interval="prediction", level=0.9).upper, np.exp(r.upr), rtol=RTOL)
 
 
-def test_summary_text_is_rs(data):
-    m = lm("y ~ (X1 + I(X1^2)) * X2 * X3", data)
-    m.call = "lm(formula = y ~ (X1 + I(X1^2)) * X2 * X3, data = d)"
-    ref = [line for line in (REF / "summary_C.txt").read_text().splitlines() if not line.startswith("#")]
-    assert m.summary().splitlines() == ref[: len(m.summary().splitlines())]
-    assert all(not line for line in ref[len(m.summary().splitlines()):])
+@pytest.mark.parametrize(("formula", "file"), [("y ~ (X1 + I(X1^2)) * X2 * X3", "summary_C.txt"),
+                                               ("y ~ 1", "summary_null.txt")])
+def test_summary_text_is_rs(data, formula, file):
+    m = lm(formula, data)
+    m.call = f"lm(formula = {formula}, data = d)"
+    ref = [line for line in (REF / file).read_text().splitlines() if not line.startswith("#")]
+    mine = m.summary().splitlines()
+    assert mine == ref[: len(mine)]
+    assert all(not line for line in ref[len(mine):])

@@ -141,7 +141,8 @@ def format_summary(m: LinearModel, digits: int = 4) -> str:
         labels = ["Min", "1Q", "Median", "3Q", "Max"]
         q = np.quantile(r, [0, 0.25, 0.5, 0.75, 1.0])
         mx = np.max(np.abs(q))
-        q = np.round(q, max(0, digits + 1 - int(np.ceil(np.log10(mx))))) if mx > 0 else q  # zapsmall
+        # R 4.2's zapsmall(q, digits + 1): round to digits + 1 - log10(max) decimals (R rounds that count)
+        q = np.round(q, max(0, int(np.rint(digits + 1 - np.log10(mx))))) if mx > 0 else q
         vals = format_vec(q, digits)
     else:
         labels = [str(i + 1) for i in range(len(r))]
@@ -153,9 +154,9 @@ def format_summary(m: LinearModel, digits: int = 4) -> str:
     lines += ["---", "Signif. codes:  0 \u2018***\u2019 0.001 \u2018**\u2019 0.01 \u2018*\u2019 0.05 \u2018.\u2019 "
               "0.1 \u2018 \u2019 1", ""]
     lines.append(f"Residual standard error: {r_format(m.rse, digits)} on {m.df_resid} degrees of freedom")
-    lines.append(f"Multiple R-squared:  {r_format_c(m.r2, digits)},\tAdjusted R-squared:  "
-                 f"{r_format_c(m.adj_r2, digits)} ")
-    if np.isfinite(m.fstat):
+    if m.f_df[0] > 0:  # R prints R^2 and F only when the model has terms beyond the intercept
+        lines.append(f"Multiple R-squared:  {r_format_c(m.r2, digits)},\tAdjusted R-squared:  "
+                     f"{r_format_c(m.adj_r2, digits)} ")
         lines.append(f"F-statistic: {r_format_c(m.fstat, digits)} on {m.f_df[0]} and {m.f_df[1]} DF,  "
                      f"p-value: {format_pval(m.f_pvalue, digits)}")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,8 @@ models <- list(
   F = y ~ X1 + X2 - 1,                     # no intercept (uncentred R^2, F on p df)
   G = log(y) ~ X1 + I(1/X1) + X2,          # log response, I() with division
   H = y ~ X1 + I(X1^2),                    # nested in B and C
-  I = y ~ X1 * gpu + I(X1^2)               # a factor: treatment contrasts (gpuP100), R's term order
+  I = y ~ X1 * gpu + I(X1^2),              # a factor: treatment contrasts (gpuP100), R's term order
+  J = y ~ .                                # every other column
 )
 fits <- lapply(models, lm, data = d)
 ver <- R.version.string
@@ -72,4 +73,7 @@ put(rbind(pr("C", "confidence", 0.95), pr("C", "prediction", 0.95), pr("G", "con
 
 con <- header("summary_C.txt", "print(summary(lm(y ~ (X1 + I(X1^2)) * X2 * X3, data = d)))")
 writeLines(capture.output(print(summary(lm(y ~ (X1 + I(X1^2)) * X2 * X3, data = d)))), con)
+close(con)
+con <- header("summary_null.txt", "print(summary(lm(y ~ 1, data = d))): no R^2 or F lines without terms")
+writeLines(capture.output(print(summary(lm(y ~ 1, data = d)))), con)
 close(con)
