@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from perfmod.paths import repo_root
-from perfmod.regression import NotNestedWarning, anova, lm
+from perfmod.regression import NotNestedWarning, anova, format_anova, lm
 
 REF = repo_root() / "tests" / "data" / "r_lm"
 RTOL = 1e-8  # R and perfmod both use Householder QR; the designs span 1e0..1e11
@@ -111,3 +111,18 @@ def test_summary_text_is_rs(data, formula, file):
     mine = m.summary().splitlines()
     assert mine == ref[: len(mine)]
     assert all(not line for line in ref[len(mine):])
+
+
+def test_anova_printed_as_r(models):
+    """Model labels in R's printout are the formulas as R deparses them: ours are the formulas as written."""
+    m = {k: models[k] for k in "ABCH"}
+    for k, f in {"A": "y ~ X1 + I(X1^2) + X2 + X3", "B": "y ~ (X1 + I(X1^2)) * X2",
+                 "C": "y ~ (X1 + I(X1^2)) * X2 * X3", "H": "y ~ X1 + I(X1^2)"}.items():
+        assert m[k].formula == f
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotNestedWarning)
+        text = "".join(format_anova(t) for t in (anova(m["H"], m["B"], m["C"]), anova(m["A"], m["B"], m["C"],
+                                                                                         strict=False),
+                                                  anova(m["C"]), anova(m["C"], m["H"])))
+    ref = [line for line in (REF / "anova_print.txt").read_text().splitlines() if not line.startswith("#")]
+    assert text.splitlines() == ref

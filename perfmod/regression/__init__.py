@@ -2,7 +2,8 @@
 
 ================================  =====================================================================
 ``lm(formula, data)``             linear model as R's ``lm``: ``coef_table()``, ``summary()``, ``predict``
-``anova(*models)``                R's ``anova``: nested models (Tables 2, 9) or one model's Type-I table
+``anova(*models)``                R's ``anova``: nested models (Tables 2, 9) or one model's Type-I table;
+                                  ``format_anova`` prints it as R does
 ``holdout``, ``kfold``            cross-validation scored on held-out rows; ``compare_models`` chooses
 ``prediction_errors``             RMSE, MAPE, bias, interval coverage of predictions against measurements
 ``gam``, ``compare_with_lm``      penalized-spline GAM of the same variables (statsmodels GLMGam), beside lm
@@ -22,12 +23,14 @@ from .gam import GAMFit, compare_with_lm, gam
 from .linear import LinearModel, lm
 from .published import PublishedModel
 from .responses import distributed_responses, energy, t_comm, t_comp, t_tot, t_tot_montecarlo
+from .rformat import format_anova
 from .validation import prediction_errors
 
 __all__ = [
     "lm",
     "anova",
     "anova_table",
+    "format_anova",
     "LinearModel",
     "holdout",
     "kfold",

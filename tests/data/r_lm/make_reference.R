@@ -77,3 +77,7 @@ close(con)
 con <- header("summary_null.txt", "print(summary(lm(y ~ 1, data = d))): no R^2 or F lines without terms")
 writeLines(capture.output(print(summary(lm(y ~ 1, data = d)))), con)
 close(con)
+con <- header("anova_print.txt", "print(anova(H, B, C)); print(anova(A, B, C)); print(anova(C)); print(anova(C, H))")
+writeLines(capture.output(print(anova(fits$H, fits$B, fits$C)), print(anova(fits$A, fits$B, fits$C)),
+                          print(anova(fits$C)), print(anova(fits$C, fits$H))), con)
+close(con)
