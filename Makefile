@@ -18,7 +18,7 @@ PLATFORMS  := $(wildcard data/platforms/*.toml)
 DEVICES    := $(wildcard data/devices/*.csv)
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
 

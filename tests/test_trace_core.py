@@ -182,3 +182,19 @@ def test_with_compute_and_never_completed():
     with pytest.raises(TraceError, match="compute must be finite"):
         t.with_compute(np.array([1.0, -1.0]))
     assert t.request[1] == NO_REQUEST
+
+
+def test_delimit_iterations_by_a_marker_call():
+    from perfmod.trace import synthetic
+
+    t = synthetic("jacobi2d", 12, 3)
+    stripped = t.with_iterations(np.full(len(t), -1))
+    again = stripped.delimit_iterations("MPI_Allreduce")
+    assert np.array_equal(again.iteration, t.iteration) and again.iteration.dtype == np.int32
+    mf = synthetic("minife", 8, 3, box=6)
+    assert np.array_equal(mf.with_iterations(np.zeros(len(mf), int)).delimit_iterations(every=2).iteration,
+                          mf.iteration)
+    with pytest.raises(TraceError, match="every must be a positive integer"):
+        t.delimit_iterations(every=0)
+    with pytest.raises(TraceError, match="iteration must be"):
+        t.with_iterations(np.zeros(3, int))

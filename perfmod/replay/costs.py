@@ -8,7 +8,9 @@ model's k from the trace itself, per communication phase:
 - a phase is what a rank does between two collectives or two iterations
   (the ``iteration`` column), e.g. one halo exchange, or MiniMD's six swaps
   of a timestep; phases are numbered per rank, so the k-th phase of every
-  rank is the same phase;
+  rank is the same phase (a synthetic MiniMD iteration holds the forward
+  and the reverse exchange, which doubles K_inter and the counted K_total
+  and leaves k unchanged);
 - ``"maxrate"``: k = the most ranks of one node (inter-node messages) or of
   one socket (intra- and inter-socket messages) that send in the phase,
   the processes communicating at once of Eq. 2-3;
@@ -161,9 +163,9 @@ def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "k
 
 
 def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, plat: Platform,
-               model: str, mapping: str) -> float:
+               model: str, mapping: str, nprocs: int) -> float:
     """Sum over steps of the slowest message; ``pairs`` = (src, dst, nbytes) in communicator ranks."""
-    kw = _mapping_kw(plat, int(members.max(initial=0)) + 1, mapping)
+    kw = _mapping_kw(plat, nprocs, mapping)
     total = 0.0
     m = "maxrate" if model == "kmodel" else model
     for s, d, nb in pairs:
@@ -220,16 +222,18 @@ def collective_costs(trace: Trace, coll: Collectives, plat: Platform, model: str
             continue
         if op == Call.ALLTOALLV:
             counts = _alltoallv_counts(trace, coll, k)
-            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), plat, model, mapping)
+            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), plat, model, mapping,
+                                 trace.nprocs)
             continue
         key = (op, nb, comm)
         if key not in cache:
-            if comm == 0 and op in names:
+            if comm == 0 and op in names and mapping == "block":  # collective_time maps ranks in blocks
                 m = "maxrate" if model == "kmodel" else model
                 cache[key] = float(collective_time(names[Call(op)], float(max(nb, 1)), size, plat, model=m,
                                                    mapping=mapping))
             else:
-                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping)
+                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping,
+                                        trace.nprocs)
         cost[k] = cache[key]
     return cost
 

@@ -61,7 +61,9 @@ def _check_truncation(trace: Trace, match: Any) -> None:
     """MPI_ERR_TRUNCATE among the messages the kernel matched to wildcard receivers."""
     send = np.flatnonzero((match.dynamic.sgrp >= 0) & (match.pdst >= 0))
     recv = match.pdst[send]
-    rbytes = np.where(trace.call[recv] == Call.SENDRECV, trace.aux[trace.aux_ptr[recv] + 1], trace.nbytes[recv])
+    rbytes = trace.nbytes[recv].copy()
+    sr = trace.call[recv] == Call.SENDRECV
+    rbytes[sr] = trace.aux[trace.aux_ptr[recv[sr]] + 1]
     bad = np.flatnonzero(rbytes < trace.nbytes[send])
     if bad.size:
         i, j = int(send[bad[0]]), int(recv[bad[0]])

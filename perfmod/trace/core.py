@@ -301,6 +301,34 @@ class Trace:
             raise TraceError(f"{self._at(bad)}: compute must be finite and >= 0 s, got {c[bad]!r}")
         return replace(self, compute=c)
 
+    def with_iterations(self, iteration: np.ndarray) -> Trace:
+        """A copy with the ``iteration`` column set (int, one per event, -1 outside iterations)."""
+        it = np.asarray(iteration)
+        if it.shape != self.rank.shape or it.dtype.kind not in "iu":
+            raise TraceError(f"iteration must be {len(self)} integers, got {it.dtype} {it.shape}")
+        return replace(self, iteration=it.astype(np.int32))
+
+    def delimit_iterations(self, marker: str | int | Call = "MPI_Allreduce", every: int = 1, comm: int = 0) -> Trace:
+        """Number iterations by a call every iteration makes (for traces that do not record them).
+
+        Event ``i`` of a rank belongs to iteration ``floor(m / every)``, ``m``
+        the number of ``marker`` calls on ``comm`` the rank made before it;
+        the marker call ends its iteration.  E.g. Jacobi2D's residual
+        allreduce (``"MPI_Allreduce"``), or ``every=2`` for MiniFE's two dot
+        products per CG iteration.
+        """
+        code = call_code(marker)
+        if int(every) != every or every < 1:
+            raise TraceError(f"every must be a positive integer, got {every!r}")
+        m = ((self.call == code) & (self.comm == comm)).astype(np.int64)
+        c = np.cumsum(m) - m  # markers before each event, counted over the whole trace
+        ptr = self.rank_ptr
+        start = np.zeros(len(self), dtype=np.int64)
+        if len(self):
+            start = (np.cumsum(m) - m)[ptr[:-1][ptr[:-1] < len(self)]]
+            start = np.repeat(start, np.diff(ptr)[ptr[:-1] < len(self)])
+        return self.with_iterations((c - start) // int(every))
+
     # ------------------------------------------------------------- validation
     def _where(self) -> str:
         return f"{self.source}: " if self.source else ""
