@@ -125,3 +125,20 @@ def test_multiline_array_parameters_are_joined(tmp_path):
     lines += _call("MPI_Barrier", ["MPI_Comm comm=2 (MPI_COMM_WORLD)"], t0="10.000000200", t1="10.000000300")
     t = read_dumpi(_write(tmp_path, lines))
     assert len(t) == 1 and t.meta["unknown_calls"] == {"MPI_Group_range_incl": 1}
+
+
+def test_full_dumpi2ascii_a_output_is_accepted(tmp_path):
+    """-a prints header, stream (PAPI counters after entering and returning), keyvals, footer, labels, sizes."""
+    w = "MPI_Comm comm=2 (MPI_COMM_WORLD)"
+    lines = ["version=0.7.0", "starttime=Thu Jul 24 13:18:14 2026", "hostname=node77", "username=someone",
+             "meshdim=0", "meshsize=[]", "meshcrd=[]"]
+    lines += ["MPI_Send entering at walltime 10.000000000, cputime 0.000000000 seconds in thread 0.",
+              "Perfcounters: [PAPI_TOT_CYC=100]", "int count=2", "MPI_Datatype datatype=31 (user-defined-datatype)",
+              "int dest=0", "int tag=0", w,
+              "MPI_Send returning at walltime 10.000000500, cputime 0.000000000 seconds in thread 0.",
+              "Perfcounters: [PAPI_TOT_CYC=180]"]
+    lines += ["Total keyvals: 1", "MPI_TAG_UB=2147483647", "MPI_Send called 1 times and ignored 0 times",
+              "Performance counters: 1", "    PAPI_TOT_CYC", "Function address 4196000 has label main",
+              "Datatype 14 (MPI_DOUBLE) has size 8", "Datatype 31 (user-defined-datatype) has size 40"]
+    t = read_dumpi(_write(tmp_path, lines))
+    assert len(t) == 1 and t.nbytes[0] == 80 and t.t_exit[0] - t.t_entry[0] == 500

@@ -84,9 +84,10 @@ _DUMPI_ANY_TAG = -1
 _CALL_LINE = re.compile(r"^(\w+) (entering|returning) at walltime (\S+), cputime (\S+) seconds in thread (\d+)\.$")
 _PARAM = re.compile(r"^(?:[A-Za-z_][\w ]*?) (\w+)((?:\[-?\d+\])*)=(.*)$")
 _SIZE_LINE = re.compile(r"^Datatype (\d+) \((.*)\) has size (-?\d+)$")
+# what dumpi2ascii -H/-K/-F/-P/-A print around the stream (and PAPI counters after a 'returning' line)
 _HEADER = re.compile(r"^(version|starttime|hostname|username|meshdim|meshsize|meshcrd|Total keyvals|"
-                     r"Performance counters|Function address)\b|^\S+ called \d+ times and ignored \d+ times$|"
-                     r"^\s*$|^\w+=")
+                     r"Performance counters|Function address|Perfcounters:)|^\S+ called \d+ times and ignored "
+                     r"\d+ times$|^\s*$|^\s+\S+$|^[^\s=]+=")
 
 _SIMPLE = {
     "MPI_Send": Call.SEND, "MPI_Bsend": Call.SEND, "MPI_Rsend": Call.SEND, "MPI_Ssend": Call.SSEND,
