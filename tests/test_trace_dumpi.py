@@ -142,3 +142,19 @@ def test_full_dumpi2ascii_a_output_is_accepted(tmp_path):
               "Datatype 14 (MPI_DOUBLE) has size 8", "Datatype 31 (user-defined-datatype) has size 40"]
     t = read_dumpi(_write(tmp_path, lines))
     assert len(t) == 1 and t.nbytes[0] == 80 and t.t_exit[0] - t.t_entry[0] == 500
+
+
+def test_meta_file_gives_files_and_rank_count(tmp_path):
+    for r in (0, 1):
+        (tmp_path / f"dumpi-2020.04.03-000{r}.txt").write_text((DATA / f"jacobi-mini-000{r}.txt").read_text())
+    (tmp_path / "dumpi-2020.04.03-0000.bin").write_bytes(b"\x00\x01")
+    meta = tmp_path / "dumpi-2020.04.03.meta"
+    meta.write_text("hostname=n1\nnumprocs=2\nusername=u\nstartime=1585900000\nfileprefix=dumpi-2020.04.03\n"
+                    "version=1\nsubversion=1\nsubsubversion=0\n")
+    a, b = read_dumpi(meta), read_dumpi(tmp_path)
+    assert a.nprocs == b.nprocs == 2 and len(a) == len(b) == 20
+    meta.write_text("numprocs=4\nfileprefix=dumpi-2020.04.03\n")
+    assert read_dumpi(meta).nprocs == 4  # ranks 2 and 3 have no file: no events
+    meta.write_text("numprocs 4\n")
+    with pytest.raises(FormatError, match=r"dumpi-2020.04.03.meta:1: expected key=value"):
+        read_dumpi(meta)

@@ -349,19 +349,48 @@ def _printed_sizes(path: str) -> dict[int, int]:
     return out
 
 
-def _expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
-    if isinstance(paths, str | os.PathLike):
-        p = Path(paths)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix != ".meta")
-        elif p.exists():
-            found = [str(p)]
-        else:
-            found = sorted(glob.glob(str(paths)))
-        if not found:
-            raise TraceError(f"{paths}: no DUMPI text files found")
-        return found
-    return [str(p) for p in paths]
+def _read_meta(path: Path) -> dict[str, str]:
+    """The ``key=value`` lines of a DUMPI ``.meta`` file (``numprocs``, ``fileprefix``, ...)."""
+    out = {}
+    for n, text in numbered_lines(path):
+        if text.strip():
+            key, sep, value = text.partition("=")
+            if not sep:
+                raise FormatError(path, n, f"expected key=value in a DUMPI .meta file, got {text!r}")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> tuple[list[str], int | None]:
+    """The per-rank text files and, when a ``.meta`` file says, the number of ranks."""
+    if not isinstance(paths, str | os.PathLike):
+        return [str(p) for p in paths], None
+    p = Path(paths)
+    metas = [p] if p.suffix == ".meta" and p.is_file() else sorted(p.glob("*.meta")) if p.is_dir() else []
+    nprocs = None
+    if len(metas) == 1:
+        meta = _read_meta(metas[0])
+        try:
+            nprocs = int(meta["numprocs"]) if "numprocs" in meta else None
+        except ValueError:
+            raise TraceError(f"{metas[0]}: numprocs={meta['numprocs']!r} is not an integer") from None
+        if p.suffix == ".meta":
+            prefix = meta.get("fileprefix", p.stem)
+            found = sorted(str(f) for f in p.parent.glob(f"{glob.escape(prefix)}-*")
+                           if f.is_file() and f.suffix not in (".bin", ".meta"))
+            if not found:
+                raise TraceError(f"{p}: no text files {prefix}-NNNN.* next to it (convert the .bin files with "
+                                 "dumpi2ascii first)")
+            return found, nprocs
+    if p.is_dir():
+        found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix not in (".meta", ".bin"))
+    elif p.exists():
+        found = [str(p)]
+    else:
+        found = sorted(glob.glob(str(paths)))
+    if not found:
+        raise TraceError(f"{paths}: no DUMPI text files found")
+    return found, nprocs
 
 
 def _comm_table(states: Sequence[_RankState]) -> tuple[dict[tuple, int], dict[int, np.ndarray]]:
@@ -399,12 +428,15 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
 
     Parameters
     ----------
-    paths : path, glob pattern, directory or sequence of paths
-        The per-rank text files.  A file's rank is the number its name ends
-        with (``...-0003.txt`` is rank 3) when every file has one, else its
-        position in the sorted list.
+    paths : path, glob pattern, directory, ``.meta`` file or sequence of paths
+        The per-rank text files (``.bin`` and ``.meta`` files in a directory
+        are passed over).  A file's rank is the number its name ends with
+        (``...-0003.txt`` is rank 3) when every file has one, else its
+        position in the sorted list.  Given DUMPI's ``.meta`` file, the
+        files are ``<fileprefix>-*`` next to it.
     nprocs : int, optional
-        Number of world ranks (default: one per file).
+        Number of world ranks (default: ``numprocs`` of the ``.meta`` file,
+        else the highest file rank + 1).
     datatype_sizes : mapping of int to int, optional
         Bytes per element of DUMPI datatype ids, overriding the sizes found
         in the files and :data:`DUMPI_TYPE_SIZES`.
@@ -430,11 +462,11 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
     """
     if unknown not in ("skip", "keep", "error"):
         raise ValueError(f"unknown= must be 'skip', 'keep' or 'error', got {unknown!r}")
-    files = _expand(paths)
+    files, meta_nprocs = _expand(paths)
     ranks = [rank_of_path(f) for f in files]
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
         ranks = list(range(len(files)))
-    n = nprocs if nprocs is not None else max(ranks) + 1
+    n = nprocs if nprocs is not None else meta_nprocs if meta_nprocs is not None else max(ranks) + 1
     if max(ranks) >= n:
         raise TraceError(f"{files[ranks.index(max(ranks))]}: rank {max(ranks)} >= nprocs = {n}")
     ignored: Counter = Counter()
