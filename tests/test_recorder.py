@@ -1,6 +1,7 @@
 """Recorder for mpi4py programs: in-process checks on COMM_SELF and a real 2-rank run."""
 
 import json
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -56,6 +57,18 @@ def test_wildcards_and_unrecorded_attributes():
     assert len(ev) == 3 and ev[0][1] == ANY_SOURCE and ev[0][3] == ANY_TAG and ev[2][5] == 0
 
 
+def test_pickle_based_calls_are_recorded():
+    c = record(MPI.COMM_SELF)
+    assert c.allreduce(3) == 3 and c.bcast({"a": 1}) == {"a": 1} and c.gather(np.zeros(4)) [0].shape == (4,)
+    assert c.sendrecv(b"xyz", 0, 2, source=0, recvtag=2) == b"xyz"  # a blocking send to self could hang
+    c.barrier()
+    ev = c.recorder.events
+    assert [Call(e[0]).name for e in ev] == ["ALLREDUCE", "BCAST", "GATHER", "SENDRECV", "BARRIER"]
+    assert ev[0][2] == len(pickle.dumps(3, pickle.HIGHEST_PROTOCOL)) and ev[2][2] == 32
+    assert ev[3][2] == len(pickle.dumps(b"xyz", pickle.HIGHEST_PROTOCOL))
+    assert c.recorder.aux[3] == [0, ev[3][2], 2]
+
+
 def test_load_recording_errors(tmp_path):
     (tmp_path / "x.npz").write_text("nope")
     with pytest.raises(Exception, match="x.npz: not a perfmod recording"):
@@ -87,8 +100,10 @@ PROGRAM = textwrap.dedent("""
     sub.Barrier()
     if r == 0:
         c.Send([a, 10, MPI.DOUBLE], 1, tag=9)
+        c.send({"step": 1}, 1, tag=11)
     else:
         c.Recv([b, 10, MPI.DOUBLE], MPI.ANY_SOURCE, 9)
+        assert c.recv(source=0, tag=11) == {"step": 1}
     c.Barrier()
     c.recorder.save(f"{out}/rank{r}.npz")
     t = c.recorder.gather(0)
@@ -107,12 +122,14 @@ def test_two_rank_run_records_and_exports(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
     t = load_recording([tmp_path / "rank0.npz", tmp_path / "rank1.npz"])
-    assert len(t) == res["events"] == 2 * 15 and res["sum"] == 4.0
+    assert len(t) == res["events"] == 2 * 16 and res["sum"] == 4.0
     r0 = t.to_frame().query("rank == 0")
     assert r0["name"].tolist()[:3] == ["MPI_Irecv", "MPI_Isend", "MPI_Waitall"]
     sends = t.nbytes[(t.call == Call.ISEND)]
     assert sends.tolist() == [8000] * 6  # 1000 doubles per message
-    assert t.nbytes[t.call == Call.SEND].tolist() == [80]  # [buf, 10, MPI.DOUBLE]
+    pickled = len(pickle.dumps({"step": 1}, pickle.HIGHEST_PROTOCOL))
+    assert t.nbytes[t.call == Call.SEND].tolist() == [80, pickled]  # [buf, 10, MPI.DOUBLE], then a pickle
+    assert t.nbytes[t.call == Call.RECV].tolist() == [80, pickled]
     recv = np.flatnonzero(t.call == Call.RECV)[0]
     assert t.peer[recv] == ANY_SOURCE and t.nbytes[recv] == 80
     assert t.nbytes[t.call == Call.BCAST].tolist() == [128, 128] and set(t.peer[t.call == Call.BCAST]) == {1}

@@ -6,9 +6,13 @@ Score-P), the program talks to a :class:`RecordingComm`: a thin proxy of an
 ``mpi4py`` communicator whose buffer methods (``Send``, ``Recv``,
 ``Isend``, ``Irecv``, ``Sendrecv``, ``Barrier``, ``Bcast``, ``Reduce``,
 ``Allreduce``, ``Alltoall``, ``Allgather``, ``Gather``, ``Scatter``, and
-``Waitall``/``Waitany``/``Wait``/``Test`` on the requests it returns)
-record one event each and delegate; every other attribute is the wrapped
-communicator's own, unrecorded (its time counts as compute).
+``Waitall``/``Waitany``/``Wait``/``Test`` on the requests it returns) and
+its blocking pickle-based calls (``send``, ``recv``, ``sendrecv``,
+``barrier``, ``bcast``, ``reduce``, ``allreduce``, ``gather``,
+``allgather``, ``scatter``; bytes = an array's ``nbytes``, else the size
+of the object's pickle) record one event each and delegate; every other
+attribute is the wrapped communicator's own, unrecorded (its time counts
+as compute), the nonblocking pickle-based ``isend``/``irecv`` included.
 
 Per event the recorder keeps the call, peer, tag, communicator, request,
 the bytes of the buffer argument (``count x datatype size`` when the buffer
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import socket
 import time
 from collections.abc import Iterable, Sequence
@@ -76,6 +81,14 @@ def _nbytes(buf: Any) -> int:
         return memoryview(buf).nbytes
     except TypeError:
         return 0
+
+
+def _obj_nbytes(obj: Any) -> int:
+    """Bytes of a Python object sent by mpi4py's pickle-based calls: an array's ``nbytes``, else its pickle."""
+    n = getattr(obj, "nbytes", None)
+    if n is not None:
+        return int(n)
+    return len(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
 
 
 class Recorder:
@@ -232,23 +245,25 @@ class RecordingComm:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._comm, name)
 
-    def _log(self, call: int, peer: int, nbytes: int, tag: int, t0: int, req: int = NO_REQUEST,
+    def _log(self, call: int, peer: int, nbytes: int, tag: int, t0: int, t1: int, req: int = NO_REQUEST,
              aux: list[int] | None = None) -> None:
         ev = self._rec.events
         if aux is not None:
             self._rec.aux[len(ev)] = aux
-        ev.append((call, peer, nbytes, tag, self._cid, req, t0, _clock()))
+        ev.append((call, peer, nbytes, tag, self._cid, req, t0, t1))
 
     # ------------------------------------------------------------ point to point
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Send(buf, dest, tag)
-        self._log(Call.SEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0)
+        t1 = _clock()
+        self._log(Call.SEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0, t1)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Ssend(buf, dest, tag)
-        self._log(Call.SSEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0)
+        t1 = _clock()
+        self._log(Call.SSEND, PROC_NULL if dest == self._null else dest, _nbytes(buf), tag, t0, t1)
 
     def Recv(self, buf: Any, source: int | None = None, tag: int | None = None,  # noqa: N802
              status: Any = None) -> None:
@@ -256,8 +271,9 @@ class RecordingComm:
         tag = self._any_tag if tag is None else tag
         t0 = _clock()
         self._comm.Recv(buf, source, tag, status)
+        t1 = _clock()
         self._log(Call.RECV, _peer(source, self._any_source, self._null), _nbytes(buf),
-                  ANY_TAG if tag == self._any_tag else tag, t0)
+                  ANY_TAG if tag == self._any_tag else tag, t0, t1)
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> RecordingRequest:  # noqa: N802
         t0 = _clock()
@@ -288,9 +304,10 @@ class RecordingComm:
         recvtag = self._any_tag if recvtag is None else recvtag
         t0 = _clock()
         self._comm.Sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
+        t1 = _clock()
         aux = [_peer(source, self._any_source, self._null), _nbytes(recvbuf),
                ANY_TAG if recvtag == self._any_tag else recvtag]
-        self._log(Call.SENDRECV, PROC_NULL if dest == self._null else dest, _nbytes(sendbuf), sendtag, t0, aux=aux)
+        self._log(Call.SENDRECV, PROC_NULL if dest == self._null else dest, _nbytes(sendbuf), sendtag, t0, t1, aux=aux)
 
     def Waitall(self, requests: Sequence[RecordingRequest], statuses: Any = None) -> None:  # noqa: N802
         """``MPI.Request.Waitall`` of requests this proxy returned, recorded as one ``Waitall``."""
@@ -312,55 +329,141 @@ class RecordingComm:
 
         t0 = _clock()
         idx = MPI.Request.Waitany([r.req for r in requests], status)
+        t1 = _clock()
         done = []
         if 0 <= idx < len(requests) and not requests[idx].done:
             requests[idx].done = True
             done = [requests[idx].id]
-        self._log(Call.WAITANY, NO_PEER, 0, 0, t0, aux=done)
+        self._log(Call.WAITANY, NO_PEER, 0, 0, t0, t1, aux=done)
         return idx
 
     # ---------------------------------------------------------------- collectives
     def Barrier(self) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Barrier()
-        self._log(Call.BARRIER, NO_PEER, 0, 0, t0)
+        t1 = _clock()
+        self._log(Call.BARRIER, NO_PEER, 0, 0, t0, t1)
 
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Bcast(buf, root)
-        self._log(Call.BCAST, root, _nbytes(buf), 0, t0)
+        t1 = _clock()
+        self._log(Call.BCAST, root, _nbytes(buf), 0, t0, t1)
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Any = None, root: int = 0) -> None:  # noqa: N802
         from mpi4py import MPI
 
         t0 = _clock()
         self._comm.Reduce(sendbuf, recvbuf, MPI.SUM if op is None else op, root)
-        self._log(Call.REDUCE, root, _nbytes(recvbuf if sendbuf is MPI.IN_PLACE else sendbuf), 0, t0)
+        t1 = _clock()
+        self._log(Call.REDUCE, root, _nbytes(recvbuf if sendbuf is MPI.IN_PLACE else sendbuf), 0, t0, t1)
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = None) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Allreduce(sendbuf, recvbuf, self._sum if op is None else op)
-        self._log(Call.ALLREDUCE, NO_PEER, _nbytes(recvbuf), 0, t0)
+        t1 = _clock()
+        self._log(Call.ALLREDUCE, NO_PEER, _nbytes(recvbuf), 0, t0, t1)
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Alltoall(sendbuf, recvbuf)
-        self._log(Call.ALLTOALL, NO_PEER, _nbytes(sendbuf) // int(self._comm.Get_size()), 0, t0)
+        t1 = _clock()
+        self._log(Call.ALLTOALL, NO_PEER, _nbytes(sendbuf) // int(self._comm.Get_size()), 0, t0, t1)
 
     def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Allgather(sendbuf, recvbuf)
-        self._log(Call.ALLGATHER, NO_PEER, _nbytes(sendbuf), 0, t0)
+        t1 = _clock()
+        self._log(Call.ALLGATHER, NO_PEER, _nbytes(sendbuf), 0, t0, t1)
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Gather(sendbuf, recvbuf, root)
-        self._log(Call.GATHER, root, _nbytes(sendbuf), 0, t0)
+        t1 = _clock()
+        self._log(Call.GATHER, root, _nbytes(sendbuf), 0, t0, t1)
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
         t0 = _clock()
         self._comm.Scatter(sendbuf, recvbuf, root)
-        self._log(Call.SCATTER, root, _nbytes(recvbuf), 0, t0)
+        t1 = _clock()
+        self._log(Call.SCATTER, root, _nbytes(recvbuf), 0, t0, t1)
+
+    # ------------------------------------------- pickle-based (lowercase) calls
+    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
+        t0 = _clock()
+        self._comm.send(obj, dest, tag)
+        t1 = _clock()
+        self._log(Call.SEND, PROC_NULL if dest == self._null else dest, _obj_nbytes(obj), tag, t0, t1)
+
+    def recv(self, buf: Any = None, source: int | None = None, tag: int | None = None, status: Any = None) -> Any:
+        source = self._any_source if source is None else source
+        tag = self._any_tag if tag is None else tag
+        t0 = _clock()
+        obj = self._comm.recv(buf, source, tag, status)
+        t1 = _clock()
+        self._log(Call.RECV, _peer(source, self._any_source, self._null), _obj_nbytes(obj),
+                  ANY_TAG if tag == self._any_tag else tag, t0, t1)
+        return obj
+
+    def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int | None = None,
+                 recvtag: int | None = None, status: Any = None) -> Any:
+        source = self._any_source if source is None else source
+        recvtag = self._any_tag if recvtag is None else recvtag
+        t0 = _clock()
+        obj = self._comm.sendrecv(sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+        t1 = _clock()
+        aux = [_peer(source, self._any_source, self._null), _obj_nbytes(obj),
+               ANY_TAG if recvtag == self._any_tag else recvtag]
+        self._log(Call.SENDRECV, PROC_NULL if dest == self._null else dest, _obj_nbytes(sendobj), sendtag, t0, t1,
+                  aux=aux)
+        return obj
+
+    def barrier(self) -> None:
+        t0 = _clock()
+        self._comm.barrier()
+        self._log(Call.BARRIER, NO_PEER, 0, 0, t0, _clock())
+
+    def bcast(self, obj: Any, root: int = 0) -> Any:
+        t0 = _clock()
+        out = self._comm.bcast(obj, root)
+        t1 = _clock()
+        self._log(Call.BCAST, root, _obj_nbytes(out), 0, t0, t1)
+        return out
+
+    def reduce(self, sendobj: Any, op: Any = None, root: int = 0) -> Any:
+        t0 = _clock()
+        out = self._comm.reduce(sendobj, self._sum if op is None else op, root)
+        t1 = _clock()
+        self._log(Call.REDUCE, root, _obj_nbytes(sendobj), 0, t0, t1)
+        return out
+
+    def allreduce(self, sendobj: Any, op: Any = None) -> Any:
+        t0 = _clock()
+        out = self._comm.allreduce(sendobj, self._sum if op is None else op)
+        t1 = _clock()
+        self._log(Call.ALLREDUCE, NO_PEER, _obj_nbytes(sendobj), 0, t0, t1)
+        return out
+
+    def gather(self, sendobj: Any, root: int = 0) -> Any:
+        t0 = _clock()
+        out = self._comm.gather(sendobj, root)
+        t1 = _clock()
+        self._log(Call.GATHER, root, _obj_nbytes(sendobj), 0, t0, t1)
+        return out
+
+    def allgather(self, sendobj: Any) -> Any:
+        t0 = _clock()
+        out = self._comm.allgather(sendobj)
+        t1 = _clock()
+        self._log(Call.ALLGATHER, NO_PEER, _obj_nbytes(sendobj), 0, t0, t1)
+        return out
+
+    def scatter(self, sendobj: Any, root: int = 0) -> Any:
+        t0 = _clock()
+        out = self._comm.scatter(sendobj, root)
+        t1 = _clock()
+        self._log(Call.SCATTER, root, _obj_nbytes(out), 0, t0, t1)
+        return out
 
     # ------------------------------------------------------------ communicators
     def _wrap(self, comm: Any) -> RecordingComm | Any:
