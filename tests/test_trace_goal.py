@@ -137,3 +137,38 @@ def test_parser_errors_name_file_and_line(tmp_path, text, match):
     p.write_text(text)
     with pytest.raises((FormatError, Exception), match=match):
         read_goal(p)
+
+
+def _loggopsim():
+    """txt2bin and LogGOPSim built from github.com/spcl/LogGOPSim, in $PERFMOD_LOGGOPSIM (else skip)."""
+    import os
+    import shutil
+
+    d = os.environ.get("PERFMOD_LOGGOPSIM")
+    tools = [Path(d) / "txt2bin", Path(d) / "LogGOPSim"] if d else []
+    if not tools or not all(t.is_file() and shutil.which(str(t)) for t in tools):
+        pytest.skip("set PERFMOD_LOGGOPSIM to a directory with LogGOPSim's txt2bin and LogGOPSim binaries")
+    return tools
+
+
+def test_loggopsim_accepts_and_finishes_the_schedules(tmp_path):
+    import subprocess
+
+    txt2bin, sim = _loggopsim()
+    b = TraceBuilder(2)
+    b.append(0, "send", peer=1, nbytes=8)
+    b.append(0, "recv", peer=1, nbytes=8)
+    b.append(1, "recv", peer=0, nbytes=8)
+    b.append(1, "send", peer=0, nbytes=8)
+    cases = {"pingpong": b.build(), "jacobi": synthetic("jacobi2d", 16, 3), "minimd": synthetic("minimd", 12, 2),
+             "dumpi": read_dumpi(DUMPI_DATA)}
+    for name, trace in cases.items():
+        goal, binary = tmp_path / f"{name}.goal", tmp_path / f"{name}.bin"
+        write_goal(trace, goal)
+        subprocess.run([str(txt2bin), "-i", str(goal), "-o", str(binary)], check=True, capture_output=True)
+        out = subprocess.run([str(sim), "-f", str(binary), "-b"], check=True, capture_output=True, text=True).stdout
+        assert "receive queue" not in out, f"{name}: unmatched receives\n{out}"  # LogGOPSim lists leftovers
+        if name == "pingpong":  # defaults L=2500, o=1500, G=6 ns: 2 x (o + L + 7 G + o) for 8 bytes
+            import re
+
+            assert int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1)) == 2 * (3000 + 2500 + 42)
