@@ -32,7 +32,11 @@ flops of ``reduce``/``allreduce`` are read into ``meta["reduction_flops"]``
 and written as 0.  Compute lines before an action become that action's
 ``compute``; compute at the end of a rank becomes a ``Call.COMPUTE`` event.
 
-What the writer maps and what it cannot: only ``MPI_COMM_WORLD``; a
+What the writer maps and what it cannot: only ``MPI_COMM_WORLD``; each
+rank starts with ``init`` and ends with ``finalize`` (added when the trace
+has no ``Init``/``Finalize`` there: SMPI needs them); per-rank files are
+listed in the index by name, so run ``smpirun -replay index`` from the
+index's directory (SMPI opens them relative to its working directory); a
 ``Waitall`` that completes every pending request becomes ``waitall``, any
 other wait one ``wait src dst tag`` per completed request (SMPI pops the
 oldest pending request with that key); tests that completed nothing, and
@@ -377,6 +381,12 @@ def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: fl
             lines.append(f"{r} reducescatter {' '.join(map(str, counts))} 0")
         else:  # pragma: no cover - every Call is handled above
             raise TraceError(f"{trace._at(i)}: no TIT action for this call")
+    # SMPI's replay needs init first (it sets the default datatype) and ends ranks at finalize
+    calls = trace.call[sl]
+    if not (calls.size and calls[0] == Call.INIT):
+        lines.insert(0, f"{r} init")
+    if not (calls.size and calls[-1] == Call.FINALIZE):
+        lines.append(f"{r} finalize")
     return lines
 
 
