@@ -140,10 +140,11 @@ def _files(path: Path) -> list[Path]:
             return [path]
         except ValueError:
             pass
-        cand = path.parent / tok[0]
-        if len(tok) == 1 and cand.is_file():
-            return [path.parent / t.strip() for _, t in numbered_lines(path) if t.strip() and
-                    not t.startswith("#")]
+        if len(tok) == 1 and ((path.parent / tok[0]).is_file() or Path(tok[0]).is_file()):
+            # SMPI opens the listed files relative to its working directory; perfmod writes them
+            # relative to the index: try the index's directory first
+            names = [t.strip() for _, t in numbered_lines(path) if t.strip() and not t.startswith("#")]
+            return [path.parent / n if (path.parent / n).is_file() else Path(n) for n in names]
         return [path]
     return [path]
 
