@@ -12,6 +12,7 @@ import pytest
 from mpi4py import MPI
 
 from perfmod.bench.pingpong import mpiexec_path
+from perfmod.replay import replay
 from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, resolve_requests
 from perfmod.trace.otf2io import read_otf2
 from perfmod.trace.recorder import _nbytes, load_recording, record
@@ -87,9 +88,11 @@ PROGRAM = textwrap.dedent("""
     r, p = c.Get_rank(), c.Get_size()
     a, b = np.full(1000, float(r)), np.empty(1000)
     for it in range(3):
+        c.recorder.iteration(it)
         rr = c.Irecv(b, (r - 1) % p, tag=it)
         rs = c.Isend(a, (r + 1) % p, tag=it)
         c.Waitall([rr, rs])
+    c.recorder.iteration(None)
     s = np.zeros(4, np.int32)
     c.Sendrecv(np.arange(4, dtype=np.int32), (r + 1) % p, 5, s, (r - 1) % p, 5)
     y = np.empty(2)
@@ -123,6 +126,7 @@ def test_two_rank_run_records_and_exports(tmp_path):
     res = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
     t = load_recording([tmp_path / "rank0.npz", tmp_path / "rank1.npz"])
     assert len(t) == res["events"] == 2 * 16 and res["sum"] == 4.0
+    assert t.iteration[t.rank == 0].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2] + [-1] * 7
     r0 = t.to_frame().query("rank == 0")
     assert r0["name"].tolist()[:3] == ["MPI_Irecv", "MPI_Isend", "MPI_Waitall"]
     sends = t.nbytes[(t.call == Call.ISEND)]
@@ -142,6 +146,9 @@ def test_two_rank_run_records_and_exports(tmp_path):
     i_send_1 = np.flatnonzero((t.rank == 1) & (t.call == Call.ISEND))[0]
     wait_0 = np.flatnonzero((t.rank == 0) & (t.call == Call.WAITALL))[0]
     assert t.t_exit[wait_0] >= t.t_entry[i_send_1]
+    # the recorded trace replays, per iteration where the program marked them
+    ds = replay(t, "summit", model="postal")
+    assert ds["comm_time"].sizes["rank"] == 2 and ds["comm_time_iteration"].sizes["iteration"] == 3
     # the OTF2 export written on rank 0 reads back with the same events and times
     o = read_otf2(tmp_path / "otf2")
     for col in ("call", "peer", "nbytes", "tag", "t_entry", "t_exit"):

@@ -28,6 +28,9 @@ their id is ``1 + index * P + lowest world rank`` (``index`` = how many
 communicators the rank had made before), the same on every member without
 any communication.
 
+``c.recorder.iteration(i)`` marks where application iteration ``i`` starts
+(the trace's ``iteration`` column; the replay then reports per iteration).
+
 Output: :meth:`Recorder.save` writes the rank's events to ``.npz``;
 :func:`load_recording` merges such files into a :class:`Trace`;
 :meth:`Recorder.gather` sends all ranks' events to one rank and returns the
@@ -109,6 +112,7 @@ class Recorder:
         self.comms: dict[int, list[int]] = {}
         self._made = 0
         self._next_request = 0
+        self._iterations: list[tuple[int, int]] = []  # (first event index, iteration; -1 = outside)
         self._offset = time.time_ns() - _clock()
 
     def now(self) -> int:
@@ -126,6 +130,14 @@ class Recorder:
         self.comms[cid] = [int(m) for m in members]
         return cid
 
+    def iteration(self, index: int | None) -> None:
+        """Events recorded from now on belong to application iteration ``index`` (None: to none).
+
+        Costs nothing per event: only the boundary is stored; the replay then
+        reports per-iteration times.
+        """
+        self._iterations.append((len(self.events), -1 if index is None else int(index)))
+
     # ------------------------------------------------------------------ output
     def columns(self) -> dict[str, np.ndarray]:
         """This rank's events as arrays (``aux_len``/``aux`` in CSR form)."""
@@ -133,6 +145,11 @@ class Recorder:
         cols = {name: np.array([e[k] for e in ev], dtype=np.int64) for k, name in enumerate(_FIELDS)}
         cols["t_entry"] += self._offset
         cols["t_exit"] += self._offset
+        it = np.full(len(ev), -1, dtype=np.int64)
+        for k, (start, index) in enumerate(self._iterations):
+            stop = self._iterations[k + 1][0] if k + 1 < len(self._iterations) else len(ev)
+            it[start:stop] = index
+        cols["iteration"] = it
         lens = np.array([len(self.aux.get(i, ())) for i in range(len(ev))], dtype=np.int64)
         cols["aux_len"] = lens
         cols["aux"] = np.array([x for i in range(len(ev)) for x in self.aux.get(i, ())], dtype=np.int64)
@@ -163,12 +180,14 @@ def _build(columns: Sequence[dict[str, np.ndarray]], metas: Sequence[dict], sour
     for m in metas:
         comms.update({int(k): v for k, v in m["comms"].items()})
     b = TraceBuilder(nprocs, comms=comms, source=source)
+    marked = any(np.any(c["iteration"] >= 0) for c in columns)
     for cols, m in zip(columns, metas, strict=True):
         n = len(cols["call"])
         if n:
+            extra = {"iteration": cols["iteration"]} if marked else {}
             b.extend(np.full(n, int(m["rank"])), cols["call"], cols["peer"], cols["nbytes"], cols["tag"], cols["comm"],
                      cols["request"], aux_len=cols["aux_len"], aux=cols["aux"], t_entry=cols["t_entry"],
-                     t_exit=cols["t_exit"])
+                     t_exit=cols["t_exit"], **extra)
     return b.build(meta={"format": "perfmod-recorder", "hosts": sorted({m["host"] for m in metas})})
 
 
@@ -180,7 +199,7 @@ def load_recording(paths: Iterable[str | os.PathLike]) -> Trace:
         try:
             with np.load(p, allow_pickle=False) as z:
                 metas.append(json.loads(str(z["meta"])))
-                columns.append({k: z[k] for k in (*_FIELDS, "aux_len", "aux")})
+                columns.append({k: z[k] for k in (*_FIELDS, "aux_len", "aux", "iteration")})
         except (OSError, KeyError, ValueError) as err:
             raise TraceError(f"{p}: not a perfmod recording: {err}") from None
     if not paths:
