@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from .core import ANY_SOURCE, ANY_TAG, NO_REQUEST, PROC_NULL, Call, Trace, TraceBuilder, TraceError
 from .textio import FormatError, decimal_ns, numbered_lines, rank_of_path
@@ -423,7 +424,8 @@ def _comm_table(states: Sequence[_RankState]) -> tuple[dict[tuple, int], dict[in
 
 
 def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: int | None = None,
-               datatype_sizes: Mapping[int, int] | None = None, unknown: str = "skip") -> Trace:
+               datatype_sizes: Mapping[int, int] | None = None, unknown: str = "skip",
+               progress: bool = False) -> Trace:
     """Read ``dumpi2ascii`` text files (one per rank) into a :class:`~perfmod.trace.core.Trace`.
 
     Parameters
@@ -445,6 +447,8 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
         joins the next compute gap), keep them as ``Call.OTHER`` events, or
         raise :class:`~perfmod.trace.textio.FormatError`.  Either way they
         are counted in ``trace.meta["unknown_calls"]``.
+    progress : bool
+        Show a progress bar over the rank files.
 
     Returns
     -------
@@ -472,7 +476,7 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
     ignored: Counter = Counter()
     unknown_calls: Counter = Counter()
     states, per_rank = [], []
-    for f, r in zip(files, ranks, strict=True):
+    for f, r in tqdm(list(zip(files, ranks, strict=True)), desc="DUMPI files", disable=not progress):
         st = _RankState(r, f, _LayeredSizes(_printed_sizes(f), DUMPI_TYPE_SIZES, datatype_sizes or {}))
         per_rank.append(_parse_file(f, st, unknown, ignored, unknown_calls))
         states.append(st)

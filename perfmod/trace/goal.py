@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ..io import atomic_path
 from .core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
@@ -249,7 +250,7 @@ def _rank_schedule(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], unit:
     return w.lines
 
 
-def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9) -> Path:
+def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, progress: bool = False) -> Path:
     """Write ``trace`` as a GOAL text schedule (``txt2bin`` input of LogGOPSim, ATLAHS).
 
     Parameters
@@ -260,6 +261,8 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9) -
         Destination (written atomically).
     time_unit : float
         Seconds per ``calc`` unit (1e-9: nanoseconds, LogGOPSim's usual unit).
+    progress : bool
+        Show a progress bar over the ranks.
 
     Returns
     -------
@@ -272,7 +275,7 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9) -
     a2av = alltoallv_recv_bytes(trace)
     out = [f"// GOAL schedule written by perfmod from {trace.source or 'a trace'}: calc in units of "
            f"{time_unit!r} s, sizes in bytes", f"num_ranks {trace.nprocs}", ""]
-    for r in range(trace.nprocs):
+    for r in tqdm(range(trace.nprocs), desc="GOAL ranks", disable=not progress):
         out += [f"rank {r} {{", *_rank_schedule(trace, r, reqs, a2av, time_unit), "}", ""]
     dest = Path(path)
     with atomic_path(dest) as tmp:

@@ -52,6 +52,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ..io import atomic_path
 from .core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceBuilder, TraceError
@@ -392,7 +393,7 @@ def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: fl
 
 
 def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_FLOP_RATE,
-              per_rank: bool = False) -> list[Path]:
+              per_rank: bool = False, progress: bool = False) -> list[Path]:
     """Write ``trace`` as a SimGrid time-independent trace.
 
     Parameters
@@ -407,6 +408,8 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
         flop/s: ``compute`` seconds are written as ``seconds x flop_rate`` flops.
     per_rank : bool
         One file per rank plus the index, instead of one file.
+    progress : bool
+        Show a progress bar over the ranks.
 
     Returns
     -------
@@ -423,7 +426,8 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
         raise ValueError(f"flop_rate must be > 0 flop/s, got {flop_rate!r}")
     reqs = resolve_requests(trace)
     a2av = alltoallv_recv_bytes(trace)
-    per = [_rank_lines(trace, r, reqs, a2av, flop_rate) for r in range(trace.nprocs)]
+    per = [_rank_lines(trace, r, reqs, a2av, flop_rate)
+           for r in tqdm(range(trace.nprocs), desc="TIT ranks", disable=not progress)]
     dest = Path(path)
     header = [f"# SimGrid time-independent trace written by perfmod: {trace.nprocs} ranks, sizes in bytes, "
               f"compute in flops at {flop_rate!r} flop/s"]
