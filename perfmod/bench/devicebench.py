@@ -87,10 +87,15 @@ __all__ = [
 DEVICE_COLUMNS = ("GFLOPS - SP", "GFLOPS - DP", "GIOPS - MAD", "GBSEC - DRAM", "GBSEC - L2", "GOPS - SHMEM",
                   "GIOPS - ADD")
 
-#: Default array lengths (elements of float64): DRAM far beyond a 32 MiB L3; L2-resident
-#: (3 x 256 KiB < 1 MiB per core); the arithmetic kernels' cache-resident length.
-DEFAULTS = {"numpy": {"dram": 1 << 23, "l2": 1 << 15, "fma": 1 << 12, "fma_iters": 64},
-            "cupy": {"dram": 1 << 27, "l2": 1 << 20, "fma": 1 << 24, "fma_iters": 2048}}
+#: Default sizes: array lengths (elements) beyond the caches (a 32 MiB L3: 64 MiB per array), in L2
+#: (3 x 256 KiB < 1 MiB per core) and for the cache-resident arithmetic kernels, and the repetitions
+#: inside one timed sample.  On the CPU a sample lasts 30-60 ms, several scheduler time slices, like
+#: one iteration of the proxies: on a shared machine the rates are then those a long-running rank
+#: gets, not those of a burst that fits in one time slice.
+DEFAULTS = {"numpy": {"dram": 1 << 23, "dram_inner": 6, "l2": 1 << 15, "l2_inner": 4096, "fma": 1 << 14,
+                      "fma_iters": 4096},
+            "cupy": {"dram": 1 << 27, "dram_inner": 1, "l2": 1 << 20, "l2_inner": 64, "fma": 1 << 24,
+                     "fma_iters": 2048}}
 
 
 def traffic_bytes(n: int, itemsize: int, reads: int, writes: int, allocating: int, write_allocate: bool) -> int:
@@ -248,9 +253,7 @@ def run_devicebench(backend: str = "numpy", reps: int = 10, sizes: Mapping[str, 
     xp = array_module(backend)
     sz = dict(DEFAULTS[backend]) | dict(sizes or {})
     res: dict[str, Any] = {"sizes": sz}
-    # enough inner repetitions that the L2 triad takes about a millisecond
-    inner_l2 = max(1, (1 << 20) // sz["l2"]) if backend == "numpy" else max(1, (1 << 26) // sz["l2"])
-    for name, n, inner in (("triad_dram", sz["dram"], 1), ("triad_l2", sz["l2"], inner_l2)):
+    for name, n, inner in (("triad_dram", sz["dram"], sz["dram_inner"]), ("triad_l2", sz["l2"], sz["l2_inner"])):
         t, nbytes = triad(xp, n, reps, inner, comm)
         res[name] = {"t": t.tolist(), "work": nbytes, "unit": "B", "opmix": 1.0, "n": n}
     for name, dtype, op in (("fma_dp", "float64", "mad"), ("fma_sp", "float32", "mad"),
@@ -258,7 +261,7 @@ def run_devicebench(backend: str = "numpy", reps: int = 10, sizes: Mapping[str, 
                             ("int_add", "int64" if backend == "numpy" else "int32", "add")):
         t, ops, mix = fma(xp, sz["fma"], sz["fma_iters"], dtype, op, reps, comm)
         res[name] = {"t": t.tolist(), "work": ops, "unit": "op", "opmix": mix, "n": sz["fma"], "dtype": dtype}
-    t, ops = shared_ops(xp, sz["fma"] if backend == "numpy" else sz["l2"], sz["fma_iters"], reps, comm)
+    t, ops = shared_ops(xp, 4096 if backend == "numpy" else sz["l2"], sz["fma_iters"], reps, comm)
     res["shmem"] = {"t": t.tolist(), "work": ops, "unit": "op", "opmix": 1.0}
     res["info"] = backend_info(xp)
     return res
@@ -318,7 +321,8 @@ def measure_devices(backend: str = "numpy", ranks: int = 1, reps: int = 10, size
     reps : int
         Timed repetitions of every benchmark.
     sizes : mapping, optional
-        Overrides of :data:`DEFAULTS` (``dram``, ``l2``, ``fma``, ``fma_iters``).
+        Overrides of :data:`DEFAULTS` (``dram``, ``dram_inner``, ``l2``, ``l2_inner``, ``fma``,
+        ``fma_iters``).
     out : path, optional
         Output file (must not exist); default
         ``data/raw/<host>/devicebench-<backend>-r<ranks>-<UTC>.nc``.

@@ -142,8 +142,11 @@ def kernel_counts(block: int, directions: Any = DIRECTIONS, write_allocate: bool
     Returns
     -------
     dict
-        Kernel -> ``compute_ops`` (flops), ``dram_bytes`` (B), ``dominant_op``
-        ("fp_64"), ``opmix_efficiency`` (0.5: no fused multiply-adds),
+        Kernel -> ``compute_ops`` (flops; for the copies PACK and UNPACK one
+        integer multiply-add, 2 operations, per element moved),
+        ``dram_bytes`` (B), ``dominant_op`` ("fp_64"; "integer" for the
+        copies), ``opmix_efficiency`` (0.5: no fused multiply-adds; 1 for the
+        copies' address multiply-adds),
         ``mix_compute`` 1 and ``mix_ldst`` 0 (element-wise passes: the
         instruction mix is not measured; the toolkit's formula then gives
         an instruction efficiency of 1), ``passes`` (element-wise operations
@@ -170,9 +173,12 @@ def kernel_counts(block: int, directions: Any = DIRECTIONS, write_allocate: bool
     # unpack: contiguous receive buffer read; a ghost column is written one line per element
     unpack = rows * tb(1, 1, 1, n) + cols * (tb(1, 0, 0, n) + traffic_bytes(n, 8, 0, strided, strided, wa))
     base = {"dominant_op": "fp_64", "opmix_efficiency": 0.5, "mix_compute": 1.0, "mix_ldst": 0.0}
+    # copies do no arithmetic; their operations are the address computations, one integer
+    # multiply-add per element moved (an assumption; zero when there is no halo to move)
+    copy = {**base, "dominant_op": "integer", "opmix_efficiency": 1.0, "compute_ops": 2.0 * n * len(dirs)}
     return {
-        "pack": {**base, "compute_ops": 0.0, "dram_bytes": float(pack), "passes": len(dirs), "cells": cells},
-        "unpack": {**base, "compute_ops": 0.0, "dram_bytes": float(unpack), "passes": len(dirs), "cells": cells},
+        "pack": {**copy, "dram_bytes": float(pack), "passes": len(dirs), "cells": cells},
+        "unpack": {**copy, "dram_bytes": float(unpack), "passes": len(dirs), "cells": cells},
         "stencil": {**base, "compute_ops": 6.0 * cells, "dram_bytes": float(stencil), "passes": 6, "cells": cells},
         "reduce": {**base, "compute_ops": float(cells + n), "dram_bytes": float(tb(1, 0, 0) + tb(1, 1, 1, n)),
                    "passes": 2, "cells": cells},
@@ -341,9 +347,11 @@ def run_jacobi(comm: Any, block: int, iters: int, warmup: int = 2, backend: str 
                seed: int = 0, gather: bool = False) -> dict[str, Any]:
     """Run the proxy on ``comm``: ``warmup`` untimed iterations, then ``iters`` timed ones.
 
-    Returns (on every rank) per-phase seconds per iteration of the slowest
-    rank (``t_<phase>``), ``t_iter`` (the slowest rank's loop time per
-    iteration), the global sum after the last iteration and, with
+    Returns (on every rank) per-phase seconds per iteration, the mean over
+    ranks (``t_<phase>``; the allreduce ends every iteration, so the ranks'
+    loop times agree and the phases of the mean rank add up to its
+    iteration), ``t_iter`` (mean loop time per iteration), ``t_iter_max``
+    (the slowest rank's), the global sum after the last iteration and, with
     ``gather`` on rank 0, the global grid (``grid``).
     """
     positive_int("iters", iters)
@@ -354,10 +362,13 @@ def run_jacobi(comm: Any, block: int, iters: int, warmup: int = 2, backend: str 
     comm.Barrier()
     r.iterate(iters)
     vals = np.array([r.times[p] for p in PHASES] + [r.t_loop]) / iters
-    worst = np.zeros_like(vals)
+    total, worst = np.zeros_like(vals), np.zeros_like(vals)
+    comm.Allreduce(vals, total, op=_sum_op(comm))
     comm.Allreduce(vals, worst, op=_max_op(comm))
-    out: dict[str, Any] = {f"t_{p}": float(worst[i]) for i, p in enumerate(PHASES)}
-    out["t_iter"] = float(worst[-1])
+    mean = total / comm.Get_size()
+    out: dict[str, Any] = {f"t_{p}": float(mean[i]) for i, p in enumerate(PHASES)}
+    out["t_iter"] = float(mean[-1])
+    out["t_iter_max"] = float(worst[-1])
     out["global_sum"] = float(r.gsum[0])
     out["neighbours_max"] = comm.allreduce(len(r.active), op=_max_op(comm))
     out["dims"] = list(r.dims)

@@ -32,9 +32,15 @@ import numpy as np
 import xarray as xr
 
 from ..bench.devicebench import BENCHES, DEVICE_COLUMNS
+from ..paths import data_dir
 from ..proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_counts, kernel_times, run_jacobi
+from ..roofline import get_device, qroof
 
-__all__ = ["measure_gpu", "read_gpu", "gpu_device_row", "gpu_dataset", "main"]
+__all__ = ["measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row", "gpu_dataset", "gpu_comparison",
+           "plot_gpu_kernels", "main"]
+
+#: Name of the table row the comparison takes the datasheet parameters from (data/devices/gpus.csv).
+H100_SPEC = "H100 SXM 80GB"
 
 
 def measure_gpu(out_dir: str | Path, blocks: Sequence[int] = (2048, 4096, 8192, 16384), reps: int = 20,
@@ -111,6 +117,66 @@ def gpu_dataset(rec: dict[str, Any]) -> xr.Dataset:
         attrs={"gpu": str(rec["info"].get("gpu", "")), "gpu_source": f"measured on {rec.get('host', '?')} "
                f"{rec.get('date_utc', '')}, {rec['info']}"},
     )
+
+
+def latest_gpu_file(directory: str | Path | None = None) -> Path:
+    """The newest committed GPU measurement (``data/raw/gpu-h100/jacobi2d_gpu-*.json`` by default)."""
+    d = Path(directory) if directory else data_dir() / "raw" / "gpu-h100"
+    files = sorted(d.glob("jacobi2d_gpu-*.json"))
+    if not files:
+        raise FileNotFoundError(f"no jacobi2d_gpu-*.json in {d}")
+    return files[-1]
+
+
+def gpu_comparison(rec: dict[str, Any]) -> xr.Dataset:
+    """Measured kernel times against QRoof on the H100's datasheet row and on its measured row.
+
+    Returns ``t_kernel_measured`` over (``gpu_block``, ``kernel``) and
+    ``t_kernel_predicted``, ``t_kernel_error`` and ``compute_bound`` over
+    (``gpu_device``, ``gpu_block``, ``kernel``), with the two device rows.
+    """
+    ds = gpu_dataset(rec).rename(block="gpu_block")
+    rows = {f"{H100_SPEC} (datasheet)": dict(get_device(H100_SPEC)),
+            "H100 (measured by devicebench)": gpu_device_row(rec)}
+    counts = kernel_counts(int(ds.gpu_block[0]), write_allocate=False, line_bytes=32)
+    dom = xr.DataArray([counts[k]["dominant_op"] for k in KERNELS], dims="kernel")
+    mix = xr.DataArray([counts[k]["opmix_efficiency"] for k in KERNELS], dims="kernel")
+    preds, bound = [], []
+    for row in rows.values():
+        r = qroof(ds.compute_ops, ds.dram_bytes, dom, mix, 1.0, 0.0, {c: row[c] for c in DEVICE_COLUMNS})
+        preds.append(r["time"])
+        bound.append(r["compute_bound"])
+    dev = xr.DataArray(list(rows), dims="gpu_device")
+    pred = xr.concat(preds, dim=dev)
+    out = ds.assign(
+        t_kernel_predicted=pred.assign_attrs(units="s", long_name="QRoof kernel time"),
+        compute_bound=xr.concat(bound, dim=dev).assign_attrs(units="1", long_name="QRoof: compute-bound"),
+        t_kernel_error=((pred - ds.t_kernel_measured) / ds.t_kernel_measured).assign_attrs(
+            units="1", long_name="relative error of QRoof: (predicted - measured) / measured"))
+    for c in DEVICE_COLUMNS:
+        out[f"gpu_{c}"] = ("gpu_device", [rows[d][c] for d in rows], {"units": "1e9/s", "long_name": f"GPU row: {c}"})
+    return out.assign_coords(gpu_device=list(rows))
+
+
+def plot_gpu_kernels(cmp: xr.Dataset) -> Any:
+    """Measured (points) and QRoof (lines) kernel time vs block size, one panel per kernel, log-log."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(KERNELS), figsize=(4 * len(KERNELS), 3.3))
+    b = cmp.gpu_block.values
+    for ax, k in zip(axes, KERNELS, strict=True):
+        ax.loglog(b, cmp.t_kernel_measured.sel(kernel=k), "o", color="k", label="measured (median)")
+        for i, d in enumerate(cmp.gpu_device.values):
+            ax.loglog(b, cmp.t_kernel_predicted.sel(kernel=k, gpu_device=d), "--", color=f"C{i}",
+                      label=f"QRoof, {d}")
+        ax.set_title(k.upper())
+        ax.set_xlabel("block (cells per side)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("time per call [s]")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"Jacobi2D kernels on {cmp.attrs.get('gpu', 'the GPU')} (CuPy)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def main(argv: Sequence[str] | None = None) -> int:
