@@ -64,11 +64,11 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..bench.devicebench import device_row, measure_devices
+from ..bench.devicebench import device_row, measure_devices, write_device_csv
 from ..comm.collectives import collective_time
 from ..comm.phase import phase_time
 from ..decomposition import jacobi2d as jacobi2d_exchange
-from ..paths import platforms_dir
+from ..paths import host_name, platforms_dir
 from ..platforms import Platform
 from ..proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts, neighbours
 from ..proxies.runner import run_mpi
@@ -77,7 +77,7 @@ from ..topology import dims_create
 
 __all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
            "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "predict_jacobi", "compare",
-           "headline_errors"]
+           "headline_errors", "error_table", "plot_local"]
 
 #: Phases compared one by one (the kernels, the two communication phases, and the overhead).
 MODELED = ("pack", "exchange", "unpack", "stencil", "reduce", "allreduce")
@@ -143,7 +143,12 @@ def local_platform(path: str | Path | None = None, raw_out: str | Path | None = 
 
 def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | None = None,
                 sizes: Mapping[str, int] | None = None) -> tuple[dict[int, dict[str, float]], xr.Dataset]:
-    """Device row per rank count (devicebench with P ranks at once) and the rows as a dataset over ``nprocs``."""
+    """Device row per rank count (devicebench with P ranks at once) and the rows as a dataset over ``nprocs``.
+
+    With ``raw_out`` each measurement is written there (``devicebench-numpy-r<P>-<UTC>.nc``) with its
+    row in the toolkit's CSV layout beside it (same name, ``.csv``), readable by
+    :func:`perfmod.roofline.load_devices`.
+    """
     rows: dict[int, dict[str, float]] = {}
     for p in sorted({int(x) for x in nprocs}):
         out = None
@@ -152,6 +157,8 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
             out = Path(raw_out) / f"devicebench-numpy-r{p}-{stamp}.nc"
         ds = measure_devices("numpy", ranks=p, reps=reps, sizes=sizes, out=out, write=out is not None)
         rows[p] = device_row(ds)
+        if out is not None:  # the row in the toolkit's layout: this CPU as a QRoof device
+            write_device_csv(ds, f"local CPU ({host_name()}, {p} rank(s) at once)", out.with_suffix(".csv"))
     cols = list(next(iter(rows.values())))
     table = xr.Dataset(
         {c: ("nprocs", [rows[p][c] for p in rows], {"units": "1e9/s", "long_name": f"local device row: {c} per rank"})
@@ -366,3 +373,45 @@ def headline_errors(result: xr.Dataset, model: str | None = None) -> dict[str, f
         v = v[np.isfinite(v)]
         out[q] = float(np.median(v)) if v.size else float("nan")
     return out
+
+
+def error_table(result: xr.Dataset) -> Any:
+    """Median absolute error per quantity over the headline configurations, per kernel model (pandas)."""
+    import pandas as pd
+
+    return pd.DataFrame({m: headline_errors(result, m) for m in result.model.values})
+
+
+def plot_local(result: xr.Dataset, quantities: Sequence[str] = ("stencil", "reduce", "exchange", "overhead", "iter")
+               ) -> Any:
+    """Predicted against measured time per iteration, a panel per quantity (log-log, y = x dashed).
+
+    Filled markers: headline configurations; open: the profiled run, oversubscribed or cache-resident
+    ones.  Colour: rank count.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(quantities), figsize=(3.4 * len(quantities), 3.4), squeeze=False)
+    for ax, q in zip(axes[0], quantities, strict=True):
+        m, p = result[f"t_{q}_measured"], result[f"t_{q}_predicted"]
+        for j, n in enumerate(result.nprocs.values):
+            for filled in (True, False):
+                sel = (result.headline.sel(nprocs=n) == filled).values
+                x, y = m.sel(nprocs=n).values[sel], p.sel(nprocs=n).values[sel]
+                if x.size:
+                    ax.plot(x, y, "o", mfc=f"C{j}" if filled else "none", mec=f"C{j}",
+                            label=f"{n} rank(s)" + ("" if filled else " (not headline)"))
+        vals = np.concatenate([m.values.ravel(), p.values.ravel()])
+        vals = vals[np.isfinite(vals) & (vals > 0)]
+        if vals.size:
+            lo, hi = vals.min() / 1.5, vals.max() * 1.5
+            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.set_title(LONG[q], fontsize=9)
+        ax.set_xlabel("measured [s]")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel(f"predicted [s] ({result.attrs.get('headline_model', '')})")
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    return fig
