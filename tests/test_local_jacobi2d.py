@@ -84,6 +84,9 @@ def test_profile_predict_round_trip():
     assert np.all(res.t_stencil_error.sel(model="qroof").values == pytest.approx(1 / 1.3 - 1))
     assert res.held_out.sum() == 5 and not bool(res.held_out.sel(block=128, nprocs=2))
     assert st.headline_errors(res)["iter"] == pytest.approx(0, abs=1e-12)
+    # one rank has no halo: PACK has nothing to do and no relative error; its share of the iteration is still there
+    assert np.isnan(res.t_pack_error.sel(nprocs=1)).all() and np.isfinite(res.t_pack_error_of_iter).all()
+    assert np.allclose(res.t_iter_noise, 0) and np.allclose(res.t_overhead_measured, 1e-5)
     assert st.headline_errors(res, "qroof")["stencil"] == pytest.approx(1 - 1 / 1.3)
     with pytest.raises(KeyError, match="was not measured"):
         st.profile_jacobi(ds, ROWS, block=100, nprocs=2)

@@ -273,20 +273,27 @@ class Profile:
     counts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def _overhead_reps(measured: xr.Dataset) -> xr.DataArray:
+    """Per repetition: the iteration minus the modelled phases (the median of a difference, not a difference of
+    medians, so that it stays the non-negative sum of the unmodelled phases)."""
+    return measured["t_iter_measured"] - sum(measured[f"t_{x}_measured"] for x in MODELED)
+
+
 def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int = PROFILE["block"],
                    nprocs: int = PROFILE["nprocs"]) -> Profile:
     """Profile from the run at (``block``, ``nprocs``) of ``measured`` (median over repetitions)."""
     if block not in measured.block.values or nprocs not in measured.nprocs.values:
         raise KeyError(f"profile configuration block={block}, nprocs={nprocs} was not measured "
                        f"(blocks {measured.block.values.tolist()}, nprocs {measured.nprocs.values.tolist()})")
-    m = measured.sel(block=block, nprocs=nprocs).median("rep")
+    run = measured.sel(block=block, nprocs=nprocs)
+    m = run.median("rep")
     t = {q: float(m[f"t_{q}_measured"]) for q in (*MODELED, "iter")}
     counts = rank_counts(block, nprocs)
     eff = {}
     for k in KERNELS:
         q = _qroof(counts[k], rows[nprocs])
         eff[k] = t[k] / q if q > 0 else 1.0
-    overhead = t["iter"] - sum(t[q] for q in MODELED)
+    overhead = float(_overhead_reps(run).median("rep"))
     return Profile(int(block), int(nprocs), overhead, {k: t[k] for k in KERNELS}, eff, counts)
 
 
@@ -328,9 +335,10 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile, model
     """
     med = measured.median("rep")
     out = xr.Dataset(coords={c: measured.coords[c] for c in ("block", "nprocs", "oversubscribed", "cache_resident")})
+    t_iter = med["t_iter_measured"]
     for q in COMPARED:
         if q == "overhead":
-            meas = med["t_iter_measured"] - sum(med[f"t_{x}_measured"] for x in MODELED)
+            meas = _overhead_reps(measured).median("rep")
         else:
             meas = med[f"t_{q}_measured"]
         meas = meas.assign_attrs(units="s", long_name=f"measured time per iteration: {LONG[q]} (median over reps)")
@@ -340,12 +348,18 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile, model
             units="s", long_name=f"predicted time per iteration: {LONG[q]} ({model})")
         out[f"t_{q}_predicted_by_model"] = pred.assign_attrs(units="s", long_name=f"predicted: {LONG[q]}, per model")
         with np.errstate(divide="ignore", invalid="ignore"):
-            err = (pred - meas) / meas
+            # a phase with nothing to do (no halo on one rank) has no relative error
+            err = xr.where(pred > 0, (pred - meas) / meas, np.nan) if q in MODELED else (pred - meas) / meas
         out[f"t_{q}_error"] = err.assign_attrs(units="1", long_name=f"relative error, {LONG[q]}: "
                                                "(predicted - measured) / measured")
+        out[f"t_{q}_error_of_iter"] = ((pred - meas) / t_iter).assign_attrs(
+            units="1", long_name=f"{LONG[q]}: (predicted - measured) / measured iteration time")
     for q in (*MODELED, "iter"):
         out[f"t_{q}_measured_reps"] = measured[f"t_{q}_measured"].assign_attrs(
             units="s", long_name=f"measured time per iteration: {LONG[q]}, every repetition")
+    dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1).median("rep")
+    out["t_iter_noise"] = dev.assign_attrs(units="1", long_name="run-to-run noise of the iteration time: median over "
+                                           "reps of |rep / median - 1|")
     b, p = xr.broadcast(out.block, out.nprocs)
     held = ~((b == profile.block) & (p == profile.nprocs))
     out["held_out"] = held.assign_attrs(units="1", long_name="not the profiled configuration")
@@ -359,12 +373,16 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile, model
     return out
 
 
-def headline_errors(result: xr.Dataset, model: str | None = None) -> dict[str, float]:
-    """Median absolute relative error per compared quantity over the headline configurations (NaN if none)."""
+def headline_errors(result: xr.Dataset, model: str | None = None, of_iter: bool = False) -> dict[str, float]:
+    """Median absolute relative error per compared quantity over the headline configurations (NaN if none).
+
+    With ``of_iter`` each phase's error is relative to the measured iteration time (its share of the
+    iteration's error) instead of to the phase itself.
+    """
     sel = result.headline.values
     out = {}
     for q in COMPARED:
-        err = result[f"t_{q}_error"]
+        err = result[f"t_{q}_error_of_iter" if of_iter else f"t_{q}_error"]
         if model is not None:
             err = err.sel(model=model)
         elif "model" in err.dims:
@@ -376,10 +394,16 @@ def headline_errors(result: xr.Dataset, model: str | None = None) -> dict[str, f
 
 
 def error_table(result: xr.Dataset) -> Any:
-    """Median absolute error per quantity over the headline configurations, per kernel model (pandas)."""
+    """Median absolute error per quantity over the headline configurations, per kernel model (pandas).
+
+    Columns: relative to the phase itself and relative to the iteration (the phase's share of the
+    iteration's error; for ``iter`` both are the same).
+    """
     import pandas as pd
 
-    return pd.DataFrame({m: headline_errors(result, m) for m in result.model.values})
+    cols = {f"{m}: of the phase": headline_errors(result, m) for m in result.model.values}
+    cols |= {f"{m}: of the iteration": headline_errors(result, m, of_iter=True) for m in result.model.values}
+    return pd.DataFrame(cols)
 
 
 def plot_local(result: xr.Dataset, quantities: Sequence[str] = ("stencil", "reduce", "exchange", "overhead", "iter")
