@@ -15,11 +15,10 @@ PROCESSED  := data/processed
 LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
 PLATFORMS  := $(wildcard data/platforms/*.toml)
-
-.PHONY: help setup all test test-all bench lint clean comm-models calibration sharif-gol local-jacobi2d
+DEVICES    := $(wildcard data/devices/*.csv)
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
 
@@ -29,26 +28,35 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-all: setup comm-models calibration sharif-gol local-jacobi2d ## run every study notebook (datasets in data/processed, figures in figures/)
-
+# One line per study: the make target, its dataset, what it shows.  `all` runs every one.
+STUDIES :=
+STUDIES += comm-models
 comm-models: $(PROCESSED)/choi2020_comm_models.nc ## paper 000 Tables 2-5 and Figures 5, 7, 10 (model side)
+STUDIES += calibration
 calibration: $(PROCESSED)/local_calibration.nc ## ping-pong on this machine, fitted local platform
+STUDIES += sharif-gol
 sharif-gol: $(PROCESSED)/sharif_gol.nc ## paper 003 BSP model: Game of Life proxy fitted and validated here
-local-jacobi2d: $(PROCESSED)/local_jacobi2d.nc ## paper 000 end-to-end model of Jacobi2D: calibrated, profiled, validated here; H100 kernels vs QRoof
+STUDIES += sharif-triton
+sharif-triton: $(PROCESSED)/sharif_triton.nc ## paper 003 TRITON study: flood proxy, K_w from one coarse run
+STUDIES += end-to-end
+end-to-end: $(PROCESSED)/choi2020_end_to_end.nc ## paper 000 QRoof kernels and per-iteration model (Figures 6, 8, 9, 11-13)
+STUDIES += what-if
+what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
+STUDIES += choi2019-minife
+choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
+STUDIES += local-jacobi2d
+local-jacobi2d: $(PROCESSED)/local_jacobi2d.nc ## paper 000 end to end on Jacobi2D here: calibrated, profiled, validated; H100 kernels vs QRoof
 
-$(PROCESSED)/choi2020_comm_models.nc: notebooks/choi2020_comm_models.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS)
+.PHONY: help setup all test test-all bench lint clean $(STUDIES)
+
+all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, figures in figures/)
+
+# every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
+$(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
 	$(NBRUN) $< -p dataset_path ../$@
 
-$(PROCESSED)/local_calibration.nc: notebooks/local_calibration.ipynb $(STAMP) $(LIB)
-	$(NBRUN) $< -p dataset_path ../$@
-
-$(PROCESSED)/sharif_gol.nc: notebooks/sharif_gol.ipynb $(STAMP) $(LIB) $(PAPER)
-	$(NBRUN) $< -p dataset_path ../$@
-
-# after calibration: it writes data/platforms/local.toml, the platform this study predicts with
-$(PROCESSED)/local_jacobi2d.nc: notebooks/local_jacobi2d.ipynb $(STAMP) $(LIB) $(PROCESSED)/local_calibration.nc \
-		$(wildcard data/devices/*.csv) $(wildcard data/raw/gpu-h100/*.json)
-	$(NBRUN) $< -p dataset_path ../$@
+# after calibration (it writes data/platforms/local.toml, the platform this study predicts with); the H100 data
+$(PROCESSED)/local_jacobi2d.nc: $(PROCESSED)/local_calibration.nc $(wildcard data/raw/gpu-h100/*.json)
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)
 	$(PY) -m pytest -m "not slow" -q --benchmark-disable

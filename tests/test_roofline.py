@@ -15,6 +15,7 @@ from perfmod.roofline import (
     qroof,
     qroof_time,
     scale_device,
+    write_devices,
 )
 
 # ekondis/gpuroofperf-toolkit README ("Typical usage example"): matrixMul kernel parameters as printed
@@ -173,3 +174,21 @@ def test_bad_kernel_parameters(field, value, match):
     args = dict(MATMUL, **{field: value})
     with pytest.raises(KernelInputError, match=match):
         qroof_time(**args, device=get_device("Tesla V100"))
+
+
+def test_write_devices_round_trip(tmp_path):
+    row = {"GFLOPS - SP": 101.25, "GFLOPS - DP": 50.5, "GIOPS - MAD": 40.0, "GBSEC - DRAM": 12.345678901234567,
+           "GBSEC - L2": float("nan"), "GOPS - SHMEM": 20.0, "GIOPS - ADD": 20.0}
+    path = write_devices(tmp_path / "local.csv", {"local-cpu": row}, "measured: perfmod triad and FMA kernels",
+                         header="host x, 2026-11-22")
+    table = load_devices(path, include_default=False)
+    dev = table["local-cpu"]
+    for c, v in row.items():
+        assert (np.isnan(dev[c]) and np.isnan(v)) or dev[c] == v
+    assert table.sources.at["local-cpu", "GBSEC - DRAM"] == "measured: perfmod triad and FMA kernels"
+    with pytest.raises(FileExistsError):
+        write_devices(path, {"local-cpu": row}, "x")
+    bad = dict(row)
+    del bad["GIOPS - ADD"]
+    with pytest.raises(DeviceError, match="GIOPS - ADD"):
+        write_devices(tmp_path / "b.csv", {"x": bad}, "x")

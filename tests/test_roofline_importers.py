@@ -10,6 +10,7 @@ import pytest
 from perfmod.roofline import (
     KernelInputError,
     ProfileError,
+    from_flops_bytes,
     from_instruction_counts,
     get_device,
     kernel_table,
@@ -140,6 +141,14 @@ def test_selective_profiling_99_percent():
         selective_profiling(times, threshold=0)
 
 
+def test_selective_profiling_in_the_importer():
+    # matrixMul holds 96.6 % of the kernel time: at 90 % only it is kept, at 99 % both
+    k90 = read_nvprof_metrics(NVPROF, summary=SUMMARY, threshold=0.9)
+    assert list(k90.index) == [MM]
+    k99 = read_nvprof_metrics(NVPROF, summary=SUMMARY, threshold=0.99)
+    assert sorted(k99.index) == sorted([MM, ST])
+
+
 def test_from_instruction_counts_matches_importer():
     row = from_instruction_counts("fp_64", 5e5, 1e5, 6e5, 16e5, 1.6e6, count=10)
     st = read_nvprof_metrics(NVPROF).loc[ST]
@@ -164,3 +173,13 @@ def test_predict_dataset_and_plot():
         assert {"units", "long_name"} <= set(pred[v].attrs), v
     fig = plot_roofline(pred)
     assert len(fig.axes[0].lines) == 3 * 2 + 3 * 2  # two ceilings and two kernels per device
+
+
+def test_flops_bytes_row_is_the_plain_roofline():
+    dev = get_device("Tesla V100")
+    k = kernel_table({"stream": from_flops_bytes(2e9, 24e9), "dgemm": from_flops_bytes(2e12, 24e9)})
+    pred = predict(k, {"Tesla V100": dev})
+    assert float(pred.t_predicted.sel(kernel="stream", device="Tesla V100")) == pytest.approx(24e9 / 900e9)
+    assert float(pred.t_predicted.sel(kernel="dgemm", device="Tesla V100")) == pytest.approx(2e12 / 7800e9)
+    with pytest.raises(KernelInputError, match="kernel 'z': compute_ops"):
+        from_flops_bytes(0, 1, kernel="z")

@@ -17,10 +17,12 @@ from .devices import (
     get_device,
     load_devices,
     scale_device,
+    write_devices,
 )
 from .importers import NCU_METRICS, NVPROF_METRICS, ProfileError, read_ncu, read_nvprof_metrics, read_nvprof_summary
 from .metrics import (
     KERNEL_COLUMNS,
+    from_flops_bytes,
     from_instruction_counts,
     kernel_table,
     read_kernel_table,
@@ -45,10 +47,12 @@ __all__ = [
     "get_device",
     "load_devices",
     "scale_device",
+    "write_devices",
     "qroof",
     "qroof_time",
     "KERNEL_COLUMNS",
     "from_instruction_counts",
+    "from_flops_bytes",
     "kernel_table",
     "read_kernel_table",
     "selective_profiling",

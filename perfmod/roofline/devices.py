@@ -38,6 +38,7 @@ __all__ = [
     "DeviceTable",
     "default_devices_path",
     "load_devices",
+    "write_devices",
     "get_device",
     "check_device",
     "scale_device",
@@ -189,6 +190,49 @@ def load_devices(*paths: str | Path, include_default: bool = True) -> DeviceTabl
     sources = pd.concat(srcs)
     keep = ~values.index.duplicated(keep="last")
     return DeviceTable(values[keep], sources[keep], tuple(_rel(f) for f in files))
+
+
+def write_devices(
+    path: str | Path,
+    rows: Mapping[str, Mapping[str, float]],
+    sources: Mapping[str, Mapping[str, str]] | str,
+    header: str = "",
+    overwrite: bool = False,
+) -> Path:
+    """Write device rows in the toolkit's layout with a source column per value (atomically).
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination CSV (readable by :func:`load_devices`).
+    rows : mapping name -> mapping column -> value
+        Values in the toolkit's G-units for every column of
+        :data:`DEVICE_COLUMNS` (NaN allowed for ``GBSEC - L2`` only).
+    sources : mapping name -> mapping column -> str, or str
+        The source of each value (one string for all).
+    header : str
+        ``#`` lines written first (what was measured, how, when).
+    overwrite : bool
+        Replace an existing file (measurements are never overwritten
+        silently, so the default is False).
+    """
+    from ..io import atomic_path
+
+    cols = list(DEVICE_COLUMNS) + [f"{c} source" for c in DEVICE_COLUMNS]
+    out = pd.DataFrame(index=pd.Index(list(rows), name="GPU"), columns=cols, dtype=object)
+    for name, row in rows.items():
+        missing = [c for c in DEVICE_COLUMNS if c not in row]
+        if missing:
+            raise DeviceError(f"write_devices: device {name!r} lacks column(s) {missing}")
+        check_device(row, where=f"write_devices: device {name!r}")
+        for c in DEVICE_COLUMNS:
+            out.at[name, c] = "" if np.isnan(float(row[c])) else repr(float(row[c]))
+            out.at[name, f"{c} source"] = sources if isinstance(sources, str) else sources[name][c]
+    text = "".join(f"# {line}\n" for line in header.splitlines()) + out.to_csv()
+    with atomic_path(path, overwrite=overwrite) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    load_devices(path, include_default=False)  # what was written must read back
+    return Path(path)
 
 
 def get_device(name: str, table: DeviceTable | None = None) -> Mapping[str, Any]:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .metrics import from_instruction_counts, kernel_table
+from .metrics import from_instruction_counts, kernel_table, selective_profiling
 
 __all__ = [
     "ProfileError",
@@ -209,6 +209,7 @@ def read_nvprof_metrics(
     src: str | os.PathLike,
     summary: str | os.PathLike | pd.DataFrame | None = None,
     kernels: list[str] | None = None,
+    threshold: float | None = None,
 ) -> pd.DataFrame:
     """Kernel table from ``nvprof --csv --metrics ...`` output.
 
@@ -221,6 +222,10 @@ def read_nvprof_metrics(
         reference times.
     kernels : list of str, optional
         Only these kernels (e.g. from :func:`perfmod.roofline.selective_profiling`).
+    threshold : float, optional
+        Selective profiling (000 §3.3): with ``summary``, keep the longest
+        kernels until their times reach this fraction of the total (0.99 in
+        the paper); ignored without a summary.
 
     Raises
     ------
@@ -228,6 +233,10 @@ def read_nvprof_metrics(
         Missing metric (metric and kernel named), repeated metric rows,
         zero or negative counts, a requested kernel not in the file.
     """
+    times = _times(summary)
+    if threshold is not None and times:
+        chosen = selective_profiling(times, threshold)
+        kernels = chosen if kernels is None else [k for k in kernels if k in chosen]
     text, label = _text(src)
     header, rows = _csv_rows(text, label, ("Kernel", "Invocations", "Metric Name", "Avg"))
     col = {name: i for i, name in enumerate(header)}
@@ -247,7 +256,7 @@ def read_nvprof_metrics(
             raise ProfileError(f"{label} line {line}: kernel {kernel!r} has metric {metric!r} twice "
                                "(several devices in one file? profile one device)")
         totals[kernel][metric] = _number(row[col["Avg"]], label, line, f"kernel {kernel!r} {metric}") * inv
-    return _table(totals, calls, _times(summary), label, kernels)
+    return _table(totals, calls, times, label, kernels)
 
 
 def _times(summary: str | os.PathLike | pd.DataFrame | None) -> dict[str, float]:

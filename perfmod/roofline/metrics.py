@@ -43,6 +43,7 @@ from .qroof import DOMINANT_OPS, KernelInputError
 __all__ = [
     "KERNEL_COLUMNS",
     "from_instruction_counts",
+    "from_flops_bytes",
     "kernel_table",
     "validate_kernels",
     "selective_profiling",
@@ -132,6 +133,31 @@ def from_instruction_counts(
         "reference_time": float(reference_time),
         "count": int(count),
     }
+
+
+def from_flops_bytes(
+    compute_ops: float,
+    dram_bytes: float,
+    dominant_op: str = "fp_64",
+    count: int = 1,
+    reference_time: float = np.nan,
+    kernel: str = "",
+) -> dict[str, Any]:
+    """Kernel row from operation and byte counts alone (a proxy's flops and bytes per cell x cells).
+
+    Without an instruction mix the row takes the neutral values
+    ``opmix_efficiency = 1``, ``mix_compute = 1``, ``mix_ldst = 0``, for
+    which QRoof reduces to the plain roofline ``max(ops / peak, bytes /
+    bandwidth)`` of the dominant operation's peak.
+    """
+    where = f"kernel {kernel!r}: " if kernel else ""
+    if not np.isfinite(compute_ops) or compute_ops <= 0:
+        raise KernelInputError(f"{where}compute_ops must be positive, got {compute_ops!r}")
+    if not np.isfinite(dram_bytes) or dram_bytes < 0:
+        raise KernelInputError(f"{where}dram_bytes must be >= 0, got {dram_bytes!r}")
+    return {"compute_ops": float(compute_ops), "dram_bytes": float(dram_bytes), "l2_bytes": np.nan,
+            "dominant_op": dominant_op, "opmix_efficiency": 1.0, "mix_compute": 1.0, "mix_ldst": 0.0,
+            "reference_time": float(reference_time), "count": int(count)}
 
 
 def validate_kernels(df: pd.DataFrame, source: str = "") -> None:

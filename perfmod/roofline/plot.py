@@ -18,8 +18,8 @@ def plot_roofline(pred: xr.Dataset, devices: Iterable[str] | None = None, ax: pl
     Per device: the DRAM ceiling (bandwidth x intensity) and the
     single- and double-precision peaks (dashed, dotted), in one colour.  Per
     kernel and device: a point at (kernel intensity, attained operation
-    rate), a circle when memory-bound, a triangle when compute-bound, with
-    the kernel's name.  Axes: operations per DRAM byte and operations per
+    rate), a circle when memory-bound, a triangle when compute-bound; each
+    kernel is named once (at the first device's point).  Axes: operations per DRAM byte and operations per
     second, both logarithmic.
     """
     names = list(devices) if devices is not None else [str(d) for d in pred["device"].values]
@@ -38,15 +38,18 @@ def plot_roofline(pred: xr.Dataset, devices: Iterable[str] | None = None, ax: pl
             peak = float(d[var])
             ax.plot(x, np.minimum(bw * x, peak), style, color=c, lw=1,
                     label=f"{dev}: {var[-2:].upper()} {peak / 1e12:.3g} Tflop/s, {bw / 1e9:.0f} GB/s")
-        for k in pred["kernel"].values:
+        order = np.argsort(np.nan_to_num(pred["kernel_intensity"].values, posinf=hi))
+        for j, k in enumerate(pred["kernel"].values[order]):
             dk = d.sel(kernel=k)
             xi, yi = float(dk["kernel_intensity"]), float(dk["throughput"])
             if not np.isfinite(xi):
                 xi = hi
-            marker = "^" if bool(dk["compute_bound"]) else "o"
-            ax.plot([xi], [yi], marker, color=c, ms=7)
-            ax.annotate(f"{str(k).split('(')[0]} ({'C' if bool(dk['compute_bound']) else 'M'})", (xi, yi), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
+            bound = "C" if bool(dk["compute_bound"]) else "M"
+            ax.plot([xi], [yi], "^" if bound == "C" else "o", color=c, ms=7)
+            if i == 0:  # one label per kernel, staggered so that clustered kernels stay readable
+                ax.annotate(f"{str(k).split('(')[0]}", (xi, yi), fontsize=7, xytext=(-6, 8 + 10 * (j % 8)),
+                            textcoords="offset points", ha="right",
+                            arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.5"})
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("operational intensity (operations per DRAM byte)")
