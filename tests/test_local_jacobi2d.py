@@ -111,3 +111,8 @@ def test_committed_h100_measurement():
     t_q = qroof_time(float(s.compute_ops), float(s.dram_bytes), "fp_64", 0.5, 1.0, 0.0, row)
     assert float(s.t_kernel_measured) == pytest.approx(t_q, rel=0.05)
     assert 2000 < row["GBSEC - DRAM"] < 3350  # below the datasheet's 3.35 TB/s
+    # end to end on one rank: QRoof kernels + the overhead profiled at 8,192^2 predict the 16,384^2 iteration
+    it = gpu.gpu_iterations(rec, profile_block=8192)
+    assert abs(float(it.t_iter_gpu_error.sel(gpu_block=16384))) < 0.05
+    with pytest.raises(KeyError, match="no one-rank iteration measured at block 3"):
+        gpu.gpu_iterations(rec, profile_block=3)

@@ -37,7 +37,7 @@ from ..proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_counts, kerne
 from ..roofline import get_device, qroof
 
 __all__ = ["measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row", "gpu_dataset", "gpu_comparison",
-           "plot_gpu_kernels", "main"]
+           "gpu_iterations", "plot_gpu_kernels", "main"]
 
 #: Name of the table row the comparison takes the datasheet parameters from (data/devices/gpus.csv).
 H100_SPEC = "H100 SXM 80GB"
@@ -156,6 +156,42 @@ def gpu_comparison(rec: dict[str, Any]) -> xr.Dataset:
     for c in DEVICE_COLUMNS:
         out[f"gpu_{c}"] = ("gpu_device", [rows[d][c] for d in rows], {"units": "1e9/s", "long_name": f"GPU row: {c}"})
     return out.assign_coords(gpu_device=list(rows))
+
+
+def gpu_iterations(rec: dict[str, Any], profile_block: int = 8192) -> xr.Dataset:
+    """The end-to-end model of one rank's iteration on the GPU (000 §3.4), profiled at one block size.
+
+    ``T_iter = STENCIL + REDUCE (QRoof on the measured device row) + overhead``, the overhead being
+    the profiled run's iteration minus its modelled phases (the sum's transfer to the host, the
+    launches of the untimed glue); one rank has no halo to pack, exchange or unpack, and its
+    allreduce is a local copy, counted in the overhead.  Returns ``t_iter_gpu_measured`` and
+    ``t_iter_gpu_predicted`` over ``gpu_block`` (from the one-rank runs of :func:`measure_gpu`).
+    """
+    it = rec.get("iterations", {})
+    if str(profile_block) not in it:
+        raise KeyError(f"no one-rank iteration measured at block {profile_block} (have {sorted(it, key=int)})")
+    modelled = ("t_pack", "t_exchange", "t_unpack", "t_stencil", "t_reduce")
+    prof = it[str(profile_block)]
+    overhead = prof["t_iter"] - sum(prof[k] for k in modelled)
+    row = gpu_device_row(rec)
+    blocks = sorted(int(b) for b in it)
+    meas, pred = [], []
+    for b in blocks:
+        c = kernel_counts(b, [], write_allocate=False, line_bytes=32)
+        t_k = sum(float(qroof(c[k]["compute_ops"], c[k]["dram_bytes"], c[k]["dominant_op"], c[k]["opmix_efficiency"],
+                              1.0, 0.0, {col: row[col] for col in DEVICE_COLUMNS})["time"])
+                  for k in ("stencil", "reduce"))
+        meas.append(it[str(b)]["t_iter"])
+        pred.append(t_k + overhead)
+    m, p = np.array(meas), np.array(pred)
+    return xr.Dataset(
+        {"t_iter_gpu_measured": ("gpu_block", m, {"units": "s", "long_name": "measured one-rank iteration on the GPU"}),
+         "t_iter_gpu_predicted": ("gpu_block", p, {"units": "s", "long_name": "QRoof kernels + profiled overhead"}),
+         "t_iter_gpu_error": ("gpu_block", (p - m) / m, {"units": "1", "long_name": "relative error of the GPU "
+                                                          "iteration: (predicted - measured) / measured"}),
+         "gpu_overhead": ((), overhead, {"units": "s", "long_name": f"overhead of the profiled run (block "
+                                                                      f"{profile_block})"})},
+        coords={"gpu_block": blocks})
 
 
 def plot_gpu_kernels(cmp: xr.Dataset) -> Any:
