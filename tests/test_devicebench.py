@@ -1,5 +1,7 @@
 """Device microbenchmarks: byte and operation counts, the device row, its CSV round trip (not timings)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -85,3 +87,11 @@ def test_two_ranks_at_once():
     ds = db.measure_devices("numpy", ranks=2, reps=2, sizes=SMALL, write=False)
     assert ds.sizes["rank"] == 2 and "mpiexec" in ds.attrs["command"]
     assert np.all(ds.t.values > 0)
+
+
+def test_command_line_writes_dataset_and_device_row(tmp_path, capsys):
+    out = tmp_path / "cli.nc"
+    assert db.main(["--reps", "2", "--sizes", json.dumps(SMALL), "--out", str(out)]) == 0
+    assert out.exists()
+    table = load_devices(out.with_suffix(".csv"), include_default=False)
+    assert len(table.names) == 1 and "GBSEC - DRAM" in capsys.readouterr().out

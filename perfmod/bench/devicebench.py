@@ -44,7 +44,9 @@ rank), the slowest rank's rate.
 
 Measurements go to ``data/raw/<host>/devicebench-<backend>-r<ranks>-<UTC>.nc``
 (never overwritten) with provenance; :func:`device_row` turns one into the
-seven toolkit columns and :func:`write_device_csv` writes them as a CSV row.
+seven toolkit columns and :func:`write_device_csv` writes them as a CSV row
+(the command line writes it beside the dataset, ``.csv``), which
+:func:`perfmod.roofline.load_devices` reads as an extra device table.
 
 Command line: ``python -m perfmod.bench.devicebench --help``.
 """
@@ -417,9 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"per_rank": allres}))
         return 0
     ds = measure_devices(args.backend, args.ranks, args.reps, sizes, args.out)
+    csv = write_device_csv(ds, f"{args.backend} on {host_name()} ({args.ranks} rank(s) at once)",
+                           Path(ds.attrs["path"]).with_suffix(".csv"))
     for col, v in device_row(ds).items():
         print(f"{col:>14s}: {v:10.3f}")
-    print(f"written: {ds.attrs['path']}", file=sys.stderr)
+    print(f"written: {ds.attrs['path']} and the device row {csv}", file=sys.stderr)
     return 0
 
 
