@@ -116,3 +116,26 @@ def test_committed_h100_measurement():
     assert abs(float(it.t_iter_gpu_error.sel(gpu_block=16384))) < 0.05
     with pytest.raises(KeyError, match="no one-rank iteration measured at block 3"):
         gpu.gpu_iterations(rec, profile_block=3)
+
+
+MPI_FILES = sorted(Path(__file__).resolve().parents[1].glob("data/raw/gpu-h100/jacobi2d_mpi-*.jsonl"))
+
+
+@pytest.mark.skipif(not MPI_FILES, reason="no committed GPU MPI runs")
+def test_committed_cupy_mpi_runs_equal_the_serial_reference():
+    import json
+
+    from perfmod.proxies import jacobi2d as j
+    from perfmod.topology import dims_create
+
+    runs = [json.loads(line) for line in MPI_FILES[-1].read_text().splitlines() if line.strip()]
+    checked = 0
+    for r in runs:
+        if "sum_squares" not in r:
+            continue
+        dims, n = dims_create(r["nprocs"], 2), r["block"]
+        gy, gx = np.arange(-1, dims[0] * n + 1)[:, None], np.arange(-1, dims[1] * n + 1)[None, :]
+        ref = j.jacobi_serial(j.initial_field(gy, gx), r["iters"] + r["warmup"])[1:-1, 1:-1]
+        assert r["sum_squares"] == pytest.approx(float(np.sum(ref * ref)), rel=1e-12)
+        checked += r["backend"] == "cupy"
+    assert checked == 2  # CuPy on 2 and 4 ranks
