@@ -477,3 +477,20 @@ def test_round_robin_mapping_and_subcommunicator_collectives():
         collective_time("allreduce", 8.0, 12, SUMMIT) + late + T(8, "inter_node"))
     assert rr.collective_time.sel(rank=6).item() == pytest.approx(
         steps_rr + T(EAGER, "inter_node") + T(8, "inter_socket"))
+
+
+def test_phases_and_recorded_compute_gaps():
+    from perfmod.replay.costs import event_phases
+
+    tr = synthetic("jacobi2d", 6, 3)
+    assert np.array_equal(event_phases(tr), tr.iteration)  # one phase per iteration (allreduce at its end)
+    tb = TraceBuilder(2, comms={1: [0, 1]})
+    for r in range(2):
+        tb.append(r, "barrier", comm=1, t_entry=1_000_000_000, t_exit=1_000_002_000)
+        tb.append(r, "allreduce", nbytes=8, t_entry=1_000_502_000 + r * 1000, t_exit=1_000_600_000)
+        tb.append(r, "barrier", t_entry=1_000_700_000, t_exit=1_000_701_000)
+    tr = tb.build()
+    assert event_phases(tr).tolist() == [0, 0, 1, 0, 0, 1]  # only world collectives end phases
+    ds = replay(tr, SUMMIT, "postal")
+    # compute between calls from the recorded ns times: 500 us (+1 us on rank 1) and 100 us
+    assert ds.compute_time.values == pytest.approx([600e-6, 601e-6], rel=1e-12)
