@@ -494,3 +494,17 @@ def test_phases_and_recorded_compute_gaps():
     ds = replay(tr, SUMMIT, "postal")
     # compute between calls from the recorded ns times: 500 us (+1 us on rank 1) and 100 us
     assert ds.compute_time.values == pytest.approx([600e-6, 601e-6], rel=1e-12)
+
+
+def test_sweep_over_platforms_and_models_matches_single_replays():
+    from perfmod.replay import sweep
+
+    tr = synthetic("jacobi2d", 24, 2)
+    sw = sweep(tr, ["summit", "lassen"], ["postal", "kmodel"], progress=False)
+    assert sw.comm_time.dims == ("platform", "model", "rank") and sw.sizes["iteration"] == 2
+    one = replay(tr, "lassen", "kmodel")
+    np.testing.assert_array_equal(sw.comm_time.sel(platform="lassen", model="kmodel"), one.comm_time)
+    assert sw.attrs["platforms"] == "summit, lassen" and sw.comm_time.units == "s"
+    # Lassen has 4 ranks per node, Summit 6: the same trace crosses nodes more often on Lassen
+    inter = {p: replay(tr, p, "postal").messages.sel(mode="inter_node").sum().item() for p in ("summit", "lassen")}
+    assert inter["lassen"] > inter["summit"]
