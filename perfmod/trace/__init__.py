@@ -1,8 +1,8 @@
 """MPI traces: the columnar in-memory :class:`Trace`, its builder and generators.
 
 - :mod:`perfmod.trace.core`: :class:`Trace` (NumPy columns, one row per
-  event; the layout is documented there), :class:`Call`, :class:`TraceBuilder`,
-  :class:`TraceError`.
+  event; the layout is documented there), :class:`Call`, :class:`TraceError`;
+  :class:`TraceBuilder` (:mod:`perfmod.trace.builder`, also importable from core).
 - :mod:`perfmod.trace.requests`: which nonblocking call each wait completes.
 - :func:`synthetic`: traces of the Jacobi2D, MiniFE and MiniMD communication
   at any rank count (:mod:`perfmod.trace.synthetic`).
