@@ -4,6 +4,8 @@
   event; the layout is documented there), :class:`Call`, :class:`TraceError`;
   :class:`TraceBuilder` (:mod:`perfmod.trace.builder`, also importable from core).
 - :mod:`perfmod.trace.requests`: which nonblocking call each wait completes.
+- :func:`save_trace`, :func:`load_trace`: perfmod's own trace file (``.npz``,
+  :mod:`perfmod.trace.store`).
 - :func:`synthetic`: traces of the Jacobi2D, MiniFE and MiniMD communication
   at any rank count (:mod:`perfmod.trace.synthetic`).
 
@@ -26,6 +28,7 @@ from .core import (
     call_code,
 )
 from .requests import Requests, resolve_requests
+from .store import load_trace, save_trace
 
 __all__ = [
     "ANY_SOURCE",
@@ -43,6 +46,8 @@ __all__ = [
     "call_code",
     "Requests",
     "resolve_requests",
+    "save_trace",
+    "load_trace",
 ]
 
 from .synthetic import SYNTHETIC_APPS, synthetic  # noqa: E402  (after the core it builds on)
