@@ -508,3 +508,18 @@ def test_sweep_over_platforms_and_models_matches_single_replays():
     # Lassen has 4 ranks per node, Summit 6: the same trace crosses nodes more often on Lassen
     inter = {p: replay(tr, p, "postal").messages.sel(mode="inter_node").sum().item() for p in ("summit", "lassen")}
     assert inter["lassen"] > inter["summit"]
+
+
+def test_sequential_swaps_chain_where_the_phase_model_sums_own_sends():
+    big, small = EAGER * 8, 64  # 32 KiB and 64 B, both eager
+    tb = TraceBuilder(2)
+    for swap, sizes in enumerate([(big, small), (small, big)]):
+        for r in range(2):
+            tb.append(r, "irecv", peer=1 - r, nbytes=big, tag=swap, request=swap)
+            tb.append(r, "send", peer=1 - r, nbytes=sizes[r], tag=swap)
+            tb.append(r, "wait", request=swap)
+    ds = replay(tb.build(), SUMMIT, "postal")
+    tb_, ts = T(big, "intra_socket"), T(small, "intra_socket")
+    assert ds.comm_time.values == pytest.approx([2 * tb_] * 2)  # each swap waits for the bigger message
+    assert ds.send_time.values == pytest.approx([tb_ + ts] * 2)  # what the phase model charges a rank
+    assert ds.wait_time.values == pytest.approx([tb_ - ts] * 2)
