@@ -523,3 +523,19 @@ def test_sequential_swaps_chain_where_the_phase_model_sums_own_sends():
     assert ds.comm_time.values == pytest.approx([2 * tb_] * 2)  # each swap waits for the bigger message
     assert ds.send_time.values == pytest.approx([tb_ + ts] * 2)  # what the phase model charges a rank
     assert ds.wait_time.values == pytest.approx([tb_ - ts] * 2)
+
+
+def test_command_line(tmp_path, capsys):
+    from perfmod.io import read_dataset
+    from perfmod.replay.__main__ import main
+    from perfmod.trace import save_trace
+
+    path = save_trace(synthetic("jacobi2d", 12, 2), tmp_path / "j.npz")
+    assert main([str(path), "--platform", "lassen", "--model", "postal", "-o", str(tmp_path / "r.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "on lassen, postal: slowest rank" in out and "comm_time" in out
+    ds = read_dataset(tmp_path / "r.nc")
+    assert np.allclose(ds.comm_time, replay(synthetic("jacobi2d", 12, 2), "lassen", "postal").comm_time)
+    assert main(["--synthetic", "minimd:8:1", "--model", "kmodel"]) == 0
+    assert main(["--synthetic", "lulesh:8:1"]) == 1
+    assert "unknown app 'lulesh'" in capsys.readouterr().err
