@@ -16,7 +16,8 @@ LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
 PLATFORMS  := $(wildcard data/platforms/*.toml)
 
-.PHONY: help setup all test test-all bench lint clean comm-models calibration sharif-gol
+.PHONY: help setup all test test-all bench lint clean comm-models calibration sharif-gol sasidharan-sedov \
+        sasidharan-quicksilver
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,11 +30,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-all: setup comm-models calibration sharif-gol ## run every study notebook (datasets in data/processed, figures in figures/)
+all: setup comm-models calibration sharif-gol sasidharan-sedov sasidharan-quicksilver ## run every study notebook (datasets in data/processed, figures in figures/)
 
 comm-models: $(PROCESSED)/choi2020_comm_models.nc ## paper 000 Tables 2-5 and Figures 5, 7, 10 (model side)
 calibration: $(PROCESSED)/local_calibration.nc ## ping-pong on this machine, fitted local platform
 sharif-gol: $(PROCESSED)/sharif_gol.nc ## paper 003 BSP model: Game of Life proxy fitted and validated here
+sasidharan-sedov: $(PROCESSED)/sasidharan_sedov.nc ## paper 001 §5: Models A, B, C and Tables 5-7 on the Sedov proxy
+sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
 
 $(PROCESSED)/choi2020_comm_models.nc: notebooks/choi2020_comm_models.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS)
 	$(NBRUN) $< -p dataset_path ../$@
@@ -42,6 +45,12 @@ $(PROCESSED)/local_calibration.nc: notebooks/local_calibration.ipynb $(STAMP) $(
 	$(NBRUN) $< -p dataset_path ../$@
 
 $(PROCESSED)/sharif_gol.nc: notebooks/sharif_gol.ipynb $(STAMP) $(LIB) $(PAPER)
+	$(NBRUN) $< -p dataset_path ../$@
+
+$(PROCESSED)/sasidharan_sedov.nc: notebooks/sasidharan_sedov.ipynb $(STAMP) $(LIB) $(PAPER)
+	$(NBRUN) $< -p dataset_path ../$@
+
+$(PROCESSED)/sasidharan_quicksilver.nc: notebooks/sasidharan_quicksilver.ipynb $(STAMP) $(LIB) $(PAPER)
 	$(NBRUN) $< -p dataset_path ../$@
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)

@@ -1,0 +1,66 @@
+"""Study helpers of paper 001's Sedov and Quicksilver studies: designs, hold-out split, validation tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmod.io import check_conventions, provenance_attrs, write_dataset
+from perfmod.regression import lm
+from perfmod.studies import sasidharan_common as sc
+from perfmod.studies import sasidharan_quicksilver as qs
+from perfmod.studies import sasidharan_sedov as sedov
+
+
+def test_model_c_has_table_1_terms_and_model_2_table_9_count():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.random((40, 5)) + 1, columns=["X1", "X2", "X3", "X4", "time"])
+    c = lm(sedov.FORMULAS["C"], df)
+    assert len(c.coef) == 12  # Table 1's rows
+    assert lm(sedov.FULL_FORMULAS["full (Table 6)"], df.assign(X5=rng.random(40))).coef.size == 16
+    assert lm(qs.FORMULAS["1"], df).coef.size == 6  # Table 8
+    # Table 9: Res.Df 456 and 444, so Model 2 has 12 more coefficients than Model 1
+    assert lm(qs.FORMULAS["2"], df).coef.size - 6 == 12
+
+
+def test_designs_and_bad_configurations():
+    d = sedov.design([(4, 4, 4), (6, 6, 6)], [1, 4], ["z", "x"], [1, 2])
+    assert len(d) == 16 and d[0] == {"nx": 4, "ny": 4, "nz": 4, "chunks": 1, "node_axis": "z", "nprocs": 1}
+    with pytest.raises(ValueError, match="node axis"):
+        sedov.design([(4, 4, 4)], [1], ["w"])
+    with pytest.raises(ValueError, match="positive"):
+        qs.design([0], [10], [1])
+
+
+def test_holdout_split_232_43():
+    fit, held = sc.holdout_split(275)
+    assert (len(fit), len(held)) == (232, 43)
+    assert not set(fit) & set(held) and len(set(fit) | set(held)) == 275
+
+
+def test_validation_table_and_error_statistics():
+    x = np.arange(10.0)
+    train = pd.DataFrame({"x": x, "y": 2 * x + 1 + np.tile([0.5, -0.5], 5)})
+    m = lm("y ~ x", train)
+    test = pd.DataFrame({"x": [20.0, 30.0], "y": [41.0, 62.0]})
+    tab = sc.validation_table(m, test)
+    np.testing.assert_allclose(tab["fit"], m.predict(test)["fit"])
+    assert list(tab.columns) == ["measured", "fit", "lower", "upper"]
+    st = sc.error_stats(pd.DataFrame({"measured": [10.0, 20.0], "fit": [11.0, 17.0], "lower": [9.0, 15.0],
+                                      "upper": [12.0, 19.0]}))
+    assert st["RMSE"] == pytest.approx(np.sqrt((1 + 9) / 2))
+    assert st["MAPE"] == pytest.approx((0.1 + 0.15) / 2)
+    assert st["bias"] == pytest.approx(-1.0) and st["coverage"] == 0.5
+
+
+def test_small_sedov_measurement_round_trip(tmp_path):
+    ds = sedov.measure_shared(sedov.design([(4, 4, 4)], [1, 2], ["x"]), reps=2, iterations=2, progress=False)
+    fr = sedov.model_frame(ds)
+    assert len(fr) == 4 and (fr.X3 > 0).all() and (fr.time > 0).all()
+    path = sc.save_raw(ds, "sasidharan_sedov", "t", {"a": 1}, "measurement: test", tmp_path)
+    assert path.parent == tmp_path and path.name.startswith("sasidharan_sedov-t-")
+    with pytest.raises(FileExistsError):  # a measurement is never overwritten
+        write_dataset(ds.assign_attrs(**provenance_attrs("s", "t")), path, overwrite=False)
+    out = sc.study_dataset({"v": (pd.DataFrame({"measured": [1.0], "fit": [1.1], "lower": [0.9], "upper": [1.3]}),
+                                  "ms", "time")}, {"m": (pd.DataFrame({"RSE": [1.0]}, index=["A"]), {"RSE": "ms"})})
+    assert out.v_predicted.attrs["units"] == "ms" and out.m_RSE.attrs["units"] == "ms"
+    check_conventions(out.assign_attrs(perfmod_version="x", git_commit="x", study="s", source="s", parameters="{}"))
