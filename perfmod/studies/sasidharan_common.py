@@ -25,7 +25,8 @@ from ..paths import host_name, raw_dir
 from ..regression import LinearModel, lm
 
 __all__ = ["runs_dataset", "save_raw", "holdout_split", "holdout_rse", "fit_all", "model_table",
-           "validation_table", "error_stats", "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
+           "validation_table", "error_stats", "plot_fit_vs_measured", "plot_scatter", "plot_validation",
+           "study_dataset"]
 
 
 def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:

@@ -96,9 +96,8 @@ def measure(configs: Sequence[dict[str, int]], reps: int = 2, iterations: int = 
         i, r = todo[k]
         c = configs[i]
 
-        def run(c=c, r=r) -> dict[str, Any]:
-            return run_quicksilver(c["nx"], c["nx"], c["nx"], c["particles"], iterations, m, f, c["threads"],
-                                   seed=seed + 1000 * r + i)
+        def run(c=c, s=seed + 1000 * r + i) -> dict[str, Any]:
+            return run_quicksilver(c["nx"], c["nx"], c["nx"], c["particles"], iterations, m, f, c["threads"], seed=s)
         if with_power:
             e = power.measure(run)
             res = e.value
