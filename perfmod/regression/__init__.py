@@ -1,21 +1,49 @@
 """R-style regression models for performance data (paper 001, Sasidharan, §3, §5, §6).
 
-``lm(formula, data)`` fits a linear model written as R writes it and reports
-what R's ``summary(lm)`` reports; ``anova(*models)`` compares nested models as
-R's ``anova``; cross-validation, intervals, a GAM comparison, and the
-distributed-response and energy aggregations of Eq. 4-11 live in the
-submodules listed in ``__all__``'s neighbours below.
+================================  =====================================================================
+``lm(formula, data)``             linear model as R's ``lm``: ``coef_table()``, ``summary()``, ``predict``
+``anova(*models)``                R's ``anova``: nested models (Tables 2, 9) or one model's Type-I table
+``holdout``, ``kfold``            cross-validation scored on held-out rows; ``compare_models`` chooses
+``prediction_errors``             RMSE, MAPE, bias, interval coverage of predictions against measurements
+``gam``                           penalized-spline GAM of the same variables (statsmodels GLMGam)
+``t_comp``, ``t_comm``, ...       Eq. 4-7 responses and Eq. 8-11 energy from per-device timing arrays
+``PublishedModel``                a published coefficient table as a model that evaluates at given X
+================================  =====================================================================
+
+Formulas are R's, as the paper writes them: ``time ~ (X1 + I(X1^2)) * X2 * X3``
+is Model C of §5.1.2 with R's term names (``I(X1^2):X2``) in R's order.
 """
 
 from .anova import NotNestedError, NotNestedWarning, anova, anova_table
+from .crossval import CVResult, compare_models, holdout, holdout_split, kfold, kfold_splits
 from .formula import DataError, FormulaError, RegressionError
+from .gam import GAMFit, gam
 from .linear import LinearModel, lm
+from .published import PublishedModel
+from .responses import distributed_responses, energy, t_comm, t_comp, t_tot, t_tot_montecarlo
+from .validation import prediction_errors
 
 __all__ = [
     "lm",
     "anova",
     "anova_table",
     "LinearModel",
+    "holdout",
+    "kfold",
+    "holdout_split",
+    "kfold_splits",
+    "compare_models",
+    "CVResult",
+    "prediction_errors",
+    "gam",
+    "GAMFit",
+    "PublishedModel",
+    "t_comp",
+    "t_comm",
+    "t_tot",
+    "t_tot_montecarlo",
+    "distributed_responses",
+    "energy",
     "RegressionError",
     "FormulaError",
     "DataError",

@@ -202,6 +202,14 @@ class LinearModel:
         return self._statsmodels
 
 
+def _upper_inverse(r: np.ndarray) -> np.ndarray:
+    """Inverse of an upper-triangular matrix (LAPACK dtrtri; scipy's solve_triangular has a large per-call cost)."""
+    inv, info = linalg.lapack.dtrtri(np.asfortranarray(r), lower=0)
+    if info != 0:
+        raise DataError(f"singular design (LAPACK dtrtri info {info})")
+    return inv
+
+
 def _log_formula(formula: str) -> str:
     lhs, rhs = formula.split("~", 1)
     return f"log({lhs.strip()}) ~{rhs}"
@@ -257,8 +265,8 @@ def lm(formula: str, data: Any, log_response: bool = False, env: Mapping[str, An
         raise DataError(f"aliased coefficients in {formula!r}: {', '.join(aliased)} are linear combinations of "
                         f"earlier terms in these data (R would report NA); drop them or vary the data")
     effects = q.T @ d.y
-    beta = linalg.solve_triangular(r, effects) / norms
-    rinv = linalg.solve_triangular(r, np.eye(p)) / norms[:, None]
+    rinv = _upper_inverse(r) / norms[:, None]  # R^-1 of the unscaled design
+    beta = rinv @ effects
     cov = rinv @ rinv.T
     fitted = x @ beta
     resid = d.y - fitted
