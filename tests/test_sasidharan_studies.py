@@ -31,13 +31,7 @@ def test_designs_and_bad_configurations():
         qs.design([0], [10], [1])
 
 
-def test_holdout_split_232_43():
-    fit, held = sc.holdout_split(275)
-    assert (len(fit), len(held)) == (232, 43)
-    assert not set(fit) & set(held) and len(set(fit) | set(held)) == 275
-
-
-def test_validation_table_and_error_statistics():
+def test_validation_table_is_fit_with_confidence_interval():
     x = np.arange(10.0)
     train = pd.DataFrame({"x": x, "y": 2 * x + 1 + np.tile([0.5, -0.5], 5)})
     m = lm("y ~ x", train)
@@ -45,17 +39,16 @@ def test_validation_table_and_error_statistics():
     tab = sc.validation_table(m, test)
     np.testing.assert_allclose(tab["fit"], m.predict(test)["fit"])
     assert list(tab.columns) == ["measured", "fit", "lower", "upper"]
-    st = sc.error_stats(pd.DataFrame({"measured": [10.0, 20.0], "fit": [11.0, 17.0], "lower": [9.0, 15.0],
-                                      "upper": [12.0, 19.0]}))
-    assert st["RMSE"] == pytest.approx(np.sqrt((1 + 9) / 2))
-    assert st["MAPE"] == pytest.approx((0.1 + 0.15) / 2)
-    assert st["bias"] == pytest.approx(-1.0) and st["coverage"] == 0.5
+    ci = m.predict(test, interval="confidence")
+    np.testing.assert_allclose(tab[["lower", "upper"]], ci[["lower", "upper"]])
+    assert tab.measured.tolist() == [41.0, 62.0]
 
 
 def test_small_sedov_measurement_round_trip(tmp_path):
     ds = sedov.measure_shared(sedov.design([(4, 4, 4)], [1, 2], ["x"]), reps=2, iterations=2, progress=False)
     fr = sedov.model_frame(ds)
     assert len(fr) == 4 and (fr.X3 > 0).all() and (fr.time > 0).all()
+    assert sorted(set(fr.config)) == ["4x4x4/1/x", "4x4x4/2/x"]  # repetitions share their configuration
     path = sc.save_raw(ds, "sasidharan_sedov", "t", {"a": 1}, "measurement: test", tmp_path)
     assert path.parent == tmp_path and path.name.startswith("sasidharan_sedov-t-")
     with pytest.raises(FileExistsError):  # a measurement is never overwritten

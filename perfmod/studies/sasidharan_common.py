@@ -2,10 +2,12 @@
 
 Paper 001 (shared/papers/001_10099451130f018d.txt) §3: models are fitted by
 least squares on training experiments; competing models are compared with
-ANOVA and by the RSE on a held-out part of the training set (§5.1.2: 232 of
-275 observations to fit, 43 to score); the chosen model is refitted on all
-training data and predicts separate validation experiments, reported as
-measured value, fit and the 95 % confidence interval (Tables 4, 7, 12).
+ANOVA and by the error on a held-out part of the training set (§5.1.2: 232 of
+275 observations to fit, 43 to score; :func:`perfmod.regression.compare_models`);
+the chosen model is refitted on all training data and predicts separate
+validation experiments, reported as measured value, fit and the 95 %
+confidence interval (Tables 4, 7, 12; errors by
+:func:`perfmod.regression.prediction_errors`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from ..io import annotate, write_dataset
 from ..paths import host_name, raw_dir
 from ..regression import LinearModel, lm
 
-__all__ = ["runs_dataset", "save_raw", "holdout_split", "holdout_rse", "fit_all", "model_table",
-           "validation_table", "error_stats", "plot_fit_vs_measured", "plot_scatter", "plot_validation",
-           "study_dataset"]
+__all__ = ["runs_dataset", "save_raw", "fit_all", "model_table", "validation_table", "plot_fit_vs_measured",
+           "plot_scatter", "plot_validation", "study_dataset"]
 
 
 def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
@@ -53,33 +54,6 @@ def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any
     return path
 
 
-def holdout_split(n: int, test_fraction: float = 43 / 275, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Random split of ``n`` observations: (fit indices, held-out indices); default 232/43 of 275 as §5.1.2."""
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    perm = np.random.default_rng(seed).permutation(n)
-    k = max(1, int(round(n * test_fraction)))
-    return np.sort(perm[k:]), np.sort(perm[:k])
-
-
-def holdout_rse(frame: pd.DataFrame, formulas: Mapping[str, str], test_fraction: float = 43 / 275,
-                seed: int = 0) -> pd.DataFrame:
-    """Fit each formula on one part of ``frame`` and score it on the rest (§5.1.2 cross-validation).
-
-    Returns one row per model: training RSE, held-out RMSE ``sqrt(mean(residual^2))``
-    (the paper's "RSE for the validation set"), and the observation counts.
-    """
-    fit_idx, test_idx = holdout_split(len(frame), test_fraction, seed)
-    train, test = frame.iloc[fit_idx], frame.iloc[test_idx]
-    rows = []
-    for name, formula in formulas.items():
-        m = lm(formula, train)
-        resid = test[m.design.response].to_numpy() - m.predict(test)["fit"].to_numpy()
-        rows.append({"model": name, "train_RSE": m.rse, "heldout_RMSE": float(np.sqrt(np.mean(resid ** 2))),
-                     "n_fit": len(train), "n_heldout": len(test)})
-    return pd.DataFrame(rows).set_index("model")
-
-
 def fit_all(frame: pd.DataFrame, formulas: Mapping[str, str]) -> dict[str, LinearModel]:
     """``lm`` of every formula on ``frame``."""
     return {name: lm(f, frame) for name, f in formulas.items()}
@@ -96,15 +70,6 @@ def validation_table(model: LinearModel, test: pd.DataFrame, level: float = 0.95
     pred = model.predict(test, interval="confidence", level=level)
     out = pd.DataFrame({"measured": test[model.design.response].to_numpy()}, index=test.index)
     return out.join(pred[["fit", "lower", "upper"]])
-
-
-def error_stats(table: pd.DataFrame) -> dict[str, float]:
-    """RMSE, mean absolute percentage error, bias (mean fit - measured) and interval coverage of a validation table."""
-    y, f = table["measured"].to_numpy(float), table["fit"].to_numpy(float)
-    inside = (y >= table["lower"].to_numpy()) & (y <= table["upper"].to_numpy())
-    return {"n": int(y.size), "RMSE": float(np.sqrt(np.mean((f - y) ** 2))),
-            "MAPE": float(np.mean(np.abs(f - y) / np.abs(y))), "bias": float(np.mean(f - y)),
-            "coverage": float(inside.mean())}
 
 
 def plot_fit_vs_measured(frame: pd.DataFrame, models: Mapping[str, LinearModel], x: str, xlabel: str,

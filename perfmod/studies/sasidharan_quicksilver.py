@@ -35,15 +35,14 @@ from tqdm.auto import tqdm
 from .. import power
 from ..proxies.quicksilver import run_quicksilver
 from .sasidharan_common import runs_dataset
+from .sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame"]
 
-FORMULAS = {
-    "1": "time ~ (X2 + I(X2^2)) * X3",
-    "2": "time ~ (X1 + I(X1^2)) * (X2 + I(X2^2)) * X3",
-}
-POWER_FORMULA = "max_power ~ X1 * X2 * X3"
-ENERGY_FORMULA = "energy ~ (X2 + I(X2^2)) * X3 * X4"
+#: Models 1 and 2 of §6.4.1, power (Table 10) and energy (Table 11): the paper's formulas
+FORMULAS = {"1": MODELS["model1"].formula, "2": MODELS["model2"].formula}
+POWER_FORMULA = MODELS["power"].formula
+ENERGY_FORMULA = MODELS["energy"].formula
 
 MB = 1e6
 
@@ -117,14 +116,15 @@ def model_frame(ds: xr.Dataset, response: str = "t_track_median") -> pd.DataFram
 
     The median over iterations is the default response (robust to load from
     other processes on a shared machine); ``response="t_track"`` is the mean.
-    Power columns, when measured: ``max_power`` (mW), ``X4`` (mean power, mW),
+    Power columns, when measured: ``power`` (maximum power, mW), ``X4`` (mean power, mW),
     ``energy`` (mJ per tracking iteration), the paper's units (Tables 10, 11).
     """
     df = pd.DataFrame({"X1": ds.x1_mesh_bytes.values / MB, "X2": ds.x2_particle_bytes.values / MB,
                        "X3": ds.x3_threads.values.astype(float), "time": ds[response].values,
                        "nx": ds.nx.values, "particles": ds.target_particles.values, "rep": ds.rep.values})
+    df["config"] = [f"{n}/{p}/{t:g}" for n, p, t in zip(df.nx, df.particles, df.X3, strict=True)]
     if "max_power_w" in ds:
-        df["max_power"] = ds.max_power_w.values * 1e3
+        df["power"] = ds.max_power_w.values * 1e3
         df["X4"] = ds.mean_power_w.values * 1e3
         df["energy"] = ds.energy_per_track_j.values * 1e3
     return df

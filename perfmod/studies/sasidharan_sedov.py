@@ -35,25 +35,21 @@ from tqdm.auto import tqdm
 from ..proxies.runner import run_mpi
 from ..proxies.sedov import run_shared
 from .sasidharan_common import runs_dataset
+from .sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "COMM_FORMULAS", "FULL_FORMULAS", "design", "measure_shared", "measure_distributed",
            "model_frame"]
 
-FORMULAS = {
-    "A": "time ~ X1 + I(X1^2) + X2 + X3",
-    "B": "time ~ (X1 + I(X1^2)) * X2",
-    "C": "time ~ (X1 + I(X1^2)) * X2 * X3",
-}
+#: Models A, B, C of §5.1.2, the paper's formulas (perfmod.studies.sasidharan_published.MODELS)
+FORMULAS = {"A": MODELS["A"].formula, "B": MODELS["B"].formula, "C": MODELS["C_P100"].formula}
+#: communication models of §5.2.2: X4 only, X4 and X5, and Table 5's (response: communication time)
 COMM_FORMULAS = {
     "X4": "t_comm ~ X4",
     "X4+X5": "t_comm ~ X4 + X5",
-    "X1+X4+X5 (Table 5)": "t_comm ~ X1 + I(X1^2) + X4 + X5",
+    "comm (Table 5)": MODELS["comm"].formula.replace("time ~", "t_comm ~", 1),
 }
-FULL_FORMULAS = {
-    "C (no X4, X5)": "time ~ (X1 + I(X1^2)) * X2 * X3",
-    "full (Table 6)": ("time ~ X1 + I(X1^2) + X2 + X3 + X4 + X5 + X1:X2 + I(X1^2):X2 + X1:X3 + I(X1^2):X3"
-                       " + X2:X3 + X1:X4 + I(X1^2):X4 + X1:X2:X3 + I(X1^2):X2:X3"),
-}
+#: the full model of Table 6 against Model C without X4 and X5 (§5.2.2)
+FULL_FORMULAS = {"C (no X4, X5)": MODELS["C_P100"].formula, "full (Table 6)": MODELS["full"].formula}
 
 MB, MS = 1e6, 1e3
 
@@ -132,6 +128,9 @@ def measure_distributed(configs: Sequence[dict[str, Any]], reps: int = 2, iterat
 def model_frame(ds: xr.Dataset, response: str = "t_iter_median") -> pd.DataFrame:
     """Regression frame in the model units: X1 (MB), X2-X5 (counts), ``time`` and ``t_comm`` (ms).
 
+    ``config`` labels the configuration (repetitions share it), for
+    cross-validation splits that keep repetitions together.
+
     ``time`` is the median time per iteration by default: on a machine shared
     with other work, bursts of load inflate the mean of a run (measured here
     between 1x and 4x on the development VM) while the median follows the
@@ -141,9 +140,12 @@ def model_frame(ds: xr.Dataset, response: str = "t_iter_median") -> pd.DataFrame
                        "X3": ds.x3_peer_edges.values.astype(float), "time": ds[response].values * MS,
                        "nx": ds.nx.values, "ny": ds.ny.values, "nz": ds.nz.values,
                        "node_axis": ds.node_axis.values, "rep": ds.rep.values})
+    df["config"] = [f"{a}x{b}x{c}/{x2:g}/{ax}" for a, b, c, x2, ax in
+                    zip(df.nx, df.ny, df.nz, df.X2, df.node_axis, strict=True)]
     if "x4_interprocess_edges" in ds:
         df["X4"] = ds.x4_interprocess_edges.values.astype(float)
         df["X5"] = ds.x5_processes.values.astype(float)
         df["t_comm"] = ds.t_comm.values * MS
         df["t_comp"] = ds.t_comp.values * MS
+        df["config"] = df.config + [f"/P{p:g}" for p in df.X5]
     return df
