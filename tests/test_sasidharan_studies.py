@@ -57,3 +57,16 @@ def test_small_sedov_measurement_round_trip(tmp_path):
                                   "ms", "time")}, {"m": (pd.DataFrame({"RSE": [1.0]}, index=["A"]), {"RSE": "ms"})})
     assert out.v_predicted.attrs["units"] == "ms" and out.m_RSE.attrs["units"] == "ms"
     check_conventions(out.assign_attrs(perfmod_version="x", git_commit="x", study="s", source="s", parameters="{}"))
+
+
+def test_run_order_interleaves_sets_with_their_own_repetitions():
+    cfg = (sedov.design([(4, 4, 4)], [1, 2], ["z"], label="train", reps=3)
+           + sedov.design([(5, 5, 5)], [1], ["z"], label="test", reps=1))
+    order = sc.run_order(cfg, reps=9, seed=0)
+    assert sorted(order) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (2, 0)]
+    assert order != sorted(order)  # shuffled
+    assert sc.run_order(cfg, 9, 0) == order  # seeded
+    ds = sedov.measure_shared(cfg, iterations=1, progress=False)
+    sets = sc.split_sets(ds)
+    assert sets["train"].sizes["run"] == 6 and sets["test"].sizes["run"] == 1
+    assert sets["test"].nx.values.tolist() == [5]

@@ -26,8 +26,8 @@ from ..io import annotate, write_dataset
 from ..paths import host_name, raw_dir
 from ..regression import LinearModel, lm
 
-__all__ = ["runs_dataset", "save_raw", "fit_all", "model_table", "validation_table", "plot_fit_vs_measured",
-           "plot_scatter", "plot_validation", "study_dataset"]
+__all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
+           "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
 
 
 def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
@@ -42,6 +42,25 @@ def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str
     ds.attrs["host"] = host_name()
     ds.attrs["measured_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return ds
+
+
+def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[tuple[int, int]]:
+    """(configuration, repetition) pairs in a seeded random order.
+
+    A configuration's own ``"reps"`` overrides ``reps``.  Random order spreads
+    the load of other processes over configurations; measuring training and
+    validation configurations in one call (labelled by their ``"set"``)
+    spreads it over both sets alike, so a busier half hour does not bias the
+    validation against the training data.
+    """
+    todo = [(i, r) for i, c in enumerate(configs) for r in range(int(c.get("reps", reps)))]
+    return [todo[k] for k in np.random.default_rng(seed).permutation(len(todo))]
+
+
+def split_sets(ds: xr.Dataset) -> dict[str, xr.Dataset]:
+    """The runs of each ``set`` label (e.g. ``train``, ``test``) of a measurement, renumbered."""
+    return {str(s): ds.isel(run=np.flatnonzero(ds.set.values == s)).assign_coords(
+        run=np.arange(int((ds.set.values == s).sum()))) for s in np.unique(ds.set.values)}
 
 
 def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any], source: str,

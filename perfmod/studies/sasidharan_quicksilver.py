@@ -27,14 +27,13 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
 from .. import power
 from ..proxies.quicksilver import run_quicksilver
-from .sasidharan_common import runs_dataset
+from .sasidharan_common import run_order, runs_dataset
 from .sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame"]
@@ -48,7 +47,8 @@ MB = 1e6
 
 META = {
     "nx": ("1", "mesh elements along each axis"), "target_particles": ("1", "target particle count"),
-    "rep": ("1", "repetition"), "iterations": ("1", "iterations (K)"), "m": ("1", "tracking iterations per iteration"),
+    "rep": ("1", "repetition"), "set": ("1", "which set the run belongs to (train, test)"),
+    "iterations": ("1", "iterations (K)"), "m": ("1", "tracking iterations per iteration"),
     "f": ("1", "iterations between population controls"),
     "x1_mesh_bytes": ("B", "X1: mesh memory"),
     "x2_particle_bytes": ("B", "X2: mean allocated particle memory over iterations"),
@@ -56,6 +56,7 @@ META = {
     "mean_particles": ("1", "mean live particles over iterations"),
     "t_track": ("s", "mean time per tracking iteration (slowest worker)"),
     "t_track_median": ("s", "median over iterations of the time per tracking iteration"),
+    "t_track_min": ("s", "fastest iteration's time per tracking iteration"),
     "t_iter": ("s", "mean time per iteration (m tracking iterations + population control share)"),
     "t_popctl": ("s", "mean time per population control"),
     "t_total_eq7": ("s", "total time by Eq. 7 from per-worker times"),
@@ -68,17 +69,23 @@ POWER_META = {
 }
 
 
-def design(sizes: Sequence[int], particles: Sequence[int], threads: Sequence[int]) -> list[dict[str, int]]:
-    """All configurations: cubic meshes of ``n^3`` elements x target particle counts x threads."""
+def design(sizes: Sequence[int], particles: Sequence[int], threads: Sequence[int], label: str = "",
+           reps: int | None = None) -> list[dict[str, Any]]:
+    """All configurations: cubic meshes of ``n^3`` elements x target particle counts x threads.
+
+    ``label`` and ``reps`` are stored in every configuration when given
+    (see :func:`perfmod.studies.sasidharan_common.run_order`).
+    """
     out = []
     for n, p, t in itertools.product(sizes, particles, threads):
         if n < 1 or p < 1 or t < 1:
             raise ValueError(f"mesh size, particles and threads must be positive, got {n}, {p}, {t}")
-        out.append({"nx": int(n), "particles": int(p), "threads": int(t)})
+        out.append({"nx": int(n), "particles": int(p), "threads": int(t), **({"set": label} if label else {}),
+                    **({"reps": int(reps)} if reps is not None else {})})
     return out
 
 
-def measure(configs: Sequence[dict[str, int]], reps: int = 2, iterations: int = 10, m: int = 5, f: int = 5,
+def measure(configs: Sequence[dict[str, Any]], reps: int = 2, iterations: int = 10, m: int = 5, f: int = 5,
             seed: int = 0, with_power: bool = False, progress: bool = True) -> xr.Dataset:
     """Run the proxy for every configuration and repetition (seeded random order); one observation per run.
 
@@ -88,11 +95,8 @@ def measure(configs: Sequence[dict[str, int]], reps: int = 2, iterations: int = 
     """
     import os
 
-    todo = [(i, r) for r in range(reps) for i in range(len(configs))]
-    order = np.random.default_rng(seed).permutation(len(todo))
     rows = []
-    for k in tqdm(order, desc="Quicksilver runs", disable=not progress):
-        i, r = todo[k]
+    for i, r in tqdm(run_order(configs, reps, seed), desc="Quicksilver runs", disable=not progress):
         c = configs[i]
 
         def run(c=c, s=seed + 1000 * r + i) -> dict[str, Any]:
@@ -106,6 +110,7 @@ def measure(configs: Sequence[dict[str, int]], reps: int = 2, iterations: int = 
         else:
             res = run()
         res["rep"] = r
+        res["set"] = c.get("set", "")
         res["oversubscribed"] = c["threads"] > (os.cpu_count() or 1)
         rows.append(res)
     return runs_dataset(rows, {**META, **(POWER_META if with_power else {})})
@@ -115,7 +120,8 @@ def model_frame(ds: xr.Dataset, response: str = "t_track_median") -> pd.DataFram
     """Regression frame in the paper's units: X1, X2 (MB), X3 (threads), ``time`` (s per tracking iteration).
 
     The median over iterations is the default response (robust to load from
-    other processes on a shared machine); ``response="t_track"`` is the mean.
+    other processes on a shared machine); ``response="t_track"`` is the mean,
+    ``"t_track_min"`` the fastest iteration.
     Power columns, when measured: ``power`` (maximum power, mW), ``X4`` (mean power, mW),
     ``energy`` (mJ per tracking iteration), the paper's units (Tables 10, 11).
     """

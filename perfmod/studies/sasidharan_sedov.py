@@ -27,14 +27,13 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
 from ..proxies.runner import run_mpi
 from ..proxies.sedov import run_shared
-from .sasidharan_common import runs_dataset
+from .sasidharan_common import run_order, runs_dataset
 from .sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "COMM_FORMULAS", "FULL_FORMULAS", "design", "measure_shared", "measure_distributed",
@@ -56,12 +55,14 @@ MB, MS = 1e6, 1e3
 SHARED_META = {
     "nx": ("1", "mesh elements along x"), "ny": ("1", "mesh elements along y"), "nz": ("1", "mesh elements along z"),
     "node_axis": ("1", "axis of the node decomposition"), "rep": ("1", "repetition"),
+    "set": ("1", "which set the run belongs to (train, test)"),
     "workers": ("1", "worker threads (partitions, the paper's GPUs)"),
     "x1_bytes": ("B", "X1: persistent memory of the proxy's arrays"),
     "x2_chunks": ("1", "X2: vectorized chunks per worker (counterpart of GPU threads)"),
     "x3_peer_edges": ("1", "X3: largest edge-cut between workers (peer accesses)"),
     "t_iter": ("s", "measured time per iteration (loop time / iterations)"),
     "t_iter_median": ("s", "median over iterations of the time per iteration"),
+    "t_iter_min": ("s", "fastest iteration of the run"),
     "iterations": ("1", "iterations timed"),
     "e_total_error": ("1", "relative change of total energy over the run (physics check)"),
 }
@@ -77,8 +78,12 @@ DIST_META = {
 
 
 def design(sizes: Sequence[Sequence[int]], chunks: Sequence[int], axes: Sequence[str],
-           nprocs: Sequence[int] = (1,)) -> list[dict[str, Any]]:
-    """All configurations (mesh ``(nx, ny, nz)`` x chunks x node axis x processes) as dictionaries."""
+           nprocs: Sequence[int] = (1,), label: str = "", reps: int | None = None) -> list[dict[str, Any]]:
+    """All configurations (mesh ``(nx, ny, nz)`` x chunks x node axis x processes) as dictionaries.
+
+    ``label`` (``"train"``, ``"test"``) and ``reps`` are stored in every
+    configuration when given (see :func:`perfmod.studies.sasidharan_common.run_order`).
+    """
     out = []
     for size, c, ax, p in itertools.product(sizes, chunks, axes, nprocs):
         if len(size) != 3 or min(size) < 1:
@@ -86,25 +91,20 @@ def design(sizes: Sequence[Sequence[int]], chunks: Sequence[int], axes: Sequence
         if ax not in ("x", "y", "z"):
             raise ValueError(f"node axis must be x, y or z, got {ax!r}")
         out.append({"nx": int(size[0]), "ny": int(size[1]), "nz": int(size[2]), "chunks": int(c),
-                    "node_axis": ax, "nprocs": int(p)})
+                    "node_axis": ax, "nprocs": int(p), **({"set": label} if label else {}),
+                    **({"reps": int(reps)} if reps is not None else {})})
     return out
-
-
-def _order(n: int, reps: int, seed: int) -> list[tuple[int, int]]:
-    """(configuration, repetition) pairs in a seeded random order: load bursts spread over configurations."""
-    todo = [(i, r) for r in range(reps) for i in range(n)]
-    return [todo[k] for k in np.random.default_rng(seed).permutation(len(todo))]
 
 
 def measure_shared(configs: Sequence[dict[str, Any]], reps: int = 3, iterations: int = 20, workers: int = 2,
                    seed: int = 0, progress: bool = True) -> xr.Dataset:
     """Run the shared-memory proxy for every configuration and repetition; one observation per run."""
     rows = []
-    for i, r in tqdm(_order(len(configs), reps, seed), desc="Sedov shared-memory runs", disable=not progress):
+    for i, r in tqdm(run_order(configs, reps, seed), desc="Sedov shared-memory runs", disable=not progress):
         c = configs[i]
         res = run_shared(c["nx"], c["ny"], c["nz"], iterations, workers, c["chunks"], c["node_axis"])
         res["e_total_error"] = (res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]
-        rows.append({**res, "rep": r})
+        rows.append({**res, "rep": r, "set": c.get("set", "")})
     return runs_dataset(rows, SHARED_META)
 
 
@@ -114,14 +114,14 @@ def measure_distributed(configs: Sequence[dict[str, Any]], reps: int = 2, iterat
     import os
 
     rows = []
-    for i, r in tqdm(_order(len(configs), reps, seed), desc="Sedov MPI runs", disable=not progress):
+    for i, r in tqdm(run_order(configs, reps, seed), desc="Sedov MPI runs", disable=not progress):
         c = configs[i]
         res = run_mpi("perfmod.proxies.sedov_mpi", c["nprocs"],
                       ["--nx", c["nx"], "--ny", c["ny"], "--nz", c["nz"], "--iterations", iterations,
                        "--workers", workers, "--chunks", c["chunks"], "--node-axis", c["node_axis"]])
         res["e_total_error"] = (res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]
         res["oversubscribed"] = c["nprocs"] * workers > (os.cpu_count() or 1)
-        rows.append({**res, "rep": r})
+        rows.append({**res, "rep": r, "set": c.get("set", "")})
     return runs_dataset(rows, DIST_META)
 
 
@@ -134,7 +134,8 @@ def model_frame(ds: xr.Dataset, response: str = "t_iter_median") -> pd.DataFrame
     ``time`` is the median time per iteration by default: on a machine shared
     with other work, bursts of load inflate the mean of a run (measured here
     between 1x and 4x on the development VM) while the median follows the
-    proxy; ``response="t_iter"`` takes the mean as the paper did.
+    proxy; ``response="t_iter"`` takes the mean as the paper did,
+    ``"t_iter_min"`` the fastest iteration.
     """
     df = pd.DataFrame({"X1": ds.x1_bytes.values / MB, "X2": ds.x2_chunks.values.astype(float),
                        "X3": ds.x3_peer_edges.values.astype(float), "time": ds[response].values * MS,
