@@ -15,12 +15,10 @@ PROCESSED  := data/processed
 LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
 PLATFORMS  := $(wildcard data/platforms/*.toml)
-
-.PHONY: help setup all test test-all bench lint clean comm-models calibration sharif-gol sasidharan-sedov \
-        sasidharan-quicksilver
+DEVICES    := $(wildcard data/devices/*.csv)
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
 
@@ -30,27 +28,33 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-all: setup comm-models calibration sharif-gol sasidharan-sedov sasidharan-quicksilver ## run every study notebook (datasets in data/processed, figures in figures/)
-
+# One line per study: the make target, its dataset, what it shows.  `all` runs every one.
+STUDIES :=
+STUDIES += comm-models
 comm-models: $(PROCESSED)/choi2020_comm_models.nc ## paper 000 Tables 2-5 and Figures 5, 7, 10 (model side)
+STUDIES += calibration
 calibration: $(PROCESSED)/local_calibration.nc ## ping-pong on this machine, fitted local platform
+STUDIES += sharif-gol
 sharif-gol: $(PROCESSED)/sharif_gol.nc ## paper 003 BSP model: Game of Life proxy fitted and validated here
+STUDIES += sharif-triton
+sharif-triton: $(PROCESSED)/sharif_triton.nc ## paper 003 TRITON study: flood proxy, K_w from one coarse run
+STUDIES += end-to-end
+end-to-end: $(PROCESSED)/choi2020_end_to_end.nc ## paper 000 QRoof kernels and per-iteration model (Figures 6, 8, 9, 11-13)
+STUDIES += what-if
+what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
+STUDIES += choi2019-minife
+choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
+STUDIES += sasidharan-sedov
 sasidharan-sedov: $(PROCESSED)/sasidharan_sedov.nc ## paper 001 §5: Models A, B, C and Tables 5-7 on the Sedov proxy
+STUDIES += sasidharan-quicksilver
 sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
 
-$(PROCESSED)/choi2020_comm_models.nc: notebooks/choi2020_comm_models.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS)
-	$(NBRUN) $< -p dataset_path ../$@
+.PHONY: help setup all test test-all bench lint clean $(STUDIES)
 
-$(PROCESSED)/local_calibration.nc: notebooks/local_calibration.ipynb $(STAMP) $(LIB)
-	$(NBRUN) $< -p dataset_path ../$@
+all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, figures in figures/)
 
-$(PROCESSED)/sharif_gol.nc: notebooks/sharif_gol.ipynb $(STAMP) $(LIB) $(PAPER)
-	$(NBRUN) $< -p dataset_path ../$@
-
-$(PROCESSED)/sasidharan_sedov.nc: notebooks/sasidharan_sedov.ipynb $(STAMP) $(LIB) $(PAPER)
-	$(NBRUN) $< -p dataset_path ../$@
-
-$(PROCESSED)/sasidharan_quicksilver.nc: notebooks/sasidharan_quicksilver.ipynb $(STAMP) $(LIB) $(PAPER)
+# every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
+$(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
 	$(NBRUN) $< -p dataset_path ../$@
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)

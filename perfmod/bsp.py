@@ -91,10 +91,18 @@ class BlockFit:
         return y, q * np.sqrt(var)
 
 
-def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: bool, what: str) -> BlockFit:
+def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: bool, what: str,
+               fixed: dict[str, float] | None = None) -> BlockFit:
+    fixed = {k: v for k, v in (fixed or {}).items() if k in names}
+    free = np.array([nm not in fixed for nm in names])
+    coef = np.array([fixed.get(nm, 0.0) for nm in names])
+    cov = np.zeros((len(names), len(names)))
+    y = y - x[:, ~free] @ coef[~free]
+    x = x[:, free]
     n, k = x.shape
+    fnames = [nm for nm, f in zip(names, free, strict=True) if f]
     if n < k:
-        raise IdentifiabilityError(f"{what}: {n} runs for {k} unknowns ({', '.join(names)}); need at least {k}")
+        raise IdentifiabilityError(f"{what}: {n} runs for {k} unknowns ({', '.join(fnames)}); need at least {k}")
     scale = np.linalg.norm(x, axis=0)
     scale[scale == 0] = 1.0
     xs = x / scale
@@ -102,8 +110,9 @@ def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: boo
     if s[-1] < 1e-10 * s[0]:
         _, _, vt = np.linalg.svd(xs)
         null = np.abs(vt[-1])
-        bad = [names[i] for i in np.flatnonzero(null > 1e-6)]
-        raise IdentifiabilityError(f"{what}: the runs cannot separate {', '.join(bad)} (vary C, P, H or I more)")
+        bad = [fnames[i] for i in np.flatnonzero(null > 1e-6)]
+        raise IdentifiabilityError(f"{what}: the runs cannot separate {', '.join(bad)} (vary C, P, H or I more,"
+                                   " or fix one of them)")
     if nonneg:
         beta, _ = optimize.nnls(xs, y)
     else:
@@ -111,12 +120,18 @@ def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: boo
     resid = y - xs @ beta
     df = n - k
     sigma2 = float(resid @ resid / df) if df > 0 else 0.0
-    cov = sigma2 * np.linalg.inv(xs.T @ xs)
-    return BlockFit(names, beta / scale, cov / np.outer(scale, scale), sigma2, df, nonneg)
+    coef[free] = beta / scale
+    cov[np.ix_(free, free)] = sigma2 * np.linalg.inv(xs.T @ xs) / np.outer(scale, scale)
+    return BlockFit(names, coef, cov, sigma2, df, nonneg)
 
 
-def _design(C: np.ndarray, P: np.ndarray, I: np.ndarray, H: np.ndarray, reduction: bool):  # noqa: E741
-    xw = np.stack([C, P * H, P], axis=1)
+def _design(C: np.ndarray, P: np.ndarray, I: np.ndarray, H: np.ndarray, reduction: bool,  # noqa: E741
+            scenario: np.ndarray | None = None, scenarios: tuple[str, ...] = ()):
+    if scenarios:  # one 1/K_w column per scenario: C where the run is of that scenario, 0 elsewhere
+        work = [C * (scenario == s) for s in scenarios]
+    else:
+        work = [C]
+    xw = np.stack([*work, P * H, P], axis=1)
     xc = np.stack([H, np.ones_like(H)] + ([np.log2(P)] if reduction else []), axis=1)
     xo = np.stack([I, C, np.ones_like(C)], axis=1)
     return xw, xc, xo
@@ -130,14 +145,35 @@ class BSPFit:
     comm: BlockFit
     other: BlockFit
     reduction: bool
+    scenarios: tuple[str, ...] = ()
+
+    @property
+    def k_w_by_scenario(self) -> dict[str, float]:
+        """K_w (cells/s) of each scenario of a per-scenario fit (empty otherwise)."""
+        return {s: 1 / self.compute.coef[i] for i, s in enumerate(self.scenarios)}
+
+    def params_for(self, scenario: str | None = None, k_w: float | None = None) -> BSPParams:
+        """The fitted parameters with the K_w of ``scenario``, or with ``k_w`` given (a new scenario)."""
+        w, c, o = self.compute.coef, self.comm.coef, self.other.coef
+        nw = max(len(self.scenarios), 1)
+        if k_w is None:
+            if self.scenarios:
+                if scenario not in self.scenarios:
+                    raise KeyError(f"scenario {scenario!r} not in the fit; fitted: {', '.join(self.scenarios)}")
+                k_w = 1 / w[self.scenarios.index(scenario)]
+            else:
+                k_w = 1 / w[0]
+        return BSPParams(
+            k_w=float(k_w), k_b=1 / c[0], o_h=w[nw], o_w=w[nw + 1], o_l=c[1],
+            o_i=o[0], o_c=o[1], o_s=o[2], k_r=c[2] if self.reduction else 0.0,
+        )
 
     @property
     def params(self) -> BSPParams:
-        w, c, o = self.compute.coef, self.comm.coef, self.other.coef
-        return BSPParams(
-            k_w=1 / w[0], k_b=1 / c[0], o_h=w[1], o_w=w[2], o_l=c[1],
-            o_i=o[0], o_c=o[1], o_s=o[2], k_r=c[2] if self.reduction else 0.0,
-        )
+        """The fitted parameters (Table I); a per-scenario fit needs :meth:`params_for`."""
+        if self.scenarios:
+            raise ValueError(f"K_w was fitted per scenario ({', '.join(self.scenarios)}): use params_for()")
+        return self.params_for()
 
     def stderr(self) -> dict[str, float]:
         """Standard errors of the linear coefficients (1/K_w, O_h, O_w, 1/K_b, O_l, [K_r], O_i, O_c, O_s)."""
@@ -146,7 +182,8 @@ class BSPFit:
             out |= dict(zip(b.names, b.stderr.tolist(), strict=True))
         return out
 
-    def predict(self, C: Any, P: Any, I: Any, H: Any, level: float = 0.95) -> dict[str, np.ndarray]:  # noqa: E741
+    def predict(self, C: Any, P: Any, I: Any, H: Any, level: float = 0.95,  # noqa: E741
+                scenario: Any = None) -> dict[str, np.ndarray]:
         """Predicted T_w, T_c, T_o, T_t (s) with ``<name>_lower``/``<name>_upper`` prediction bounds.
 
         The bounds of a block come from its own fit (t quantile, the
@@ -155,7 +192,15 @@ class BSPFit:
         with the smallest of the three residual degrees of freedom.
         """
         C, P, I, H = (np.atleast_1d(np.asarray(v, dtype=float)) for v in np.broadcast_arrays(C, P, I, H))  # noqa: E741
-        xw, xc, xo = _design(C, P, I, H, self.reduction)
+        labels = None
+        if self.scenarios:
+            if scenario is None:
+                raise ValueError(f"K_w was fitted per scenario ({', '.join(self.scenarios)}): pass scenario=")
+            labels = np.broadcast_to(np.asarray(scenario, dtype=object), C.shape)
+            unknown = sorted(set(labels.ravel()) - set(self.scenarios))
+            if unknown:
+                raise KeyError(f"scenarios {unknown} not in the fit; fitted: {', '.join(self.scenarios)}")
+        xw, xc, xo = _design(C, P, I, H, self.reduction, labels, self.scenarios)
         out: dict[str, np.ndarray] = {}
         var_t = np.zeros_like(C)
         tt = np.zeros_like(C)
@@ -177,7 +222,7 @@ class BSPFit:
 
 def fit_bsp(
     C: Any, P: Any, I: Any, H: Any, t_w: Any, t_c: Any, t_o: Any,  # noqa: E741
-    reduction: bool = False, nonneg: bool = False,
+    reduction: bool = False, nonneg: bool = False, scenario: Any = None, fixed: dict[str, float] | None = None,
 ) -> BSPFit:
     """Fit Table I's unknowns from measured runs (paper 003 §II-B, Eq. 5; Eq. 6 with ``reduction``).
 
@@ -191,6 +236,16 @@ def fit_bsp(
         Add the TRITON global reduction term ``lg(P) K_r`` (Eq. 6).
     nonneg : bool
         Non-negative least squares.
+    scenario : array_like of str, optional
+        The scenario (e.g. flood event) of each run: K_w is then fitted per
+        scenario, O_h and O_w shared.  TRITON skips most of the work of dry
+        cells, so "there is no single Kw for the application but a different
+        one for each scenario" (paper 003 §III-B).
+    fixed : dict, optional
+        Parameters held at a value instead of fitted, by their linear names
+        (``"1/K_w"``, ``"O_h"``, ``"O_w"``, ``"1/K_b"``, ``"O_l"``, ``"K_r"``,
+        ``"O_i"``, ``"O_c"``, ``"O_s"``), e.g. ``{"O_i": 0.0}`` for a code
+        whose every per-iteration second is timed as compute or communication.
 
     Raises
     ------
@@ -203,13 +258,26 @@ def fit_bsp(
         raise ValueError("C, P, I, H, t_w, t_c, t_o must have one entry per run")
     if np.any(P < 1) or np.any(I < 1) or np.any(C <= 0) or np.any(H < 0):
         raise ValueError("need P >= 1, I >= 1, C > 0 and H >= 0 for every run")
-    xw, xc, xo = _design(C, P, I, H, reduction)
+    scenarios: tuple[str, ...] = ()
+    labels = None
+    if scenario is not None:
+        labels = np.asarray(scenario, dtype=object).ravel()
+        if labels.size != C.size:
+            raise ValueError(f"scenario has {labels.size} entries for {C.size} runs")
+        scenarios = tuple(dict.fromkeys(str(v) for v in labels))
+        labels = labels.astype(str)
+    known = {"1/K_w", "O_h", "O_w", "1/K_b", "O_l", "K_r", "O_i", "O_c", "O_s"}
+    if fixed and set(fixed) - known:
+        raise ValueError(f"cannot fix {sorted(set(fixed) - known)}; parameters: {', '.join(sorted(known))}")
+    xw, xc, xo = _design(C, P, I, H, reduction, labels, scenarios)
+    names_w = tuple(f"1/K_w[{s}]" for s in scenarios) if scenarios else ("1/K_w",)
     names_c = ("1/K_b", "O_l") + (("K_r",) if reduction else ())
     return BSPFit(
-        _fit_block(xw, P * tw / I, ("1/K_w", "O_h", "O_w"), nonneg, "compute time (Eq. 5)"),
-        _fit_block(xc, tc / I, names_c, nonneg, "communication time (Eq. 2" + (", 6)" if reduction else ")")),
-        _fit_block(xo, to, ("O_i", "O_c", "O_s"), nonneg, "other time (Eq. 3)"),
+        _fit_block(xw, P * tw / I, (*names_w, "O_h", "O_w"), nonneg, "compute time (Eq. 5)", fixed),
+        _fit_block(xc, tc / I, names_c, nonneg, "communication time (Eq. 2" + (", 6)" if reduction else ")"), fixed),
+        _fit_block(xo, to, ("O_i", "O_c", "O_s"), nonneg, "other time (Eq. 3)", fixed),
         reduction,
+        scenarios,
     )
 
 
@@ -221,8 +289,8 @@ def kw_from_coarse_run(C: float, P: float, I: float, H: float, t_w: float, o_h: 
     return C / work
 
 
-def scaled_iterations(i_coarse: float, cell_coarse: float, cell_fine: float) -> float:
+def scaled_iterations(i_coarse: Any, cell_coarse: Any, cell_fine: Any) -> Any:
     """Iterations at a finer cell size: the count scales inversely with cell size (§III-B)."""
-    if cell_coarse <= 0 or cell_fine <= 0:
+    if np.any(np.asarray(cell_coarse) <= 0) or np.any(np.asarray(cell_fine) <= 0):
         raise ValueError("cell sizes must be positive")
     return i_coarse * cell_coarse / cell_fine

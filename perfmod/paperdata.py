@@ -9,8 +9,11 @@ cell the paper marks N/A is a row with empty values and the paper's words in
 its ``note`` column.  These files are never written by code.
 
 Tables: ``choi2020_table1_platforms`` ... ``choi2020_table5_kmodel`` (paper 000
-Tables 1-5), ``overheads`` (paper 000 §5.1-5.3 and paper 002 §3.1-3.2), and
-whatever else :func:`available` lists.
+Tables 1-5), ``overheads`` (paper 000 §5.1-5.3 and paper 002 §3.1-3.2),
+``sasidharan_coefficients``, ``sasidharan_anova``, ``sasidharan_validation``
+(paper 001 Tables 1-14; regression coefficients keep the paper's units, named
+in the header and in a ``unit`` column, since a coefficient's unit is that of
+the response per unit of its variable), and whatever else :func:`available` lists.
 """
 
 from __future__ import annotations

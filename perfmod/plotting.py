@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration", "plot_measured_vs_predicted"]
+__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration", "plot_measured_vs_predicted",
+           "plot_event_predictions", "plot_error_by_experiment", "plot_halo_by_rank"]
 
 MODE_LABELS = {"intra_socket": "intra-socket", "inter_socket": "inter-socket", "inter_node": "inter-node"}
 
@@ -123,5 +124,82 @@ def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t
             ax.set_title(f"case {case}: {int(sub.ny)} x {int(sub.nx)}, {int(sub.generations)} gen.", fontsize=9)
             ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_event_predictions(res: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "t_total")) -> plt.Figure:
+    """TRITON experiments (Figures 3-4 counterpart): measured and predicted time vs ranks, a row per target event.
+
+    One colour per resolution; the coarse run that gave K_w is circled; oversubscribed rank counts shaded.
+    """
+    events = list(res.event.values)
+    fig, axes = plt.subplots(len(events), len(quantities), figsize=(4 * len(quantities), 2.9 * len(events)),
+                             squeeze=False)
+    p = res.nprocs.values
+    for i, ev in enumerate(events):
+        sub = res.sel(event=ev)
+        for j, q in enumerate(quantities):
+            ax = axes[i][j]
+            for k, f in enumerate(sub.factor.values):
+                s = sub.sel(factor=f)
+                lab = f"{float(s.cell_size):g} m ({int(s.cells):,} cells)"
+                ax.plot(p, s[f"{q}_measured"], "o", color=f"C{k}", label=f"measured, {lab}")
+                ax.plot(p, s[f"{q}_predicted"], "s--", color=f"C{k}", mfc="none", label=f"predicted, {lab}")
+                used = s.used_for_kw.values.astype(bool)
+                ax.plot(p[used], s[f"{q}_measured"].values[used], "o", ms=13, mfc="none", color="k",
+                        label="coarse run (K_w, I)" if k == 0 else None)
+            over = res.oversubscribed.values
+            if over.any():
+                ax.axvspan(p[over].min() - 0.3, p.max() + 0.3, color="grey", alpha=0.12)
+            ax.set_yscale("log")
+            ax.set_xticks(p)
+            ax.set_xlabel("MPI ranks")
+            ax.set_ylabel(f"{q} [s]")
+            ax.set_title(f"target {ev}", fontsize=9)
+            ax.grid(True, alpha=0.3)
+    axes[0][-1].legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def plot_error_by_experiment(res: xr.Dataset) -> plt.Figure:
+    """Percentage error of total time of every predicted run, grouped by experiment (Figure 5a counterpart).
+
+    Held-out runs are filled, the others (the coarse resolution, oversubscribed runs) hollow.
+    """
+    fig, ax = plt.subplots(figsize=(max(5, 1.6 * res.sizes["event"]), 3.4))
+    width = 0.8 / (res.sizes["factor"] * res.sizes["nprocs"])
+    k = 0
+    for f in res.factor.values:
+        for p in res.nprocs.values:
+            s = res.sel(factor=f, nprocs=p)
+            x = np.arange(res.sizes["event"]) - 0.4 + (k + 0.5) * width
+            held = s.held_out.values.astype(bool)
+            err = 100 * s.t_total_error.values
+            ax.bar(x[held], err[held], width, color=f"C{k}", label=f"{float(s.cell_size):g} m, {p} ranks")
+            ax.bar(x[~held], err[~held], width, color="none", edgecolor=f"C{k}",
+                   hatch="//" if bool(s.oversubscribed) else None)
+            k += 1
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(np.arange(res.sizes["event"]), [f"target {e}" for e in res.event.values])
+    ax.set_ylabel("error of total time [%]")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def plot_halo_by_rank(halo: xr.DataArray) -> plt.Figure:
+    """Halo-exchange time per rank in repeated runs of one configuration (Figure 5b counterpart)."""
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    h = halo.dropna("rank", how="all")
+    for r in h.rep.values:
+        ax.plot(h["rank"].values, h.sel(rep=r).values, "o-", label=f"run {int(r) + 1}")
+    ax.set_xticks(h["rank"].values)
+    ax.set_xlabel("MPI rank")
+    ax.set_ylabel("halo-exchange time [s]")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -97,3 +97,52 @@ def test_table2_cases_and_resolution_scaling():
     # than Harvey 60m (003 §V-C): the published cell counts agree to within 0.2 %
     assert tri.loc[11, "cells"] / tri.loc[8, "cells"] == pytest.approx(64, rel=2e-3)
     assert tri.loc[7, "cells"] / tri.loc[4, "cells"] == pytest.approx(144, rel=2e-3)
+
+
+def test_per_scenario_kw_recovery_and_prediction():
+    # three scenarios that differ only in K_w (TRITON: dry cells skip work), other parameters shared
+    C, P, I, H, *_ = _runs(None)  # noqa: E741
+    scen = np.array(["a", "b", "c"] * 5)
+    kw = {"a": 1e8, "b": 2e8, "c": 4e8}
+    t = {k: np.empty(C.size) for k in ("t_w", "t_c", "t_o")}
+    for s, k in kw.items():
+        sel = scen == s
+        tt = bsp.bsp_times(C[sel], P[sel], I[sel], H[sel], bsp.BSPParams(**{**vars(TRUE), "k_w": k}))
+        for q in t:
+            t[q][sel] = tt[q]
+    fit = bsp.fit_bsp(C, P, I, H, t["t_w"], t["t_c"], t["t_o"], reduction=True, scenario=scen)
+    assert fit.scenarios == ("a", "b", "c")
+    assert fit.k_w_by_scenario == pytest.approx(kw, rel=1e-6)
+    assert fit.params_for("b").o_w == pytest.approx(TRUE.o_w, rel=1e-6)
+    assert fit.params_for(k_w=3e8).k_w == 3e8
+    pred = fit.predict(2e7, 4, 100, 2 * np.sqrt(2e7), scenario="c")
+    want = bsp.bsp_times(2e7, 4, 100, 2 * np.sqrt(2e7), bsp.BSPParams(**{**vars(TRUE), "k_w": 4e8}))
+    assert pred["t_t"][0] == pytest.approx(want["t_t"], rel=1e-6)
+    with pytest.raises(ValueError, match="per scenario"):
+        fit.params  # noqa: B018
+    with pytest.raises(ValueError, match="pass scenario"):
+        fit.predict(2e7, 4, 100, 0.0)
+    with pytest.raises(KeyError, match="not in the fit"):
+        fit.params_for("z")
+
+
+def test_scaled_iterations_broadcasts():
+    assert bsp.scaled_iterations(100, 20.0, np.array([20.0, 10.0, 5.0])).tolist() == [100, 200, 400]
+    with pytest.raises(ValueError, match="positive"):
+        bsp.scaled_iterations(100, 20.0, np.array([10.0, 0.0]))
+
+
+def test_fixed_parameters_are_held():
+    C, P, I, H, tw, tc, to = _runs(None)  # noqa: E741
+    fit = bsp.fit_bsp(C, P, I, H, tw, tc, to, reduction=True, fixed={"O_i": TRUE.o_i, "K_r": TRUE.k_r})
+    assert fit.params.o_i == TRUE.o_i and fit.params.k_r == TRUE.k_r
+    assert fit.params.o_c == pytest.approx(TRUE.o_c, rel=1e-6) and fit.params.k_b == pytest.approx(TRUE.k_b, rel=1e-6)
+    assert fit.stderr()["O_i"] == 0
+    # T_o of runs with one iteration count cannot separate O_i from O_s, unless O_i is fixed
+    same_i = I * 0 + 100
+    with pytest.raises(bsp.IdentifiabilityError, match="O_i, O_s"):
+        bsp.fit_bsp(C, P, same_i, H, tw, tc, to)
+    ok = bsp.fit_bsp(C, P, same_i, H, tw, tc, to - (I - same_i) * TRUE.o_i, fixed={"O_i": TRUE.o_i})
+    assert ok.params.o_s == pytest.approx(TRUE.o_s, rel=1e-6) and ok.params.o_c == pytest.approx(TRUE.o_c, rel=1e-6)
+    with pytest.raises(ValueError, match="cannot fix"):
+        bsp.fit_bsp(C, P, I, H, tw, tc, to, fixed={"O_x": 0.0})

@@ -193,3 +193,22 @@ def test_summary_text(sedov_like):
     assert f"Residual standard error: {float(f'{m.rse:.4g}'):g} on 77 degrees of freedom" in s
     assert "Multiple R-squared:" in s and "F-statistic:" in s and "p-value: < 2.2e-16" in s
     assert "(Intercept)" in s and "Signif. codes" in s
+
+
+def test_predict_on_an_xarray_grid(sedov_like):
+    import xarray as xr
+
+    m = lm("time ~ (X1 + I(X1^2)) * X2", sedov_like)
+    grid = xr.Dataset(coords={"X1": [1.0, 5.0, 20.0], "X2": [512.0, 3584.0]})
+    out = m.predict(grid, interval="prediction")
+    assert out.fit.dims == ("X1", "X2") and set(out.data_vars) == {"fit", "lower", "upper"}
+    flat = m.predict(pd.DataFrame({"X1": [5.0], "X2": [3584.0]}), interval="prediction")
+    assert float(out.upper.sel(X1=5.0, X2=3584.0)) == pytest.approx(flat.upper[0], rel=1e-12)
+
+
+def test_dot_formula_and_numpy_in_formulas(sedov_like):
+    m = lm("time ~ .", sedov_like)
+    assert list(m.coef.index) == ["(Intercept)", "X1", "X2", "X3"] and m.formula == "time ~ ."
+    assert list(lm("time ~ . - X3", sedov_like).coef.index) == ["(Intercept)", "X1", "X2"]
+    np.testing.assert_allclose(lm("time ~ np.log(X1)", sedov_like).coef, lm("time ~ log(X1)", sedov_like).coef)
+    assert list(lm("time ~ I(X1*0.5)", sedov_like).coef.index) == ["(Intercept)", "I(X1 * 0.5)"]

@@ -8,6 +8,7 @@ from perfmod.regression import (
     DataError,
     FormulaError,
     compare_models,
+    compare_with_lm,
     gam,
     holdout,
     holdout_split,
@@ -96,6 +97,8 @@ def test_cross_validation_errors(runs):
         kfold_splits(runs, 5, groups="run")
     with pytest.raises(DataError, match=r"fold 0: 4 observations for 12 coefficients"):
         holdout("time ~ (X1 + I(X1^2)) * X2 * X3", runs.head(8), 4)
+    with pytest.raises(DataError, match=r"row labels must be unique to split the data \(duplicated: 0, 1, 2"):
+        kfold("time ~ X1", pd.concat([runs.head(5), runs.head(5)]), k=2)
     with pytest.raises(DataError, match="response 'log_t'"):
         holdout("log_t ~ X1", runs, 43)
 
@@ -139,3 +142,14 @@ def test_gam_beside_lm_and_its_errors(runs):
         gam("time", runs, ["X9"])
     with pytest.raises(DataError, match="X2 take too few distinct values"):
         gam("time", runs, ["X2"])
+
+
+def test_compare_with_lm_on_additive_truth():
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"X1": rng.uniform(1, 20, 200), "X3": rng.uniform(1e3, 1e5, 200)})
+    d["time"] = 100 + 50 * d.X1 + 3 * d.X1**2 + 2e-3 * d.X3 + rng.normal(0, 10, 200)
+    t = compare_with_lm("time ~ X1 + I(X1^2) + X3", d, ["X1", "X3"], test_size=40, seed=2)
+    assert list(t.index) == ["lm", "gam"] and t.n_validation.iloc[0] + t.n_outside.iloc[0] == 40
+    assert t.loc["lm", "rmse_validation"] == pytest.approx(10, rel=0.3)
+    assert t.loc["gam", "rmse_validation"] == pytest.approx(t.loc["lm", "rmse_validation"], rel=0.2)
+    assert t.median_rel_diff.iloc[0] < 0.01  # the two models predict close values, as the paper found

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from perfmod.paths import repo_root
-from perfmod.regression import NotNestedWarning, anova, lm
+from perfmod.regression import NotNestedWarning, anova, format_anova, lm
 
 REF = repo_root() / "tests" / "data" / "r_lm"
 RTOL = 1e-8  # R and perfmod both use Householder QR; the designs span 1e0..1e11
@@ -42,7 +42,7 @@ def test_reference_files_name_r_version():
 
 def test_coefficients_names_order_and_values(models):
     coefs = _read("reference_coefficients.csv")
-    assert set(coefs.model) == set("ABCDEFGH")
+    assert set(coefs.model) == set("ABCDEFGHIJ")
     for name, ref in coefs.groupby("model", sort=False):
         tab = models[name].coef_table()
         assert list(tab.index) == list(ref.term), name  # R's names and R's order
@@ -102,9 +102,27 @@ def test_log_response_matches_r_on_the_log_scale(models, data):
     np.testing.assert_allclose(m.predict(nd, interval="prediction", level=0.9).upper, np.exp(r.upr), rtol=RTOL)
 
 
-def test_summary_text_is_rs(data):
-    m = lm("y ~ (X1 + I(X1^2)) * X2 * X3", data)
-    m.call = "lm(formula = y ~ (X1 + I(X1^2)) * X2 * X3, data = d)"
-    ref = [line for line in (REF / "summary_C.txt").read_text().splitlines() if not line.startswith("#")]
-    assert m.summary().splitlines() == ref[: len(m.summary().splitlines())]
-    assert all(not line for line in ref[len(m.summary().splitlines()):])
+@pytest.mark.parametrize(("formula", "file"), [("y ~ (X1 + I(X1^2)) * X2 * X3", "summary_C.txt"),
+                                               ("y ~ 1", "summary_null.txt")])
+def test_summary_text_is_rs(data, formula, file):
+    m = lm(formula, data)
+    m.call = f"lm(formula = {formula}, data = d)"
+    ref = [line for line in (REF / file).read_text().splitlines() if not line.startswith("#")]
+    mine = m.summary().splitlines()
+    assert mine == ref[: len(mine)]
+    assert all(not line for line in ref[len(mine):])
+
+
+def test_anova_printed_as_r(models):
+    """Model labels in R's printout are the formulas as R deparses them: ours are the formulas as written."""
+    m = {k: models[k] for k in "ABCH"}
+    for k, f in {"A": "y ~ X1 + I(X1^2) + X2 + X3", "B": "y ~ (X1 + I(X1^2)) * X2",
+                 "C": "y ~ (X1 + I(X1^2)) * X2 * X3", "H": "y ~ X1 + I(X1^2)"}.items():
+        assert m[k].formula == f
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotNestedWarning)
+        text = "".join(format_anova(t) for t in (anova(m["H"], m["B"], m["C"]), anova(m["A"], m["B"], m["C"],
+                                                                                         strict=False),
+                                                  anova(m["C"]), anova(m["C"], m["H"])))
+    ref = [line for line in (REF / "anova_print.txt").read_text().splitlines() if not line.startswith("#")]
+    assert text.splitlines() == ref

@@ -181,3 +181,40 @@ def test_published_models_evaluate_closed_form():
         sp.published_model("A")
     with pytest.raises(Exception, match="needs X4"):
         sp.published_model("energy").evaluate({"X2": [1.0], "X3": [1.0]})
+
+
+def test_validation_dataset_in_si_units():
+    from perfmod.io import check_conventions
+
+    ds = sp.validation_dataset(4)
+    check_conventions(ds)
+    assert ds.t_iter_measured.attrs["units"] == "s" and ds.sizes["case"] == 15
+    assert float(ds.t_iter_measured[0]) == pytest.approx(99.35773e-3)
+    assert float(ds.t_iter_predicted[0]) == pytest.approx(101.9065e-3)
+    p = sp.validation_dataset(13)
+    assert p.power_max_measured.attrs["units"] == "W" and float(p.power_max_measured[0]) == pytest.approx(81.829)
+    assert (p.power_max_pi_upper > p.power_max_ci_upper).all()
+
+
+def test_compare_coefficients_aligns_terms():
+    from perfmod.regression import lm
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"X1": rng.uniform(1, 20, 60), "X2": rng.uniform(512, 3584, 60), "X3": rng.uniform(0, 1e5, 60)})
+    d["time"] = 1000 + 100 * d.X1 + rng.normal(0, 10, 60)
+    t = sp.compare_coefficients(lm("time ~ (X1 + I(X1^2)) * X2 * X3", d), 1)
+    assert list(t.index) == list(sp.coefficient_table(1).index)
+    assert t.loc["X1", "paper_Estimate"] == 1.636e04 and t.loc["X1", "Estimate"] == pytest.approx(100, rel=0.3)
+    t2 = sp.compare_coefficients(lm("time ~ X1 + X2 + X4", d.assign(X4=d.X3)), 5)
+    assert list(t2.index) == ["(Intercept)", "X1", "I(X1^2)", "X4", "X5", "X2"]
+    assert np.isnan(t2.loc["X5", "Estimate"]) and np.isnan(t2.loc["X2", "paper_Estimate"])
+
+
+def test_validation_figure(tmp_path):
+    from perfmod.plotting import save
+    from perfmod.regression.plots import plot_validation_datasets
+
+    fig = plot_validation_datasets([sp.validation_dataset(t) for t in (4, 13)], titles=["Table 4", "Table 13"])
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("9/15 contain the measurement" in t for t in legend)
+    assert save(fig, tmp_path, "validation").stat().st_size > 10_000

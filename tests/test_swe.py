@@ -47,3 +47,51 @@ def test_two_ranks_match_one():
     assert one["steps"] == two["steps"]
     assert two["mass"] == pytest.approx(one["mass"], rel=1e-12) == pytest.approx(30.0 * 40.0, rel=1e-10)
     assert two["wet_fraction"] == one["wet_fraction"] > 0
+
+
+def test_manning_friction_closed_form():
+    # a uniform current over a flat bed: interior fluxes cancel, so only friction acts:
+    # q_new = q / (1 + dt g n^2 |u| / h^(4/3))
+    h = np.full((8, 10), 2.0)
+    hu = np.full_like(h, 3.0)
+    hv = np.zeros_like(h)
+    dt, n = 0.5, 0.03
+    _, qx, qy = swe.step_fluxes(h, hu, hv, np.zeros_like(h), 10.0, dt, manning=n)
+    want = 3.0 / (1 + dt * swe.G * n * n * 1.5 / 2.0 ** (4 / 3))
+    assert qx[:, 1:-1] == pytest.approx(np.full((6, 8), want), rel=1e-12)
+    assert np.all(qy == 0)
+
+
+def test_velocity_is_desingularized_only_on_thin_films():
+    h = np.array([0.0, 1e-4, swe.EPS_U, 2.0])
+    u = swe.velocity(h, np.ones(4) * 1e-3)
+    assert u[0] == 0 and u[1] < 1e-3 / 1e-4 / 10  # thin film: far below q / h
+    assert u[2:] == pytest.approx([1e-3 / swe.EPS_U, 1e-3 / 2.0])
+
+
+def test_dry_domain_steps_at_the_cap():
+    # nothing wet, no inflow: every step is cfl dx / sqrt(g h_ref), so the count scales as 1 / dx
+    z = np.zeros((16, 16))
+    for dx in (10.0, 5.0):
+        r = swe.run_swe(MPI.COMM_SELF, z, dx, 100.0, cfl=0.4, h_ref=0.25)
+        assert r["steps"] == int(np.ceil(100.0 / (0.4 * dx / np.sqrt(swe.G * 0.25)) - 1e-9))
+
+
+def test_strips_and_dry_column_skipping_do_not_change_the_flood():
+    # one row per strip (column boxes per row) against one strip for the whole grid
+    z, dx, cells = swe.scenario("plain", 48, 48, 10.0)
+    a = swe.run_swe(MPI.COMM_SELF, z, dx, 120.0, inflow=80.0, inflow_cells=cells, strip_cells=48)
+    b = swe.run_swe(MPI.COMM_SELF, z, dx, 120.0, inflow=80.0, inflow_cells=cells, strip_cells=10**9)
+    assert a["steps"] == b["steps"]
+    assert a["mass"] == pytest.approx(b["mass"], rel=1e-12) == pytest.approx(80.0 * 120.0, rel=1e-10)
+    assert np.abs(a["h"] - b["h"]).max() < 1e-9
+    assert 0.02 < (a["h"] > swe.DRY).mean() < 0.9  # part of the domain stays dry: columns were skipped
+
+
+def test_base_flow_fills_every_row_up_to_its_level():
+    z = swe.terrain("valley", 20, 30, 10.0)
+    h0 = swe.base_flow(z, 0.5)
+    assert np.all((h0 > 0).any(axis=1))  # a river in every row: every rank of a row partition gets water
+    surface = np.where(h0 > 0, z + h0, np.nan)
+    assert np.nanmax(surface - z.min(axis=1, keepdims=True)) == pytest.approx(0.5)
+    assert np.all(h0 >= 0) and h0.max() == pytest.approx(0.5)

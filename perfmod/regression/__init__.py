@@ -2,12 +2,14 @@
 
 ================================  =====================================================================
 ``lm(formula, data)``             linear model as R's ``lm``: ``coef_table()``, ``summary()``, ``predict``
-``anova(*models)``                R's ``anova``: nested models (Tables 2, 9) or one model's Type-I table
+``anova(*models)``                R's ``anova``: nested models (Tables 2, 9) or one model's Type-I table;
+                                  ``format_anova`` prints it as R does
 ``holdout``, ``kfold``            cross-validation scored on held-out rows; ``compare_models`` chooses
 ``prediction_errors``             RMSE, MAPE, bias, interval coverage of predictions against measurements
-``gam``                           penalized-spline GAM of the same variables (statsmodels GLMGam)
+``gam``, ``compare_with_lm``      penalized-spline GAM of the same variables (statsmodels GLMGam), beside lm
 ``t_comp``, ``t_comm``, ...       Eq. 4-7 responses and Eq. 8-11 energy from per-device timing arrays
 ``PublishedModel``                a published coefficient table as a model that evaluates at given X
+``plots.plot_measured_vs_fit``    measured against predicted with confidence and prediction bars
 ================================  =====================================================================
 
 Formulas are R's, as the paper writes them: ``time ~ (X1 + I(X1^2)) * X2 * X3``
@@ -17,16 +19,18 @@ is Model C of §5.1.2 with R's term names (``I(X1^2):X2``) in R's order.
 from .anova import NotNestedError, NotNestedWarning, anova, anova_table
 from .crossval import CVResult, compare_models, holdout, holdout_split, kfold, kfold_splits
 from .formula import DataError, FormulaError, RegressionError
-from .gam import GAMFit, gam
+from .gam import GAMFit, compare_with_lm, gam
 from .linear import LinearModel, lm
 from .published import PublishedModel
 from .responses import distributed_responses, energy, t_comm, t_comp, t_tot, t_tot_montecarlo
+from .rformat import format_anova
 from .validation import prediction_errors
 
 __all__ = [
     "lm",
     "anova",
     "anova_table",
+    "format_anova",
     "LinearModel",
     "holdout",
     "kfold",
@@ -37,6 +41,7 @@ __all__ = [
     "prediction_errors",
     "gam",
     "GAMFit",
+    "compare_with_lm",
     "PublishedModel",
     "t_comp",
     "t_comm",

@@ -67,6 +67,10 @@ class CVResult:
 
 def _units(df: pd.DataFrame, groups: str | None) -> tuple[np.ndarray, np.ndarray]:
     """(unit label per row, unique units): rows, or whole groups of rows."""
+    if not df.index.is_unique:
+        dup = df.index[df.index.duplicated()].unique()[:5]
+        raise DataError(f"row labels must be unique to split the data (duplicated: {', '.join(map(str, dup))}); "
+                        f"use data.reset_index()")
     if groups is None:
         lab = np.arange(len(df))
         return lab, lab

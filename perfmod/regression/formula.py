@@ -20,7 +20,7 @@ and gives the design matrix with R's column names and R's term order:
   ``I(1 / x)`` ``I(1/x)`` as R deparses them; a treatment-coded level ``b`` of
   ``g`` is ``gb``.
 * ``log``, ``exp``, ``sqrt``, ``log2``, ``log10`` and ``abs`` are available in
-  formulas, as in R.
+  formulas, as in R (and ``np``); ``y ~ .`` stands for every other column, as in R.
 
 Bad input raises :class:`FormulaError` (a formula naming columns the data lacks;
 the message lists them and the available columns) or :class:`DataError`
@@ -68,8 +68,9 @@ class DataError(RegressionError):
 
 #: functions usable in formulas besides patsy's own (``I``, ``C``, ``np``), with R's names
 FUNCTIONS: dict[str, Any] = {
-    "log": np.log, "exp": np.exp, "sqrt": np.sqrt, "log2": np.log2, "log10": np.log10, "abs": np.abs,
+    "log": np.log, "exp": np.exp, "sqrt": np.sqrt, "log2": np.log2, "log10": np.log10, "abs": np.abs, "np": np,
 }
+_DOT = re.compile(r"(?<![\w.])\.(?![\w.])")  # R's '.' (all other columns), not a decimal point or a name
 _NO_NA = patsy.NAAction(NA_types=[])  # NaN/inf pass through patsy; check_finite and build_design name the rows
 _KNOWN = set(FUNCTIONS) | {"I", "C", "np", "Q", "center", "standardize", "scale", "bs", "cr", "cc", "te"}
 
@@ -211,6 +212,11 @@ def build_design(formula: str, data: Any, env: Mapping[str, Any] | None = None) 
         NaN or inf in a column the formula reads (column and rows named).
     """
     df = as_frame(data)
+    formula_in = formula
+    if isinstance(formula, str) and "~" in formula and _DOT.search(formula.split("~", 1)[1]):
+        lhs, rhs = formula.split("~", 1)
+        others = [str(c) for c in df.columns if str(c) not in _names_in(lhs.strip() or "0")]
+        formula = f"{lhs}~" + _DOT.sub("(" + " + ".join(others) + ")", rhs)
     try:
         desc = patsy.ModelDesc.from_formula(to_patsy(formula))
     except patsy.PatsyError as e:
@@ -238,10 +244,12 @@ def build_design(formula: str, data: Any, env: Mapping[str, Any] | None = None) 
                         f"{', '.join(map(str, rows[:10]))}{' ...' if len(rows) > 10 else ''} "
                         f"(a log or division of zero or a negative number?)")
     info = X.design_info
-    X = X.rename(columns=r_name)
-    term_columns = {r_name(t.name()) if t.factors else "(Intercept)": tuple(r_name(c) for c in info.column_names[s])
-                    for t, s in info.term_slices.items()}
-    return Design(formula=formula, response=r_name(y.design_info.column_names[0]), y=yv, X=X,
+    # patsy groups terms by their numeric factors (categorical-only terms first); R keeps the formula's order
+    # within each interaction order, which desc.rhs_termlist holds: put the columns in that order
+    term_columns = {r_name(t.name()) if t.factors else "(Intercept)":
+                    tuple(r_name(c) for c in info.column_names[info.term_slices[t]]) for t in desc.rhs_termlist}
+    X = X.rename(columns=r_name)[[c for cols in term_columns.values() for c in cols]]
+    return Design(formula=formula_in, response=r_name(y.design_info.column_names[0]), y=yv, X=X,
                   terms=tuple(term_columns), term_columns=term_columns, variables=tuple(used),
                   rows=X.index, design_info=info)
 
@@ -271,4 +279,4 @@ def design_matrix(design: Design, newdata: Any, env: Mapping[str, Any] | None = 
     if bad.any():
         raise DataError(f"{design.formula!r} gives non-finite terms for the new data at rows "
                         f"{', '.join(map(str, list(X.index[bad])[:10]))}")
-    return X.rename(columns=r_name)
+    return X.rename(columns=r_name)[list(design.X.columns)]

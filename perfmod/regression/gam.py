@@ -30,7 +30,7 @@ import pandas as pd
 
 from .formula import DataError, FormulaError, as_frame, check_finite
 
-__all__ = ["GAMFit", "gam", "PENALTY_GRID"]
+__all__ = ["GAMFit", "gam", "compare_with_lm", "PENALTY_GRID"]
 
 #: penalty factors tried (relative to each smooth's basis scale); GCV picks one
 PENALTY_GRID = tuple(10.0 ** np.arange(-6, 4.5, 0.5))
@@ -160,3 +160,48 @@ def gam(response: str, data: Any, smooth: Sequence[str], linear: Sequence[str] =
     return GAMFit(response=response, smooth=smooth, linear=linear, results=res, alpha=lam * scale, edf=edf, rss=rss,
                   rse=float(np.sqrt(rss / (n - edf))), gcv=gcv,
                   ranges={v: (float(d[v].min()), float(d[v].max())) for v in smooth})
+
+
+def compare_with_lm(formula: str, data: Any, smooth: Sequence[str], linear: Sequence[str] = (),
+                    test_size: float | int = 0.2, groups: str | None = None, seed: int = 0,
+                    df: int = 8) -> pd.DataFrame:
+    """The paper's check (001 §5.1.3, §5.2.3): a linear model and a GAM of the same variables, same split.
+
+    Both are fitted on the training part of one hold-out split
+    (:func:`~perfmod.regression.crossval.holdout_split`) and predict the held-out
+    rows; held-out rows outside the GAM's training range of a smoothed variable
+    are left out of both scores (counted in ``n_outside``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``lm`` and ``gam``: ``rse_train`` (RSE; for the GAM with its effective
+        df), ``rmse_validation``, ``n_validation``, ``n_outside``, and
+        ``max_rel_diff`` / ``median_rel_diff``: |lm - gam| / |gam| over the scored
+        held-out rows (same value on both rows).
+    """
+    from .crossval import holdout_split
+    from .linear import lm
+
+    d = as_frame(data)
+    tr, te = holdout_split(d, test_size, groups, seed)
+    m = lm(formula, d.loc[tr])
+    g = gam(formula.split("~", 1)[0].strip(), d.loc[tr], smooth, linear, df=df)
+    test = d.loc[te]
+    inside = np.ones(len(test), dtype=bool)
+    for v in g.smooth:
+        lo, hi = g.ranges[v]
+        inside &= ((test[v] >= lo) & (test[v] <= hi)).to_numpy()
+    test = test[inside]
+    if test.empty:
+        raise DataError("no held-out row lies inside the GAM's training range; use a larger or grouped split")
+    y = test[g.response].to_numpy(float)
+    p_lm = m.predict(test)["fit"].to_numpy()
+    p_gam = g.predict(test)["fit"].to_numpy()
+    rel = np.abs(p_lm - p_gam) / np.abs(p_gam)
+    common = {"n_validation": len(test), "n_outside": int((~inside).sum()), "max_rel_diff": float(rel.max()),
+              "median_rel_diff": float(np.median(rel))}
+    return pd.DataFrame({
+        "lm": {"rse_train": m.rse, "rmse_validation": float(np.sqrt(np.mean((y - p_lm) ** 2))), **common},
+        "gam": {"rse_train": g.rse, "rmse_validation": float(np.sqrt(np.mean((y - p_gam) ** 2))), **common},
+    }).T

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 from scipy import linalg, stats
 
 from .formula import DataError, Design, FormulaError, build_design, design_matrix
@@ -154,6 +155,8 @@ class LinearModel:
         ----------
         newdata : DataFrame, xarray.Dataset or mapping, optional
             Values of the right-hand side's variables; the training data when omitted.
+            A Dataset may hold them as data variables or coordinates (a sweep grid):
+            the result is then a Dataset over the same dimensions.
         interval : {"none", "confidence", "prediction"}
             ``confidence``: interval of the mean response at x,
             fit +- t * s * sqrt(x'(X'X)^-1 x); ``prediction``: interval of a new
@@ -169,9 +172,17 @@ class LinearModel:
 
         Returns
         -------
-        pandas.DataFrame
+        pandas.DataFrame or xarray.Dataset
             ``fit`` (and ``lower``, ``upper`` with an interval), indexed like ``newdata``.
         """
+        if isinstance(newdata, xr.Dataset):
+            frame = newdata.to_dataframe()
+            res = self.predict(frame.reset_index(), interval, level, scale, se_fit)
+            res.index = frame.index
+            out = res.to_xarray()
+            for v in out.data_vars:
+                out[v].attrs["long_name"] = f"{v} of {self.design.response} ({self.formula})"
+            return out
         if interval not in ("none", "confidence", "prediction"):
             raise ValueError(f"interval must be 'none', 'confidence' or 'prediction', not {interval!r}")
         if not 0 < level < 1:

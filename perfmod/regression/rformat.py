@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .linear import LinearModel
 
-__all__ = ["format_vec", "r_format", "r_format_c", "format_pval", "signif_stars", "format_summary"]
+__all__ = ["format_vec", "r_format", "r_format_c", "format_pval", "signif_stars", "format_summary", "format_anova"]
 
 EPS = float(np.finfo(float).eps)  # R's .Machine$double.eps, 2.220446e-16
 
@@ -141,7 +141,8 @@ def format_summary(m: LinearModel, digits: int = 4) -> str:
         labels = ["Min", "1Q", "Median", "3Q", "Max"]
         q = np.quantile(r, [0, 0.25, 0.5, 0.75, 1.0])
         mx = np.max(np.abs(q))
-        q = np.round(q, max(0, digits + 1 - int(np.ceil(np.log10(mx))))) if mx > 0 else q  # zapsmall
+        # R 4.2's zapsmall(q, digits + 1): round to digits + 1 - log10(max) decimals (R rounds that count)
+        q = np.round(q, max(0, int(np.rint(digits + 1 - np.log10(mx))))) if mx > 0 else q
         vals = format_vec(q, digits)
     else:
         labels = [str(i + 1) for i in range(len(r))]
@@ -153,9 +154,64 @@ def format_summary(m: LinearModel, digits: int = 4) -> str:
     lines += ["---", "Signif. codes:  0 \u2018***\u2019 0.001 \u2018**\u2019 0.01 \u2018*\u2019 0.05 \u2018.\u2019 "
               "0.1 \u2018 \u2019 1", ""]
     lines.append(f"Residual standard error: {r_format(m.rse, digits)} on {m.df_resid} degrees of freedom")
-    lines.append(f"Multiple R-squared:  {r_format_c(m.r2, digits)},\tAdjusted R-squared:  "
-                 f"{r_format_c(m.adj_r2, digits)} ")
-    if np.isfinite(m.fstat):
+    if m.f_df[0] > 0:  # R prints R^2 and F only when the model has terms beyond the intercept
+        lines.append(f"Multiple R-squared:  {r_format_c(m.r2, digits)},\tAdjusted R-squared:  "
+                     f"{r_format_c(m.adj_r2, digits)} ")
         lines.append(f"F-statistic: {r_format_c(m.fstat, digits)} on {m.f_df[0]} and {m.f_df[1]} DF,  "
                      f"p-value: {format_pval(m.f_pvalue, digits)}")
+    return "\n".join(lines) + "\n"
+
+
+def _zapsmall(x: np.ndarray, digits: int) -> np.ndarray:
+    """R 4.2's ``zapsmall``: round to ``digits - log10(max |x|)`` decimals (that count rounded, at least 0)."""
+    fin = np.abs(x[np.isfinite(x)])
+    mx = fin.max() if fin.size else 0.0
+    return np.round(x, max(0, int(np.rint(digits - np.log10(mx)))) if mx > 0 else digits)
+
+
+def format_anova(table, digits: int = 5) -> str:
+    """The text of R's ``print(anova(...))`` for a table from :func:`~perfmod.regression.anova`.
+
+    R's ``print.anova``: sums of squares zapped and shown with ``digits``
+    significant digits, F rounded to ``digits - 1`` decimals, p-values by
+    ``format.pval`` with ``digits - 1``, empty cells blank, significance stars.
+    """
+    cols = list(table.columns)
+    pcol = cols[-1] if cols[-1].startswith("Pr(") else None
+    tst = [c for c in cols if c in ("F", "F value")]
+    out: dict[str, list[str]] = {}
+    dig_tst = max(1, min(5, digits - 1))
+    for c in cols:
+        x = table[c].to_numpy(dtype=float)
+        ok = ~np.isnan(x)
+        cells = [""] * len(x)
+        if c == pcol:
+            vals = format_pval(x[ok], dig_tst)
+        elif c in tst:
+            vals = format_vec(np.round(x[ok], dig_tst), digits)
+        else:
+            xz = x[ok] if c.endswith("Df") else _zapsmall(x[ok], digits)
+            vals = format_vec(xz, digits)
+            vals = [format_vec([v], max(1, digits - 1))[0] if v != 0 and float(s) == 0 else s
+                    for v, s in zip(x[ok], vals, strict=True)]  # R's fix for non-zero values shown as 0
+        for i, v in zip(np.flatnonzero(ok), vals, strict=True):
+            cells[i] = v
+        out[c] = cells
+    stars = [signif_stars(p) if pcol and not np.isnan(p) else "" for p in
+             (table[pcol].to_numpy(float) if pcol else np.full(len(table), np.nan))]
+    sw = max((len(s) for s in stars), default=0)
+    names = [str(i) for i in table.index]
+    nw = max(len(n) for n in names)
+    widths = {c: max(len(c), *(len(v) for v in out[c])) for c in cols}
+    if "formulas" in table.attrs:
+        head = ["Analysis of Variance Table", ""] + [f"Model {k}: {f}" for k, f in table.attrs["formulas"].items()]
+    else:
+        head = table.attrs.get("heading", "Analysis of Variance Table").split("\n")
+    lines = head + [" " * nw + " " + " ".join(c.rjust(widths[c]) for c in cols) + (" " + " " * sw if sw else "")]
+    for i, n in enumerate(names):
+        lines.append(n.ljust(nw) + " " + " ".join(out[c][i].rjust(widths[c]) for c in cols)
+                     + (" " + stars[i].ljust(sw) if sw else ""))
+    if sw:
+        lines += ["---", "Signif. codes:  0 \u2018***\u2019 0.001 \u2018**\u2019 0.01 \u2018*\u2019 0.05 "
+                  "\u2018.\u2019 0.1 \u2018 \u2019 1"]
     return "\n".join(lines) + "\n"

@@ -31,10 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 from scipy import stats
 
 from .. import paperdata
-from ..regression import PublishedModel, anova_table, prediction_errors
+from ..io import annotate
+from ..regression import LinearModel, PublishedModel, anova_table, prediction_errors
 
 __all__ = [
     "MODELS",
@@ -50,6 +52,8 @@ __all__ = [
     "validation_table",
     "validation_statistics",
     "interval_evidence",
+    "validation_dataset",
+    "compare_coefficients",
 ]
 
 PAPER = "shared/papers/001_10099451130f018d.txt"
@@ -293,3 +297,51 @@ def _same_printed(stated: float, rse: float | None) -> bool:
     if rse is None:
         return False
     return round(stated, _decimals(rse)) == rse
+
+
+#: validation table -> (quantity name in datasets, long name, SI unit, factor from the paper's unit to SI)
+QUANTITY: dict[int, tuple[str, str, str, float]] = {
+    4: ("t_iter", "time per iteration (shared memory, Model C)", "s", 1e-3),
+    7: ("t_iter", "time per iteration (distributed memory, full model)", "s", 1e-3),
+    12: ("t_track", "mean time per tracking iteration (Model 1)", "s", 1.0),
+    13: ("power_max", "maximum power per GPU (power model)", "W", 1e-3),
+    14: ("energy", "mean energy per tracking iteration per GPU (energy model)", "J", 1e-3),
+}
+
+
+def validation_dataset(table: int, level: float = 0.95) -> xr.Dataset:
+    """A validation table as a dataset in SI units (``<q>_measured``, ``<q>_predicted``, bounds), dim ``case``.
+
+    Variables: ``<q>_measured``, ``<q>_predicted`` (the printed fit), ``<q>_ci_lower``,
+    ``<q>_ci_upper`` (the printed, confidence, interval), ``<q>_pi_lower``,
+    ``<q>_pi_upper`` (prediction interval rebuilt by :func:`validation_table`);
+    ``q`` is ``t_iter``, ``t_track``, ``power_max`` or ``energy`` (s, s, W, J).
+    """
+    g = validation_table(table, level)
+    q, long, unit, k = QUANTITY[table]
+    cols = {"measured": "measured", "predicted": "fit", "ci_lower": "lower", "ci_upper": "upper",
+            "pi_lower": "pi_lower", "pi_upper": "pi_upper"}
+    ds = xr.Dataset({f"{q}_{name}": ("case", g[col].to_numpy() * k) for name, col in cols.items()},
+                    coords={"case": g.index.to_numpy()})
+    words = {"measured": "measured", "predicted": "predicted (fit)", "ci_lower": "lower 95 % confidence bound",
+             "ci_upper": "upper 95 % confidence bound", "pi_lower": "lower 95 % prediction bound (rebuilt)",
+             "pi_upper": "upper 95 % prediction bound (rebuilt)"}
+    meta = {f"{q}_{n}": (unit, f"{words[n]} {long}") for n in cols}
+    meta["case"] = ("1", f"row of Table {table}")
+    return annotate(ds, study="sasidharan_published", source=f"{PAPER} Table {table}",
+                    parameters={"table": table, "level": level, "model": VALIDATION[table][0]}, meta=meta)
+
+
+def compare_coefficients(model: LinearModel, table: int) -> pd.DataFrame:
+    """A local fit's coefficient table beside the paper's (same R term names; NaN where one lacks a term).
+
+    Columns ``Estimate``, ``Std.Error``, ``Pr(>|t|)`` of the local ``model`` and
+    ``paper_Estimate``, ``paper_Std.Error``, ``paper_Pr(>|t|)``; rows in the
+    paper's order, then any terms only the local model has.  Values are in each
+    fit's own units: compare signs and significance, not magnitudes, unless
+    the local variables are in the paper's units.
+    """
+    local = model.coef_table()[["Estimate", "Std.Error", "Pr(>|t|)"]]
+    paper = coefficient_table(table)[["Estimate", "Std.Error", "Pr(>|t|)"]].add_prefix("paper_")
+    order = list(paper.index) + [t for t in local.index if t not in paper.index]
+    return local.join(paper, how="outer").loc[order]

@@ -13,7 +13,9 @@ models <- list(
   E = y ~ X2:X1 + X3 + X1,                 # term order and interaction naming
   F = y ~ X1 + X2 - 1,                     # no intercept (uncentred R^2, F on p df)
   G = log(y) ~ X1 + I(1/X1) + X2,          # log response, I() with division
-  H = y ~ X1 + I(X1^2)                     # nested in B and C
+  H = y ~ X1 + I(X1^2),                    # nested in B and C
+  I = y ~ X1 * gpu + I(X1^2),              # a factor: treatment contrasts (gpuP100), R's term order
+  J = y ~ .                                # every other column
 )
 fits <- lapply(models, lm, data = d)
 ver <- R.version.string
@@ -58,7 +60,7 @@ t1 <- function(m) {
   data.frame(model = m, term = rownames(a), df = a[, "Df"], sum_sq = g(a[, "Sum Sq"]), mean_sq = g(a[, "Mean Sq"]),
              f = g(a[, "F value"]), p = g(a[, "Pr(>F)"]))
 }
-put(rbind(t1("C"), t1("D"), t1("E")), "reference_anova_type1.csv", "anova(m) of one model: sequential (Type-I) table")
+put(rbind(t1("C"), t1("D"), t1("E"), t1("I")), "reference_anova_type1.csv", "anova(m) of one model: sequential (Type-I) table")
 
 pr <- function(m, interval, level) {
   p <- predict(fits[[m]], newdata = nd, interval = interval, level = level, se.fit = TRUE)
@@ -66,9 +68,16 @@ pr <- function(m, interval, level) {
              lwr = g(p$fit[, "lwr"]), upr = g(p$fit[, "upr"]), se_fit = g(p$se.fit))
 }
 put(rbind(pr("C", "confidence", 0.95), pr("C", "prediction", 0.95), pr("G", "confidence", 0.95),
-          pr("G", "prediction", 0.9), pr("B", "prediction", 0.95)),
+          pr("G", "prediction", 0.9), pr("B", "prediction", 0.95), pr("I", "confidence", 0.99)),
     "reference_predict.csv", "predict(m, newdata, interval =, level =, se.fit = TRUE) on newdata.csv")
 
 con <- header("summary_C.txt", "print(summary(lm(y ~ (X1 + I(X1^2)) * X2 * X3, data = d)))")
 writeLines(capture.output(print(summary(lm(y ~ (X1 + I(X1^2)) * X2 * X3, data = d)))), con)
+close(con)
+con <- header("summary_null.txt", "print(summary(lm(y ~ 1, data = d))): no R^2 or F lines without terms")
+writeLines(capture.output(print(summary(lm(y ~ 1, data = d)))), con)
+close(con)
+con <- header("anova_print.txt", "print(anova(H, B, C)); print(anova(A, B, C)); print(anova(C)); print(anova(C, H))")
+writeLines(capture.output(print(anova(fits$H, fits$B, fits$C)), print(anova(fits$A, fits$B, fits$C)),
+                          print(anova(fits$C)), print(anova(fits$C, fits$H))), con)
 close(con)

@@ -1,0 +1,201 @@
+"""Paper 003's TRITON study transposed to this machine (§III-B, §V-C/D/E, Figures 3-5).
+
+Flood events are synthetic terrains with an inflow (:data:`perfmod.proxies.swe.EVENTS`),
+each at several resolutions made by averaging squares of cells of the finest
+DEM, as the paper does.  For each target event (one "experiment"):
+
+1. the BSP parameters with the reduction term (Eq. 6) are fitted on the runs
+   of the *other* events, K_w per event (TRITON's K_w depends on the
+   scenario: dry cells skip most of the work), O_h, O_w and the
+   communication and other parameters shared;
+2. one coarse single-rank run of the target gives its K_w
+   (:func:`perfmod.bsp.kw_from_coarse_run`) and its iteration count, scaled
+   to the finer resolutions by the cell-size ratio
+   (:func:`perfmod.bsp.scaled_iterations`);
+3. the model predicts the target's other runs; the finer ones, not
+   oversubscribed, are the held-out cases.
+
+The default design follows the paper's Stampede2 experiments (§V-D): the
+coarse run has 4x fewer cells than the held-out resolution.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm.auto import tqdm
+
+from ..bsp import BSPFit, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
+from ..proxies.runner import run_mpi
+from ..proxies.swe import EVENTS
+from .sharif_gol import LONG, QUANTITIES
+
+PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
+
+__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "error_summary"]
+
+
+def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
+                   nprocs: Sequence[int], t_end: float, reps: int = 3, progress: bool = True) -> xr.Dataset:
+    """Run the flood proxy for every (event, factor, nprocs, rep).
+
+    ``factor`` coarsens the finest DEM of ``ny x nx`` cells of size ``dx`` (m);
+    ``t_end`` is the simulated time (s).  Repetitions are the outer loop, so a
+    slow spell of the machine spreads over all configurations instead of
+    spoiling one.
+    """
+    unknown = [e for e in events if e not in EVENTS]
+    if unknown:
+        raise ValueError(f"unknown flood events {unknown}; known: {', '.join(EVENTS)}")
+    for f in factors:
+        if f < 1 or ny % f or nx % f:
+            raise ValueError(f"coarsening factor {f} must be >= 1 and divide the finest grid {ny} x {nx}")
+    shape = (len(events), len(factors), len(nprocs), reps)
+    extra = ("steps", "wet_fraction", "mass")
+    data = {q: np.full(shape, np.nan) for q in (*QUANTITIES, *extra)}
+    halo = np.full((*shape, max(nprocs)), np.nan)
+    todo = [(r, e, f, p) for r in range(reps) for e in range(len(events)) for f in range(len(factors))
+            for p in range(len(nprocs))]
+    for r, e, f, p in tqdm(todo, desc="flood runs", disable=not progress):
+        res = run_mpi("perfmod.proxies.swe", int(nprocs[p]),
+                      ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
+                       "--t-end", t_end])
+        for q in data:
+            data[q][e, f, p, r] = res[q]
+        halo[e, f, p, r, :nprocs[p]] = res["t_halo_ranks"]
+    fac = np.asarray(factors)
+    p = np.asarray(nprocs)
+    dims = ("event", "factor", "nprocs", "rep")
+    attrs = {"steps": ("1", "time steps (iterations I)"), "wet_fraction": ("1", "final wet fraction"),
+             "mass": ("m3", "final water volume")}
+    ds = xr.Dataset(
+        {**{f"{q}_measured": (dims, data[q], {"units": "s", "long_name": f"measured {LONG[q]}"}) for q in QUANTITIES},
+         **{q: (dims, data[q], {"units": u, "long_name": ln}) for q, (u, ln) in attrs.items()},
+         "halo_time": ((*dims, "rank"), halo, {"units": "s", "long_name": "halo-exchange time of each rank"})},
+        coords={"event": list(events), "factor": fac, "nprocs": p, "rep": np.arange(reps),
+                "rank": np.arange(max(nprocs)),
+                "cells": ("factor", (ny // fac) * (nx // fac), {"units": "1", "long_name": "cells (C)"}),
+                "nx_cells": ("factor", nx // fac, {"units": "1", "long_name": "grid columns"}),
+                "cell_size": ("factor", dx * fac, {"units": "m", "long_name": "cell size"}),
+                "oversubscribed": ("nprocs", p > (os.cpu_count() or 1),
+                                   {"units": "1", "long_name": "more ranks than cores"})},
+    )
+    ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), finest_grid=f"{ny} x {nx}",
+                    finest_cell_size_m=float(dx), simulated_time_s=float(t_end))
+    return ds
+
+
+def _runs(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """Median over repetitions of each (event, factor, nprocs) run, flattened (event-major)."""
+    m = ds.median("rep")
+    ref = m.t_w_measured
+    out = {k: xr.broadcast(v, ref)[0].transpose(*ref.dims).values.ravel()
+           for k, v in (("C", m.cells), ("P", m.nprocs), ("nx", m.nx_cells), ("I", m.steps), ("event", m.event))}
+    out["H"] = np.where(out["P"] > 1, 2 * out["nx"], 0)  # halo cells per process: two rows (sharif_gol.halo_cells)
+    for q in ("t_w", "t_c", "t_o"):
+        out[q] = m[f"{q}_measured"].values.ravel()
+    return out
+
+
+def fit_events(ds: xr.Dataset, events: Sequence[str], nonneg: bool = False) -> BSPFit:
+    """Fit Eq. 1-3 and 6 on the medians of the runs of ``events``, K_w per event; oversubscribed runs left out.
+
+    O_i (other time per iteration) is held at 0: the proxy times every part of
+    a step as compute or communication, and the step count follows the cell
+    count, so runs at a few resolutions could not separate O_i from O_c.
+    """
+    sub = ds.sel(event=list(events), nprocs=~ds.oversubscribed.values)
+    r = _runs(sub)
+    return fit_bsp(r["C"], r["P"], r["I"], r["H"], r["t_w"], r["t_c"], r["t_o"], reduction=True, nonneg=nonneg,
+                   scenario=r["event"], fixed={"O_i": 0.0})
+
+
+def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None, nonneg: bool = False) -> xr.Dataset:
+    """One experiment: fit on the other events, K_w and I from one coarse run of ``target``, predict the rest.
+
+    ``coarse_factor`` picks the coarse run's resolution (default: the second
+    finest, so the held-out runs have 4x its cells); the coarse run is the
+    single-rank one.  Returns the target's runs over (``factor``, ``nprocs``)
+    with ``<q>_measured`` (median over repetitions) and ``<q>_predicted``,
+    relative errors, measured and predicted step counts, and the flags
+    ``used_for_kw`` and ``held_out`` (finer than the coarse run, not
+    oversubscribed); the fitted parameters are attributes.
+    """
+    if target not in ds.event.values:
+        raise ValueError(f"event {target!r} was not measured; measured: {', '.join(map(str, ds.event.values))}")
+    others = [str(e) for e in ds.event.values if e != target]
+    fit = fit_events(ds, others, nonneg)
+    factors = np.sort(ds.factor.values)
+    if coarse_factor is None:
+        coarse_factor = int(factors[1] if factors.size > 1 else factors[0])
+    if coarse_factor not in factors:
+        raise ValueError(f"coarse_factor {coarse_factor} was not measured; factors: {factors.tolist()}")
+    tgt = ds.sel(event=target)
+    p0 = int(tgt.nprocs.min())
+    coarse = tgt.sel(factor=coarse_factor, nprocs=p0).median("rep")
+    h0 = 2 * int(coarse.nx_cells) if p0 > 1 else 0
+    base = fit.params_for(k_w=1.0)
+    k_w = kw_from_coarse_run(float(coarse.cells), p0, float(coarse.steps), h0, float(coarse.t_w_measured),
+                             base.o_h, base.o_w)
+    params = fit.params_for(k_w=k_w)
+    f, p = xr.broadcast(tgt.factor, tgt.nprocs)
+    iters = scaled_iterations(float(coarse.steps), float(coarse.cell_size), tgt.cell_size * xr.ones_like(p))
+    cells = tgt.cells * xr.ones_like(p)
+    halo = xr.where(p > 1, 2 * tgt.nx_cells, 0)
+    t = bsp_times(cells, p, iters, halo, params)
+    med = tgt.median("rep")
+    out = xr.Dataset(coords={k: tgt.coords[k] for k in ("factor", "nprocs", "cells", "nx_cells", "cell_size",
+                                                         "oversubscribed")})
+    for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("t_total", "t_t")):
+        out[f"{q}_measured"] = med[f"{q}_measured"].assign_attrs(units="s", long_name=f"measured {LONG[q]} (median)")
+        out[f"{q}_predicted"] = t[key].transpose("factor", "nprocs").assign_attrs(
+            units="s", long_name=f"predicted {LONG[q]}")
+        out[f"{q}_error"] = ((out[f"{q}_predicted"] - out[f"{q}_measured"]) / out[f"{q}_measured"]).assign_attrs(
+            units="1", long_name=f"relative error of {LONG[q]}: (predicted - measured) / measured")
+    out["steps_measured"] = med.steps.assign_attrs(units="1", long_name="measured time steps (median)")
+    out["steps_predicted"] = iters.transpose("factor", "nprocs").assign_attrs(
+        units="1", long_name="time steps scaled from the coarse run by the cell-size ratio")
+    out["used_for_kw"] = ((f == coarse_factor) & (p == p0)).transpose("factor", "nprocs").assign_attrs(
+        units="1", long_name="the coarse run that gives K_w and I")
+    out["held_out"] = ((f < coarse_factor) & ~tgt.oversubscribed).transpose("factor", "nprocs").assign_attrs(
+        units="1", long_name="held-out case: finer than the coarse run, not oversubscribed")
+    out.attrs.update({f"fit_{k}": float(v) for k, v in vars(params).items()})
+    out.attrs["coarse_factor"] = int(coarse_factor)
+    out.attrs["trained_on"] = ", ".join(others)
+    return out
+
+
+def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse_factor: int | None = None,
+                    nonneg: bool = False) -> xr.Dataset:
+    """:func:`predict_event` for every target event (the paper's experiments), stacked over ``event``."""
+    targets = [str(e) for e in (ds.event.values if targets is None else targets)]
+    units = {"k_w": "cells/s", "k_b": "cells/s", "o_h": "s/cell", "o_c": "s/cell"}
+    parts = []
+    for tgt in targets:
+        res = predict_event(ds, tgt, coarse_factor, nonneg)
+        fitted = {f"fit_{k}": ("event", [res.attrs[f"fit_{k}"]],
+                               {"units": units.get(k, "s"), "long_name": f"{k} of the experiment (paper 003 Table I)"
+                                + (": from the target's coarse run" if k == "k_w" else ": fitted on the other events")})
+                  for k in PARAM_NAMES}
+        parts.append(res.drop_attrs(deep=False).expand_dims(event=[tgt]).assign(fitted))
+    out = xr.concat(parts, dim="event")
+    out["halo_time"] = ds.halo_time.sel(event=targets)
+    return out
+
+
+def error_summary(res: xr.Dataset) -> pd.DataFrame:
+    """Mean and largest |relative error| over the held-out cases, per quantity (the Figure 5a numbers)."""
+    rows = {}
+    mask = res.held_out.astype(bool)
+    for q in ("t_w", "t_c", "t_total", "steps"):
+        err = res[f"{q}_error"] if q != "steps" else (res.steps_predicted - res.steps_measured) / res.steps_measured
+        e = np.abs(err.where(mask)).values
+        e = e[np.isfinite(e)]
+        rows[q] = {"mean |error|": float(e.mean()) if e.size else np.nan,
+                   "max |error|": float(e.max()) if e.size else np.nan, "cases": int(e.size)}
+    return pd.DataFrame(rows).T
