@@ -1,0 +1,251 @@
+"""Message and collective times of a trace on a platform (paper 000 §2.1, §3.1, §3.2).
+
+Every point-to-point message gets its time from
+:func:`perfmod.comm.message.message_time`: the mode from the rank mapping
+(:func:`perfmod.topology.pair_modes`), the protocol from its size, and the
+model's k from the trace itself, per communication phase:
+
+- a phase is what a rank does between two collectives on ``MPI_COMM_WORLD``
+  (which every rank calls, so phases line up across ranks) or two iterations
+  (the ``iteration`` column), e.g. one halo exchange, or MiniMD's six swaps
+  of a timestep; phases are numbered per rank, so the k-th phase of every
+  rank is the same phase (a synthetic MiniMD iteration holds the forward
+  and the reverse exchange, which doubles K_inter and the counted K_total
+  and leaves k unchanged);
+- ``"maxrate"``: k = the most ranks of one node (inter-node messages) or of
+  one socket (intra- and inter-socket messages) that send in the phase,
+  the processes communicating at once of Eq. 2-3;
+- ``"kmodel"``: K_inter and K_total of the phase counted from its messages
+  by :func:`perfmod.topology.kmodel_counts_from` (Eq. 4; K_total as
+  counted, or by another ``k_total_rule``), k' = ranks per node;
+- ``"postal"`` and ``"loggp"`` need no k.
+
+Zero-byte messages are costed as 1 byte (the models need n > 0; the
+difference is one beta, about 1e-10 s).  Synchronous sends, and messages
+above the platform's eager threshold, use the rendezvous protocol.
+
+Collectives are costed by documented algorithms on the point-to-point model
+(:mod:`perfmod.comm.collectives`): allreduce by recursive doubling, reduce
+and broadcast by binomial trees (``collective_time``); in addition barrier
+by dissemination (``ceil(lg P)`` rounds of 1-byte messages), alltoall and
+alltoallv by pairwise exchange (P - 1 steps, rank r sends to r + s), gather
+and scatter by binomial trees carrying the subtree's data (``d * n`` bytes
+at distance d), allgather and reduce-scatter by a ring (P - 1 steps of n
+bytes).  Each step costs its slowest message, the mode of every pair from
+the mapping; under the max-rate and K-models one pair per node
+communicates per step (k = 1), as in :mod:`perfmod.comm.collectives`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..comm.collectives import ALGORITHMS, binomial_tree_steps, collective_time
+from ..comm.message import message_time
+from ..platforms import MODES, Platform
+from ..topology import kmodel_counts_from, node_of, pair_modes, socket_of
+from ..trace.core import COLLECTIVES, Call, Trace, _code_set
+from .matching import Collectives, Matching
+
+__all__ = ["REPLAY_MODELS", "event_phases", "MessageCosts", "message_costs", "collective_costs"]
+
+REPLAY_MODELS = ("postal", "maxrate", "kmodel", "loggp")
+
+
+def event_phases(trace: Trace) -> np.ndarray:
+    """Communication phase of every event (see the module docstring), numbered per rank from 0."""
+    n = len(trace)
+    boundary = np.zeros(n, dtype=bool)
+    coll = np.isin(trace.call, _code_set(COLLECTIVES)) & (trace.comm == 0)
+    boundary[1:] = coll[:-1]  # the event after a collective on MPI_COMM_WORLD starts a new phase
+    if trace.iteration is not None and n:
+        boundary[1:] |= trace.iteration[1:] != trace.iteration[:-1]
+    starts = trace.rank_ptr[:-1]
+    ph = np.cumsum(boundary)
+    first = np.zeros(n, dtype=np.int64)
+    first[starts[starts < n]] = 1
+    base = ph[np.maximum.accumulate(np.where(first.astype(bool), np.arange(n), 0))]
+    return (ph - base).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class MessageCosts:
+    """Per-message times and the counts behind them.
+
+    Attributes
+    ----------
+    time : numpy.ndarray of float64, shape (len(trace),)
+        Seconds of the message sent by each send event (0 elsewhere).
+    rndv : numpy.ndarray of bool, shape (len(trace),)
+        The send waits for its receive to be posted (rendezvous or synchronous).
+    mode : numpy.ndarray of int8
+        Mode code of each matched message (:data:`perfmod.platforms.MODES`).
+    phase : numpy.ndarray of int64
+        Phase of each message.
+    phases : dict
+        Per phase with messages: ``k_inter``, ``k_total``, ``k_prime``, ``k``
+        (K-model) or ``k_node``, ``k_socket`` (max-rate), as arrays.
+    """
+
+    time: np.ndarray
+    rndv: np.ndarray
+    mode: np.ndarray
+    phase: np.ndarray
+    phases: dict[str, np.ndarray]
+
+
+def _mapping_kw(plat: Platform, nprocs: int, mapping: str) -> dict[str, Any]:
+    return {"nnodes": math.ceil(nprocs / plat.ranks_per_node)} if mapping == "round_robin" else {}
+
+
+def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int) -> np.ndarray:
+    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase."""
+    key = np.unique(phase * (int(src.max(initial=0)) + 1) + src)
+    ph, s = key // (int(src.max(initial=0)) + 1), key % (int(src.max(initial=0)) + 1)
+    g = group[s]
+    gk, cnt = np.unique(ph * (int(group.max(initial=0)) + 1) + g, return_counts=True)
+    out = np.zeros(nph, dtype=np.int64)
+    np.maximum.at(out, gk // (int(group.max(initial=0)) + 1), cnt)
+    return out
+
+
+def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "kmodel", mapping: str = "block",
+                  k_total_rule: str = "counted", stencil: int | None = None) -> MessageCosts:
+    """Times of every matched and unmatched message sent in ``trace`` (see the module docstring)."""
+    if model not in REPLAY_MODELS:
+        raise ValueError(f"unknown model {model!r}; expected one of {REPLAY_MODELS}")
+    n = len(trace)
+    p = trace.nprocs
+    ev, src, dst = match.send_events, match.src, match.dst
+    nbytes = np.maximum(match.nbytes, 1).astype(np.float64)
+    kw = _mapping_kw(plat, p, mapping)
+    modes = pair_modes(src, dst, plat.ranks_per_node, plat.sockets_per_node, mapping=mapping, **kw)
+    phase_all = event_phases(trace)
+    phase = phase_all[ev]
+    nph = int(phase.max(initial=-1)) + 1
+    times = np.zeros(ev.size)
+    info: dict[str, np.ndarray] = {}
+    extra: dict[str, np.ndarray] = {}
+    if model == "kmodel" and ev.size:
+        ki, kt, kp = np.zeros(nph), np.ones(nph), np.full(nph, float(min(plat.ranks_per_node, p)))
+        order = np.argsort(phase, kind="stable")
+        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
+        for f in np.flatnonzero(np.diff(bounds)).tolist():
+            sel = order[bounds[f]:bounds[f + 1]]
+            c = kmodel_counts_from(src[sel], dst[sel], p, plat.ranks_per_node, mapping=mapping, stencil=stencil,
+                                   k_total_rule=k_total_rule)
+            ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
+        info = {"k_inter": ki, "k_total": kt, "k_prime": kp, "k": ki / kt * kp}
+        extra = {"k_inter": ki[phase], "k_total": kt[phase], "k_prime": kp[phase]}
+    elif model == "maxrate" and ev.size:
+        nodes = node_of(np.arange(p), plat.ranks_per_node, mapping, **kw)
+        sockets = socket_of(np.arange(p), plat.ranks_per_node, plat.sockets_per_node, mapping, **kw)
+        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph), 1)
+        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph), 1)
+        info = {"k_node": k_node, "k_socket": k_sock}
+    for code, mode in enumerate(MODES):
+        sel = modes == code
+        if not sel.any():
+            continue
+        mkw: dict[str, Any] = {k: v[sel] for k, v in extra.items()}
+        if model == "maxrate":
+            mkw["k"] = (info["k_node"] if mode == "inter_node" else info["k_socket"])[phase[sel]].astype(float)
+        times[sel] = message_time(nbytes[sel], mode, plat, model=model, **mkw)
+    time = np.zeros(n)
+    time[ev] = times
+    rndv = np.zeros(n, dtype=bool)
+    rndv[ev] = match.nbytes > plat.eager_max_bytes
+    rndv |= np.isin(trace.call, _code_set({Call.SSEND, Call.ISSEND}))
+    return MessageCosts(time, rndv, modes, phase, info)
+
+
+def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, plat: Platform,
+               model: str, mapping: str, nprocs: int) -> float:
+    """Sum over steps of the slowest message; ``pairs`` = (src, dst, nbytes) in communicator ranks."""
+    kw = _mapping_kw(plat, nprocs, mapping)
+    total = 0.0
+    m = "maxrate" if model == "kmodel" else model
+    for s, d, nb in pairs:
+        if s.size == 0:
+            continue
+        modes = pair_modes(members[s], members[d], plat.ranks_per_node, plat.sockets_per_node, mapping=mapping, **kw)
+        worst = 0.0
+        for code in np.unique(modes).tolist():
+            sel = modes == code
+            t = message_time(np.maximum(nb[sel], 1).astype(float), MODES[code], plat, model=m,
+                             k=1 if m == "maxrate" else None)
+            worst = max(worst, float(np.max(t)))
+        total += worst
+    return total
+
+
+def _steps(op: int, size: int, nbytes: int, counts: np.ndarray | None) -> list:
+    r = np.arange(size)
+    full = lambda a: np.full(a.size, nbytes, dtype=np.int64)  # noqa: E731
+    if op == Call.BARRIER:
+        out, d = [], 1
+        while d < size:
+            out.append((r, (r + d) % size, np.ones(size, np.int64)))
+            d <<= 1
+        return out
+    if op in (Call.ALLTOALL, Call.ALLTOALLV):
+        out = []
+        for s in range(1, size):
+            dst = (r + s) % size
+            nb = full(r) if counts is None else counts[r, dst]
+            out.append((r, dst, nb))
+        return out
+    if op in (Call.ALLGATHER, Call.REDUCE_SCATTER):
+        return [(r, (r + 1) % size, full(r))] * (size - 1)
+    if op in (Call.GATHER, Call.SCATTER):
+        out = []
+        for a, b in binomial_tree_steps(size):
+            dist = abs(int(b[0] - a[0])) if a.size else 1
+            out.append((a, b, np.full(a.size, nbytes * dist, np.int64)))
+        return out if op == Call.GATHER else [(b, a, nb) for a, b, nb in out[::-1]]
+    steps = ALGORITHMS[{Call.ALLREDUCE: "allreduce", Call.REDUCE: "reduce", Call.BCAST: "bcast"}[Call(op)]](size)
+    return [(a, b, full(a)) for a, b in steps]
+
+
+def collective_costs(trace: Trace, coll: Collectives, plat: Platform, model: str = "kmodel",
+                     mapping: str = "block") -> np.ndarray:
+    """Seconds of each collective instance (see the module docstring for the algorithms)."""
+    cost = np.zeros(coll.call.size)
+    cache: dict[tuple[int, int, int], float] = {}
+    names = {Call.ALLREDUCE: "allreduce", Call.REDUCE: "reduce", Call.BCAST: "bcast"}
+    for k in range(coll.call.size):
+        op, nb, comm, size = int(coll.call[k]), int(coll.nbytes[k]), int(coll.comm[k]), int(coll.size[k])
+        if size == 1:
+            continue
+        if op == Call.ALLTOALLV:
+            counts = _alltoallv_counts(trace, coll, k)
+            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), plat, model, mapping,
+                                 trace.nprocs)
+            continue
+        key = (op, nb, comm)
+        if key not in cache:
+            if comm == 0 and op in names and mapping == "block":  # collective_time maps ranks in blocks
+                m = "maxrate" if model == "kmodel" else model
+                cache[key] = float(collective_time(names[Call(op)], float(max(nb, 1)), size, plat, model=m,
+                                                   mapping=mapping))
+            else:
+                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping,
+                                        trace.nprocs)
+        cost[k] = cache[key]
+    return cost
+
+
+def _alltoallv_counts(trace: Trace, coll: Collectives, k: int) -> np.ndarray:
+    """Bytes matrix ``[from, to]`` (communicator ranks) of ALLTOALLV instance ``k``."""
+    members = trace.comm_ranks(int(coll.comm[k]))
+    evs = np.flatnonzero(coll.inst == k)
+    pos = np.searchsorted(np.sort(members), trace.rank[evs])
+    local = np.argsort(members)[pos]
+    mat = np.zeros((members.size, members.size), dtype=np.int64)
+    for li, e in zip(local.tolist(), evs.tolist(), strict=True):
+        mat[li] = trace.aux[trace.aux_ptr[e]:trace.aux_ptr[e + 1]]
+    return mat

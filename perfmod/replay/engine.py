@@ -1,0 +1,279 @@
+"""Trace-driven, node-aware replay of MPI communication (paper 000 §2.2, §3.2).
+
+Paper: ``shared/papers/000_95042cffe07dd549.txt``.  NACoM replays DUMPI
+traces in TraceR-CODES with an analytical model computing "how long a
+message takes to traverse the network" (§2.2), node-aware: separate
+parameters for intra-socket, inter-socket and inter-node messages and the
+max-rate / K-model for processes sharing the network (§3.2).
+:func:`replay` is the Python counterpart on one process: matching
+(:mod:`perfmod.replay.matching`), message and collective times
+(:mod:`perfmod.replay.costs`) and the compiled event loop
+(:mod:`perfmod.replay.kernel`, whose docstring states the timing rules).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..io import provenance_attrs
+from ..platforms import MODES, Platform, load
+from ..trace.core import CALL_NAMES, NO_PEER, Call, Trace
+from ..trace.requests import resolve_requests
+from .costs import REPLAY_MODELS, collective_costs, message_costs
+from .kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
+from .matching import ReplayError, collective_instances, match_messages
+
+__all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
+
+
+class DeadlockError(ReplayError):
+    """The replay cannot go on: ranks wait for something no rank will do (``details``: one dict per rank)."""
+
+
+class ReplayWarning(UserWarning):
+    """Something in the trace MPI would tolerate but a replay should mention (unmatched eager sends, ...)."""
+
+
+def _compute_times(trace: Trace, compute: Any) -> np.ndarray:
+    if compute is None:
+        return trace.compute
+    if callable(compute):
+        return trace.with_compute(np.asarray(compute(trace), dtype=np.float64)).compute
+    return trace.with_compute(np.broadcast_to(np.asarray(compute, dtype=np.float64), trace.compute.shape)).compute
+
+
+def _dynamic_args(match: Any, n: int) -> tuple:
+    """Kernel arguments for run-time matching (empty when every message was matched beforehand)."""
+    d = match.dynamic
+    if d is None:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e, e, e, 0, e, e
+    return (d.sgrp, d.rgrp, d.stag, d.rsrc, d.rtag, d.ngroups, np.full(n, -1, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64))
+
+
+def _check_truncation(trace: Trace, match: Any) -> None:
+    """MPI_ERR_TRUNCATE among the messages the kernel matched to wildcard receivers."""
+    send = np.flatnonzero((match.dynamic.sgrp >= 0) & (match.pdst >= 0))
+    recv = match.pdst[send]
+    rbytes = trace.nbytes[recv].copy()
+    sr = trace.call[recv] == Call.SENDRECV
+    rbytes[sr] = trace.aux[trace.aux_ptr[recv[sr]] + 1]
+    bad = np.flatnonzero(rbytes < trace.nbytes[send])
+    if bad.size:
+        i, j = int(send[bad[0]]), int(recv[bad[0]])
+        raise ReplayError(f"{trace._at(j)}: receive buffer of {int(rbytes[bad[0]])} B is smaller than the "
+                          f"{int(trace.nbytes[i])} B message from rank {int(trace.rank[i])} (tag "
+                          f"{int(trace.tag[i])}) it matched: MPI_ERR_TRUNCATE in {bad.size} receives")
+
+
+def _describe(trace: Trace, i: int) -> dict[str, Any]:
+    c = int(trace.call[i])
+    d = {"rank": int(trace.rank[i]), "event": int(trace.seq[i]), "call": CALL_NAMES.get(c, str(c)),
+         "comm": int(trace.comm[i])}
+    if int(trace.peer[i]) != NO_PEER:
+        d["peer"] = int(trace.peer[i])
+    if c in (Call.SEND, Call.RECV, Call.ISEND, Call.IRECV, Call.SSEND, Call.ISSEND, Call.SENDRECV):
+        d["tag"], d["nbytes"] = int(trace.tag[i]), int(trace.nbytes[i])
+    if trace.line is not None and trace.line[i] >= 0:
+        d["line"] = int(trace.line[i])
+    return d
+
+
+def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, match: Any, coll: Any, reqs: Any,
+              spost: np.ndarray, rpost: np.ndarray, sdone: np.ndarray) -> DeadlockError:
+    blocked = np.flatnonzero(pc < end)
+    details = []
+    for r in blocked.tolist():
+        i = int(pc[r])
+        d = _describe(trace, i)
+        c = int(trace.call[i])
+        why = []
+        if c in (Call.RECV, Call.SENDRECV):
+            k = int(match.psrc[i])
+            why.append("no matching send in the trace" if k == -1 else
+                       f"its message (rank {int(trace.rank[k])} event {int(trace.seq[k])}) is not sent")
+        if c in (Call.SEND, Call.SSEND, Call.SENDRECV) and np.isnan(sdone[i]):
+            j = int(match.pdst[i])
+            why.append("no matching receive in the trace" if j == -1 else
+                       f"rendezvous: rank {int(trace.rank[j])} has not posted the receive (event {int(trace.seq[j])})")
+        if Call.WAIT <= c <= Call.TESTSOME:
+            for q in range(int(reqs.ref_ptr[i]), int(reqs.ref_ptr[i + 1])):
+                e = int(reqs.created[q])
+                if trace.call[e] == Call.IRECV:
+                    k = int(match.psrc[e])
+                    if k == -1:
+                        why.append(f"request of Irecv event {int(trace.seq[e])} (source {int(trace.peer[e])}, "
+                                   f"tag {int(trace.tag[e])}): no matching send in the trace")
+                    elif k >= 0 and np.isnan(sdone[k]):
+                        why.append(f"request of Irecv event {int(trace.seq[e])} (source {int(trace.peer[e])}, "
+                                   f"tag {int(trace.tag[e])}): not yet sent")
+                elif np.isnan(sdone[e]):
+                    j = int(match.pdst[e])
+                    why.append(f"request of {CALL_NAMES[int(trace.call[e])]} event {int(trace.seq[e])} (dest "
+                               f"{int(trace.peer[e])}, tag {int(trace.tag[e])}): "
+                               + ("no matching receive in the trace" if j == -1 else "receive not posted"))
+        if coll.inst[i] >= 0:
+            k = int(coll.inst[i])
+            why.append(f"collective #{k} on communicator {int(coll.comm[k])}: not every member reaches it")
+        d["waiting_for"] = "; ".join(why)
+        details.append(d)
+    lines = [f"rank {d['rank']} event {d['event']} {d['call']}"
+             + (f" peer {d['peer']}" if "peer" in d else "") + (f" tag {d['tag']}" if "tag" in d else "")
+             + (f" (line {d['line']})" if "line" in d else "") + f": {d['waiting_for']}" for d in details[:8]]
+    more = f"\n  ... and {len(details) - 8} more ranks" if len(details) > 8 else ""
+    return DeadlockError(f"{trace.source or 'trace'}: replay deadlocks with {len(details)} of {trace.nprocs} "
+                         "ranks blocked:\n  " + "\n  ".join(lines) + more, details)
+
+
+def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, mapping: str = "block",
+           compute: Callable[[Trace], np.ndarray] | float | np.ndarray | None = None, unknown: str = "skip",
+           k_total_rule: str = "counted", stencil: int | None = None, validate: bool = True) -> xr.Dataset:
+    """Replay ``trace`` on ``platform`` with a node-aware communication model.
+
+    Parameters
+    ----------
+    trace : Trace
+        The events (:mod:`perfmod.trace`).
+    platform : Platform or str
+        A platform or its name (:func:`perfmod.platforms.load`): ranks per
+        node and socket, protocol thresholds, model parameters.
+    model : {"kmodel", "postal", "maxrate", "loggp"}
+        Point-to-point model (:mod:`perfmod.replay.costs` says how k is counted).
+    mapping : {"block", "round_robin"}
+        Rank placement on nodes.
+    compute : callable, float, array or None
+        Computation between calls: None keeps the trace's ``compute``; a
+        callable ``f(trace) -> seconds per event`` is a compute model (e.g.
+        a skeleton's region models); a float or array replaces the values.
+    unknown : {"skip", "error"}
+        What to do with MPI calls the reader did not know (``Call.OTHER``):
+        count and skip them (reported in the ``unknown_calls`` attribute),
+        or raise :class:`ReplayError` listing them.
+    k_total_rule : str
+        K_total rule for the K-model (:func:`perfmod.topology.kmodel_counts_from`);
+        ``"counted"`` takes it from the trace.
+    stencil : int, optional
+        Neighbour count for ``k_total_rule="kprime_x_stencil"``.
+    validate : bool
+        Validate the trace first (:meth:`Trace.validate`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``rank``: ``comm_time`` (send + recv + wait + collective),
+        ``send_time``, ``recv_time`` (Recv and Sendrecv), ``wait_time``
+        (waits and tests), ``collective_time``, ``compute_time``,
+        ``total_time`` (the rank's clock at its last event); over (``rank``,
+        ``mode``): ``messages`` and ``bytes_sent``; over (``rank``,
+        ``iteration``) when the trace numbers iterations:
+        ``comm_time_iteration``; per phase the counts behind k.  Times in
+        seconds.
+
+    Raises
+    ------
+    DeadlockError
+        Ranks block forever; the message names the ranks, calls, peers and
+        tags and what each waits for.
+    ReplayError
+        Truncated messages, mismatched collectives, or unknown calls with
+        ``unknown="error"``.
+    """
+    plat = load(platform) if isinstance(platform, str) else platform
+    if model not in REPLAY_MODELS:
+        raise ValueError(f"unknown model {model!r}; expected one of {REPLAY_MODELS}")
+    if unknown not in ("skip", "error"):
+        raise ValueError(f"unknown must be 'skip' or 'error', got {unknown!r}")
+    if validate:
+        trace.validate(requests=False)  # resolve_requests below checks the requests
+    other = trace.call == Call.OTHER
+    unknown_calls: dict[str, int] = {}
+    if other.any():
+        idx, cnt = np.unique(trace.peer[other], return_counts=True)
+        unknown_calls = {trace.other_names[int(i)]: int(c) for i, c in zip(idx, cnt, strict=True)}
+        if unknown == "error":
+            first = int(np.flatnonzero(other)[0])
+            raise ReplayError(f"{trace._at(first)}: unknown MPI calls in the trace: "
+                              + ", ".join(f"{k} x{v}" for k, v in unknown_calls.items()),
+                              [{"call": k, "count": v} for k, v in unknown_calls.items()])
+    comp = _compute_times(trace, compute)
+    reqs = resolve_requests(trace)
+    match = match_messages(trace)
+    coll = collective_instances(trace)
+    costs = message_costs(trace, match, plat, model, mapping, k_total_rule, stencil)
+    inst_cost = collective_costs(trace, coll, plat, model, mapping)
+    n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
+    iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
+    rank_ptr = trace.rank_ptr
+    status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
+        rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
+        coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
+        *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
+        *_dynamic_args(match, len(trace)))
+    if status != STATUS_OK:
+        raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
+    if match.dynamic is not None:
+        _check_truncation(trace, match)
+    unmatched = int(np.count_nonzero(match.pdst[match.send_events] == -1))
+    if unmatched:
+        warnings.warn(f"{trace.source or 'trace'}: {unmatched} eager sends have no matching receive "
+                      "(replayed as sent)", ReplayWarning, stacklevel=2)
+    if reqs.never_completed.size:
+        warnings.warn(f"{trace.source or 'trace'}: {reqs.never_completed.size} requests are never waited for "
+                      f"(first: {trace._at(int(reqs.never_completed[0]))})", ReplayWarning, stacklevel=2)
+    return _dataset(trace, plat, model, mapping, acc, clock, iter_comm if n_iter else None, match, costs,
+                    unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
+
+
+def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,
+             iter_comm: np.ndarray | None, match: Any, costs: Any, unknown_calls: dict[str, int],
+             k_total_rule: str, unmatched: int, never_completed: int) -> xr.Dataset:
+    p = trace.nprocs
+    nm = len(MODES)
+    key = match.src * nm + costs.mode.astype(np.int64)
+    msgs = np.bincount(key, minlength=p * nm).reshape(p, nm)
+    nbytes = np.bincount(key, weights=match.nbytes.astype(np.float64), minlength=p * nm).reshape(p, nm)
+    comm = acc[:, ACC_SEND] + acc[:, ACC_RECV] + acc[:, ACC_WAIT] + acc[:, ACC_COLL]
+
+    def var(values: np.ndarray, long_name: str, dims: Any = "rank", units: str = "s") -> tuple:
+        return (dims, values, {"units": units, "long_name": long_name})
+
+    data = {
+        "comm_time": var(comm, f"communication time per rank ({model})"),
+        "send_time": var(acc[:, ACC_SEND], "time in blocking sends"),
+        "recv_time": var(acc[:, ACC_RECV], "time in blocking receives and sendrecvs"),
+        "wait_time": var(acc[:, ACC_WAIT], "time in waits and tests"),
+        "collective_time": var(acc[:, ACC_COLL], "time in collectives"),
+        "compute_time": var(acc[:, ACC_COMPUTE], "computation between calls"),
+        "total_time": var(clock, "replayed run time per rank (clock at the last event)"),
+        "messages": var(msgs, "point-to-point messages sent per mode", ("rank", "mode"), "1"),
+        "bytes_sent": var(nbytes, "point-to-point bytes sent per mode", ("rank", "mode"), "B"),
+    }
+    coords: dict[str, Any] = {"rank": np.arange(p), "mode": list(MODES)}
+    if iter_comm is not None:
+        data["comm_time_iteration"] = var(iter_comm, "communication time per rank and iteration",
+                                          ("rank", "iteration"))
+        coords["iteration"] = np.arange(iter_comm.shape[1])
+    labels = {"k_inter": ("1", "K_inter: max over nodes of inter-node messages sent in the phase"),
+              "k_total": ("1", f"K_total ({k_total_rule})"), "k_prime": ("1", "k': ranks per node"),
+              "k": ("1", "K-model k = K_inter / K_total * k' (Eq. 4)"),
+              "k_node": ("1", "max-rate k: most ranks of a node sending in the phase"),
+              "k_socket": ("1", "max-rate k: most ranks of a socket sending in the phase")}
+    for name, values in costs.phases.items():
+        data[f"phase_{name}"] = var(np.asarray(values, dtype=float), labels[name][1], "phase", labels[name][0])
+    if costs.phases:
+        coords["phase"] = np.arange(len(next(iter(costs.phases.values()))))
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update(provenance_attrs(
+        "replay", f"trace replay of {trace.source or 'an in-memory trace'}",
+        {"model": model, "platform": plat.name, "mapping": mapping, "k_total_rule": k_total_rule,
+         "nprocs": p, "events": len(trace), "trace_meta": dict(trace.meta)}))
+    ds.attrs.update(model=model, platform=plat.name, events=len(trace),
+                    unknown_calls=", ".join(f"{k}={v}" for k, v in unknown_calls.items()) or "none",
+                    unmatched_sends=unmatched, requests_never_completed=never_completed)
+    return ds

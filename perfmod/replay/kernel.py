@@ -1,0 +1,401 @@
+"""The replay's discrete-event loop, compiled with numba (the hot path).
+
+Events are processed in simulated-time order from one priority queue
+(a binary heap of ``(time, kind, rank)``): a *rank step* runs a rank from
+its clock as far as it can go without its clock passing the time of the
+step; a *NIC step* hands a rank's ready messages to its network interface.
+A rank that needs something another rank has not done yet (a matching
+receive posted, a message delivered, every member at a collective) is
+parked, and woken by the event that provides it.  Message times are known
+beforehand (size, mode, the phase's K counts), so the loop is an exact
+evaluation of the timing rules below, in time order.
+
+Timing rules (all times in seconds):
+
+- a call starts after the compute time recorded before it;
+- a message is *ready* when its send is posted, or for rendezvous (and
+  synchronous sends) when both the send and the matching receive are
+  posted;
+- each rank injects one message at a time: its ready messages go out in
+  order of readiness (posting order among equally ready ones); a message
+  of duration ``T`` starts at ``max(ready, nic)`` and ends ``T`` later,
+  when it has arrived and the send is complete;
+- a receive completes at ``max(post, arrival)``; a send to or receive from
+  ``MPI_PROC_NULL`` completes at once;
+- ``Isend``/``Irecv`` take no time; waits and tests (those that completed
+  requests in the recorded run) end when their last request completes;
+- a collective ends for every member at the last member's arrival plus the
+  collective's cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["run_kernel", "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT", "ACC_COLL",
+           "ACC_COMPUTE"]
+
+STATUS_OK = 0
+STATUS_DEADLOCK = 1
+
+# call codes (perfmod.trace.core.Call)
+_SEND, _RECV, _SENDRECV, _ISEND, _IRECV = 1, 2, 3, 4, 5
+_WAIT_LO, _WAIT_HI = 6, 13
+_COLL_LO, _COLL_HI = 14, 23
+_SSEND, _ISSEND = 24, 25
+
+# accumulator columns
+ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
+
+_KIND_RANK, _KIND_NIC = 0, 1
+
+
+@njit(cache=True)
+def _less(ht, hk, a, b):
+    if ht[a] != ht[b]:
+        return ht[a] < ht[b]
+    return hk[a] < hk[b]
+
+
+@njit(cache=True)
+def _push(heap, t, key):
+    """heap = (times, keys, size); returns possibly grown arrays."""
+    ht, hk, size = heap
+    n = size[0]
+    if n == ht.size:
+        nt = np.empty(2 * n, dtype=ht.dtype)
+        nk = np.empty(2 * n, dtype=hk.dtype)
+        nt[:n] = ht
+        nk[:n] = hk
+        ht, hk = nt, nk
+    ht[n] = t
+    hk[n] = key
+    i = n
+    while i > 0:
+        p = (i - 1) // 2
+        if _less(ht, hk, i, p):
+            ht[i], ht[p] = ht[p], ht[i]
+            hk[i], hk[p] = hk[p], hk[i]
+            i = p
+        else:
+            break
+    size[0] = n + 1
+    return ht, hk, size
+
+
+@njit(cache=True)
+def _pop(ht, hk, size):
+    n = size[0] - 1
+    t, k = ht[0], hk[0]
+    ht[0], hk[0] = ht[n], hk[n]
+    size[0] = n
+    i = 0
+    while True:
+        a, b, m = 2 * i + 1, 2 * i + 2, i
+        if a < n and _less(ht, hk, a, m):
+            m = a
+        if b < n and _less(ht, hk, b, m):
+            m = b
+        if m == i:
+            break
+        ht[i], ht[m] = ht[m], ht[i]
+        hk[i], hk[m] = hk[m], hk[i]
+        i = m
+    return t, k
+
+
+@njit(cache=True)
+def _wake(heap, qtime, w, t):
+    """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
+    if np.isnan(qtime[w]) or t < qtime[w]:
+        qtime[w] = t
+        heap = _push(heap, t, w)
+    return heap
+
+
+@njit(cache=True)
+def _recv_done(j, psrc, rpost, sdone):
+    i = psrc[j]
+    if i == -2:  # MPI_PROC_NULL
+        return rpost[j]
+    if i < 0:
+        return np.nan
+    d = sdone[i]
+    if np.isnan(d):
+        return np.nan
+    return max(rpost[j], d)
+
+
+@njit(cache=True)
+def _match_send(i, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+    """Match send ``i`` to the first posted receive of group ``g`` that accepts it, else queue it."""
+    prev = -1
+    j = rhead[g]
+    while j >= 0:
+        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
+            nxt = rlink[j]
+            if prev < 0:
+                rhead[g] = nxt
+            else:
+                rlink[prev] = nxt
+            if rtail[g] == j:
+                rtail[g] = prev
+            pdst[i] = j
+            psrc[j] = i
+            return j
+        prev = j
+        j = rlink[j]
+    slink[i] = -1
+    if stail[g] < 0:
+        shead[g] = i
+    else:
+        slink[stail[g]] = i
+    stail[g] = i
+    return -1
+
+
+@njit(cache=True)
+def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+    """Match receive ``j`` to the first unmatched message of group ``g`` it accepts, else post it."""
+    prev = -1
+    i = shead[g]
+    while i >= 0:
+        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
+            nxt = slink[i]
+            if prev < 0:
+                shead[g] = nxt
+            else:
+                slink[prev] = nxt
+            if stail[g] == i:
+                stail[g] = prev
+            pdst[i] = j
+            psrc[j] = i
+            return i
+        prev = i
+        i = slink[i]
+    rlink[j] = -1
+    if rtail[g] < 0:
+        rhead[g] = j
+    else:
+        rlink[rtail[g]] = j
+    rtail[g] = j
+    return -1
+
+
+@njit(cache=True)
+def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
+               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
+               link, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
+    """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
+
+    ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
+    PROC_NULL); ``psrc[j]``: send event matching receive ``j``; ``rndv[i]``:
+    send ``i`` waits for its receive; ``coll_inst[i]``: collective instance
+    of event ``i`` (-1 none); members of an instance in
+    ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
+    ``ref_ptr``/``created``: requests each wait completes (creating events).
+    ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
+    (int64, -1), one per event, are the state, allocated by the caller
+    (so that their memory is accounted where NumPy allocations are).
+    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
+    each event's send / receive matching group (-1: matched beforehand),
+    ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the
+    queues (empty arrays when there is nothing to match).
+    """
+    nprocs = rank_ptr.size - 1
+    pc = rank_ptr[:-1].copy()
+    end = rank_ptr[1:].copy()
+    clock = np.zeros(nprocs)
+    nic = np.zeros(nprocs)
+    state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
+    acc = np.zeros((nprocs, 5))
+    iter_comm = np.zeros((nprocs, max(n_iter, 1)))
+    # ready, unassigned messages per rank: a linked list through `link`
+    head = np.full(nprocs, -1, dtype=np.int64)
+    dyn = sgrp.size > 0
+    shead = np.full(ngroups, -1, dtype=np.int64)
+    stail = np.full(ngroups, -1, dtype=np.int64)
+    rhead = np.full(ngroups, -1, dtype=np.int64)
+    rtail = np.full(ngroups, -1, dtype=np.int64)
+    nic_sched = np.full(nprocs, np.nan)  # time of the rank's pending NIC step
+    ninst = inst_size.size
+    inst_arrived = np.zeros(ninst, dtype=np.int64)
+    inst_max = np.zeros(ninst)
+    inst_done = np.full(ninst, np.nan)
+    qtime = np.full(nprocs, np.nan)  # time of the rank's queued step (NaN: none); later entries are stale
+    heap = (np.empty(2 * nprocs + 16), np.empty(2 * nprocs + 16, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    for r in range(nprocs):
+        if pc[r] < end[r]:
+            heap = _wake(heap, qtime, r, 0.0)
+    buf = np.empty(16, dtype=np.int64)
+    while heap[2][0] > 0:
+        t_now, key = _pop(heap[0], heap[1], heap[2])
+        if key >= nprocs:  # NIC step: send the rank's ready messages, oldest posting first
+            s = key - nprocs
+            if nic_sched[s] == t_now:
+                nic_sched[s] = np.nan
+            m = 0
+            e = head[s]
+            while e >= 0:
+                if m == buf.size:
+                    nb = np.empty(2 * m, dtype=np.int64)
+                    nb[:m] = buf
+                    buf = nb
+                buf[m] = e
+                m += 1
+                e = link[e]
+            head[s] = -1
+            for q in range(1, m):  # posting order = event order (insertion sort: a few messages)
+                v = buf[q]
+                p = q - 1
+                while p >= 0 and buf[p] > v:
+                    buf[p + 1] = buf[p]
+                    p -= 1
+                buf[p + 1] = v
+            for q in range(m):
+                i = buf[q]
+                if ready[i] > t_now:  # not yet: keep for a later step
+                    link[i] = head[s]
+                    head[s] = i
+                    continue
+                start = max(ready[i], nic[s])
+                sdone[i] = start + msg_time[i]
+                nic[s] = sdone[i]
+                # wake the sender and the receiver (if parked) when this message completes
+                if state[s] == 2:
+                    heap = _wake(heap, qtime, s, max(sdone[i], clock[s]))
+                if pdst[i] >= 0:
+                    w = np.int64(rank[pdst[i]])
+                    if state[w] == 2:
+                        heap = _wake(heap, qtime, w, max(sdone[i], clock[w]))
+            continue
+        r = key
+        if qtime[r] != t_now:
+            continue  # superseded by an earlier step
+        qtime[r] = np.nan
+        while pc[r] < end[r]:
+            i = pc[r]
+            c = call[i]
+            if state[r] == 0:
+                clock[r] += compute[i]
+                acc[r, ACC_COMPUTE] += compute[i]
+                state[r] = 1
+                if clock[r] > t_now:  # computing: continue at the new time
+                    heap = _wake(heap, qtime, r, clock[r])
+                    break
+            t0 = clock[r]
+            done = np.nan
+            slot = -1
+            if c == _ISEND or c == _ISSEND or c == _SEND or c == _SSEND or c == _SENDRECV:
+                if state[r] == 1:
+                    state[r] = 2
+                    spost[i] = t0
+                    j = pdst[i]
+                    if dyn and sgrp[i] >= 0:
+                        j = _match_send(i, sgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
+                                        slink, pdst, psrc)
+                    if j == -2:
+                        sdone[i] = t0
+                    elif not rndv[i]:
+                        ready[i] = t0
+                    elif j >= 0 and not np.isnan(rpost[j]):
+                        ready[i] = max(t0, rpost[j])
+                    if not np.isnan(ready[i]):
+                        link[i] = head[r]
+                        head[r] = i
+                        if nic_sched[r] != ready[i]:
+                            nic_sched[r] = ready[i]
+                            heap = _push(heap, ready[i], nprocs + r)
+                    if c == _SENDRECV:
+                        rpost[i] = t0
+                        k = psrc[i]
+                        if dyn and rgrp[i] >= 0:
+                            k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead,
+                                            stail, slink, pdst, psrc)
+                        if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
+                            s = rank[k]
+                            ready[k] = max(t0, spost[k])
+                            link[k] = head[s]
+                            head[s] = k
+                            if nic_sched[s] != ready[k]:
+                                nic_sched[s] = ready[k]
+                                heap = _push(heap, ready[k], nprocs + s)
+                if c == _ISEND or c == _ISSEND:
+                    done = t0
+                elif c == _SENDRECV:
+                    d2 = _recv_done(i, psrc, rpost, sdone)
+                    if not (np.isnan(sdone[i]) or np.isnan(d2)):
+                        done = max(sdone[i], d2)
+                else:
+                    done = sdone[i]
+                slot = ACC_RECV if c == _SENDRECV else ACC_SEND
+                if c == _ISEND or c == _ISSEND:
+                    slot = -1
+            elif c == _IRECV or c == _RECV:
+                if state[r] == 1:
+                    state[r] = 2
+                    rpost[i] = t0
+                    k = psrc[i]
+                    if dyn and rgrp[i] >= 0:
+                        k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
+                                        slink, pdst, psrc)
+                    if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
+                        s = rank[k]
+                        ready[k] = max(t0, spost[k])
+                        link[k] = head[s]
+                        head[s] = k
+                        if nic_sched[s] != ready[k]:
+                            nic_sched[s] = ready[k]
+                            heap = _push(heap, ready[k], nprocs + s)
+                if c == _IRECV:
+                    done = t0
+                else:
+                    done = _recv_done(i, psrc, rpost, sdone)
+                    slot = ACC_RECV
+            elif c >= _WAIT_LO and c <= _WAIT_HI:
+                state[r] = 2
+                done = t0
+                for q in range(ref_ptr[i], ref_ptr[i + 1]):
+                    e = created[q]
+                    d = _recv_done(e, psrc, rpost, sdone) if call[e] == _IRECV else sdone[e]
+                    if np.isnan(d):
+                        done = np.nan
+                        break
+                    done = max(done, d)
+                slot = ACC_WAIT
+            elif c >= _COLL_LO and c <= _COLL_HI:
+                k = coll_inst[i]
+                if state[r] == 1:
+                    state[r] = 2
+                    inst_arrived[k] += 1
+                    inst_max[k] = max(inst_max[k], t0)
+                    if inst_arrived[k] == inst_size[k]:
+                        inst_done[k] = inst_max[k] + inst_cost[k]
+                        for mm in range(inst_members_ptr[k], inst_members_ptr[k + 1]):
+                            w = inst_members[mm]
+                            if w != r:
+                                heap = _wake(heap, qtime, w, inst_done[k])
+                done = inst_done[k]
+                slot = ACC_COLL
+            else:  # compute, init, finalize, unknown calls (skipped)
+                done = t0
+            if np.isnan(done):
+                break  # parked; whatever provides the missing piece wakes r
+            state[r] = 0
+            pc[r] += 1
+            if slot >= 0:
+                dt = done - t0
+                acc[r, slot] += dt
+                if n_iter > 0 and iteration[i] >= 0:
+                    iter_comm[r, iteration[i]] += dt
+                clock[r] = done
+                if done > t_now:  # blocked until `done`: continue then, in time order
+                    if pc[r] < end[r]:
+                        heap = _wake(heap, qtime, r, done)
+                    break
+    status = STATUS_OK
+    for r in range(nprocs):
+        if pc[r] < end[r]:
+            status = STATUS_DEADLOCK
+    return status, clock, acc, iter_comm, pc, spost, rpost, sdone
