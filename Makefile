@@ -46,6 +46,10 @@ STUDIES += choi2019-minife
 choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
 STUDIES += local-jacobi2d
 local-jacobi2d: $(PROCESSED)/local_jacobi2d.nc ## paper 000 end to end on Jacobi2D here: calibrated, profiled, validated; H100 kernels vs QRoof
+STUDIES += sasidharan-sedov
+sasidharan-sedov: $(PROCESSED)/sasidharan_sedov.nc ## paper 001 §5: Models A, B, C and Tables 5-7 on the Sedov proxy
+STUDIES += sasidharan-quicksilver
+sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
 
 .PHONY: help setup all test test-all bench lint clean $(STUDIES)
 
