@@ -44,6 +44,12 @@ STUDIES += what-if
 what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
 STUDIES += choi2019-minife
 choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
+STUDIES += local-jacobi2d
+local-jacobi2d: $(PROCESSED)/local_jacobi2d.nc ## paper 000 end to end on Jacobi2D here: calibrated, profiled, validated; H100 kernels vs QRoof
+STUDIES += sasidharan-sedov
+sasidharan-sedov: $(PROCESSED)/sasidharan_sedov.nc ## paper 001 §5: Models A, B, C and Tables 5-7 on the Sedov proxy
+STUDIES += sasidharan-quicksilver
+sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
 
 .PHONY: help setup all test test-all bench lint clean $(STUDIES)
 
@@ -52,6 +58,9 @@ all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, f
 # every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
 $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
 	$(NBRUN) $< -p dataset_path ../$@
+
+# after calibration (it writes data/platforms/local.toml, the platform this study predicts with); the H100 data
+$(PROCESSED)/local_jacobi2d.nc: $(PROCESSED)/local_calibration.nc $(wildcard data/raw/gpu-h100/*.json)
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)
 	$(PY) -m pytest -m "not slow" -q --benchmark-disable

@@ -477,3 +477,65 @@ def test_round_robin_mapping_and_subcommunicator_collectives():
         collective_time("allreduce", 8.0, 12, SUMMIT) + late + T(8, "inter_node"))
     assert rr.collective_time.sel(rank=6).item() == pytest.approx(
         steps_rr + T(EAGER, "inter_node") + T(8, "inter_socket"))
+
+
+def test_phases_and_recorded_compute_gaps():
+    from perfmod.replay.costs import event_phases
+
+    tr = synthetic("jacobi2d", 6, 3)
+    assert np.array_equal(event_phases(tr), tr.iteration)  # one phase per iteration (allreduce at its end)
+    tb = TraceBuilder(2, comms={1: [0, 1]})
+    for r in range(2):
+        tb.append(r, "barrier", comm=1, t_entry=1_000_000_000, t_exit=1_000_002_000)
+        tb.append(r, "allreduce", nbytes=8, t_entry=1_000_502_000 + r * 1000, t_exit=1_000_600_000)
+        tb.append(r, "barrier", t_entry=1_000_700_000, t_exit=1_000_701_000)
+    tr = tb.build()
+    assert event_phases(tr).tolist() == [0, 0, 1, 0, 0, 1]  # only world collectives end phases
+    ds = replay(tr, SUMMIT, "postal")
+    # compute between calls from the recorded ns times: 500 us (+1 us on rank 1) and 100 us
+    assert ds.compute_time.values == pytest.approx([600e-6, 601e-6], rel=1e-12)
+
+
+def test_sweep_over_platforms_and_models_matches_single_replays():
+    from perfmod.replay import sweep
+
+    tr = synthetic("jacobi2d", 24, 2)
+    sw = sweep(tr, ["summit", "lassen"], ["postal", "kmodel"], progress=False)
+    assert sw.comm_time.dims == ("platform", "model", "rank") and sw.sizes["iteration"] == 2
+    one = replay(tr, "lassen", "kmodel")
+    np.testing.assert_array_equal(sw.comm_time.sel(platform="lassen", model="kmodel"), one.comm_time)
+    assert sw.attrs["platforms"] == "summit, lassen" and sw.comm_time.units == "s"
+    # Lassen has 4 ranks per node, Summit 6: the same trace crosses nodes more often on Lassen
+    inter = {p: replay(tr, p, "postal").messages.sel(mode="inter_node").sum().item() for p in ("summit", "lassen")}
+    assert inter["lassen"] > inter["summit"]
+
+
+def test_sequential_swaps_chain_where_the_phase_model_sums_own_sends():
+    big, small = EAGER * 8, 64  # 32 KiB and 64 B, both eager
+    tb = TraceBuilder(2)
+    for swap, sizes in enumerate([(big, small), (small, big)]):
+        for r in range(2):
+            tb.append(r, "irecv", peer=1 - r, nbytes=big, tag=swap, request=swap)
+            tb.append(r, "send", peer=1 - r, nbytes=sizes[r], tag=swap)
+            tb.append(r, "wait", request=swap)
+    ds = replay(tb.build(), SUMMIT, "postal")
+    tb_, ts = T(big, "intra_socket"), T(small, "intra_socket")
+    assert ds.comm_time.values == pytest.approx([2 * tb_] * 2)  # each swap waits for the bigger message
+    assert ds.send_time.values == pytest.approx([tb_ + ts] * 2)  # what the phase model charges a rank
+    assert ds.wait_time.values == pytest.approx([tb_ - ts] * 2)
+
+
+def test_command_line(tmp_path, capsys):
+    from perfmod.io import read_dataset
+    from perfmod.replay.__main__ import main
+    from perfmod.trace import save_trace
+
+    path = save_trace(synthetic("jacobi2d", 12, 2), tmp_path / "j.npz")
+    assert main([str(path), "--platform", "lassen", "--model", "postal", "-o", str(tmp_path / "r.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "on lassen, postal: slowest rank" in out and "comm_time" in out
+    ds = read_dataset(tmp_path / "r.nc")
+    assert np.allclose(ds.comm_time, replay(synthetic("jacobi2d", 12, 2), "lassen", "postal").comm_time)
+    assert main(["--synthetic", "minimd:8:1", "--model", "kmodel"]) == 0
+    assert main(["--synthetic", "lulesh:8:1"]) == 1
+    assert "unknown app 'lulesh'" in capsys.readouterr().err

@@ -198,3 +198,49 @@ def test_delimit_iterations_by_a_marker_call():
         t.delimit_iterations(every=0)
     with pytest.raises(TraceError, match="iteration must be"):
         t.with_iterations(np.zeros(3, int))
+
+
+def test_npz_round_trip_keeps_every_column_and_replays_the_same(tmp_path):
+    from perfmod.replay import replay
+    from perfmod.trace import load_trace, save_trace
+
+    b = TraceBuilder(4, comms={1: [1, 3]}, source="run/x.dumpi", other_names=["MPI_Comm_dup"])
+    for r in range(4):
+        b.append(r, Call.OTHER, peer=0, t_entry=1_296_777_956_739_674_000 + r, t_exit=1_296_777_956_739_675_000)
+        b.append(r, "allreduce", nbytes=8, iteration=0)
+    b.append(1, "isend", peer=1, nbytes=100, comm=1, request=4, tag=2)
+    b.append(1, "waitall", aux=[4])
+    b.append(3, "recv", peer=0, nbytes=100, comm=1, tag=2, line=17)
+    t = b.build(meta={"app": "x", "sizes": np.arange(3)})
+    path = save_trace(t, tmp_path / "t.npz")
+    u = load_trace(path)
+    for name in ("rank", "seq", "call", "peer", "nbytes", "tag", "comm", "request", "compute", "aux_ptr", "aux",
+                 "t_entry", "t_exit", "iteration", "line"):
+        a, c = getattr(t, name), getattr(u, name)
+        assert np.array_equal(a, c) and a.dtype == c.dtype, name
+    assert u.t_entry[0] == 1_296_777_956_739_674_000 and u.comm_ranks(1).tolist() == [1, 3]
+    assert u.other_names == ("MPI_Comm_dup",) and u.source == str(path)
+    assert u.meta == {"app": "x", "sizes": [0, 1, 2], "saved_from": "run/x.dumpi"}
+    a, c = replay(t, "summit", "postal"), replay(u, "summit", "postal")
+    assert np.array_equal(a.comm_time, c.comm_time) and np.array_equal(a.total_time, c.total_time)
+
+
+def test_npz_errors_name_the_file(tmp_path):
+    from perfmod.trace import load_trace, save_trace
+
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(TraceError, match=r"bad.npz: not a perfmod trace file"):
+        load_trace(bad)
+    np.savez(tmp_path / "other.npz", x=np.arange(3))
+    with pytest.raises(TraceError, match="no header"):
+        load_trace(tmp_path / "other.npz")
+    b = TraceBuilder(2)
+    b.append(0, "send", peer=1, nbytes=8)
+    t = b.build()
+    broken = type(t)(**{**vars(t), "peer": np.array([5], dtype=np.int32)})
+    path = save_trace(broken, tmp_path / "broken.npz")
+    with pytest.raises(TraceError, match=r"broken.npz: rank 0 event 0 \(MPI_Send\): peer = 5"):
+        load_trace(path)
+    with pytest.raises(FileExistsError):
+        save_trace(t, path, overwrite=False)

@@ -1,1 +1,1 @@
-"""Proxy applications run for real on this machine (NumPy; MPI through mpi4py)."""
+"""Proxy applications run for real on this machine (NumPy, CuPy for Jacobi2D on a GPU; MPI through mpi4py)."""

@@ -5,11 +5,13 @@ returns the per-rank communication time with send, receive, wait,
 collective and compute time broken out.
 
 - :mod:`perfmod.replay.engine`: :func:`replay`, errors, the dataset;
+- :mod:`perfmod.replay.sweep`: :func:`sweep` over platforms and models;
 - :mod:`perfmod.replay.matching`: MPI matching and collective instances;
 - :mod:`perfmod.replay.costs`: message and collective times, k per phase;
 - :mod:`perfmod.replay.kernel`: the compiled event loop and its timing rules.
 """
 
 from .engine import DeadlockError, ReplayError, ReplayWarning, replay
+from .sweep import sweep
 
-__all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
+__all__ = ["replay", "sweep", "ReplayError", "DeadlockError", "ReplayWarning"]

@@ -5,7 +5,8 @@ Every point-to-point message gets its time from
 (:func:`perfmod.topology.pair_modes`), the protocol from its size, and the
 model's k from the trace itself, per communication phase:
 
-- a phase is what a rank does between two collectives or two iterations
+- a phase is what a rank does between two collectives on ``MPI_COMM_WORLD``
+  (which every rank calls, so phases line up across ranks) or two iterations
   (the ``iteration`` column), e.g. one halo exchange, or MiniMD's six swaps
   of a timestep; phases are numbered per rank, so the k-th phase of every
   rank is the same phase (a synthetic MiniMD iteration holds the forward
@@ -59,8 +60,8 @@ def event_phases(trace: Trace) -> np.ndarray:
     """Communication phase of every event (see the module docstring), numbered per rank from 0."""
     n = len(trace)
     boundary = np.zeros(n, dtype=bool)
-    coll = np.isin(trace.call, _code_set(COLLECTIVES))
-    boundary[1:] = coll[:-1]  # the event after a collective starts a new phase
+    coll = np.isin(trace.call, _code_set(COLLECTIVES)) & (trace.comm == 0)
+    boundary[1:] = coll[:-1]  # the event after a collective on MPI_COMM_WORLD starts a new phase
     if trace.iteration is not None and n:
         boundary[1:] |= trace.iteration[1:] != trace.iteration[:-1]
     starts = trace.rank_ptr[:-1]

@@ -8,6 +8,8 @@ Kernel parameters come from the algorithmic counts of :mod:`perfmod.kernels`
 communication from :func:`perfmod.studies.choi2020_comm.weak_scaling_comm`
 (postal, max-rate and K-model, 000 §3.1), overheads from 000 §5.1-5.3 (200,
 165, 148 us, measured once and used on every platform, as the paper does).
+:func:`replay_comm` gives the same communication by replaying each app's
+synthetic trace (the NACoM side, 000 §3.2), allreduces included.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
-from ..endtoend import ITERATIONS, end_to_end, paper_overhead
+from ..endtoend import ITERATIONS, comm_from_replay, end_to_end, paper_overhead
 from ..kernels import app_kernels
 from ..platforms import load
+from ..replay import replay
 from ..roofline import load_devices, predict
-from .choi2020_comm import weak_scaling_comm
+from ..trace import synthetic
+from .choi2020_comm import nprocs_for, weak_scaling_comm
 
-__all__ = ["kernel_predictions", "per_iteration", "plot_kernels", "plot_per_iteration"]
+__all__ = ["kernel_predictions", "per_iteration", "replay_comm", "plot_kernels", "plot_per_iteration"]
 
 
 def kernel_predictions(apps: Sequence[str], devices: Sequence[str] = ("Tesla V100", "Tesla P100"),
@@ -87,6 +92,30 @@ def per_iteration(
         ds[c].attrs.update(units="1", long_name=c)
     ds["nodes"].attrs.update(units="1", long_name="nodes")
     return ds
+
+
+def replay_comm(apps: Sequence[str], platforms: Sequence[str], nodes: Sequence[int], model: str = "kmodel",
+                iterations: int = 2, allreduces: int | None = None, progress: bool = True) -> xr.DataArray:
+    """Communication time per iteration (s) from replaying each app's trace, over (app, platform, nodes).
+
+    The synthetic trace of ``iterations`` iterations (:func:`perfmod.trace.synthetic`: the halo
+    exchanges of the app's decomposition and ``allreduces`` allreduces per iteration, the app's own
+    count when None) on the rank counts of :func:`weak_scaling_comm`, replayed message by message with
+    ``model`` (:func:`perfmod.replay.replay`); the slowest rank's time divided by ``iterations``.  With
+    ``allreduces=0`` it is the analytic halo-exchange time computed the other way: equal for Jacobi2D
+    and MiniFE, higher for MiniMD, whose six swaps wait for each other in the replay.
+    """
+    t = np.full((len(apps), len(platforms), len(nodes)), np.nan)
+    todo = [(a, p, n) for a in range(len(apps)) for p in range(len(platforms)) for n in range(len(nodes))]
+    for a, p, n in tqdm(todo, desc=f"replay ({model})", disable=not progress):
+        plat = load(platforms[p])
+        procs = nprocs_for(apps[a], nodes[n], plat.ranks_per_node)
+        trace = synthetic(apps[a], procs, iterations, allreduces=allreduces)
+        t[a, p, n] = float(comm_from_replay(replay(trace, plat, model), iterations))
+    what = "halo exchange" if allreduces == 0 else "halo exchange and allreduce"
+    return xr.DataArray(t, dims=("app", "platform", "nodes"),
+                        coords={"app": list(apps), "platform": list(platforms), "nodes": list(nodes)},
+                        attrs={"units": "s", "long_name": f"replayed communication per iteration ({what}, {model})"})
 
 
 def plot_kernels(pred: xr.Dataset) -> plt.Figure:

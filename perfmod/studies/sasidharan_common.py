@@ -1,0 +1,176 @@
+"""What the Sedov and Quicksilver studies of paper 001 share: run tables, hold-out checks, validation tables.
+
+Paper 001 (shared/papers/001_10099451130f018d.txt) §3: models are fitted by
+least squares on training experiments; competing models are compared with
+ANOVA and by the error on a held-out part of the training set (§5.1.2: 232 of
+275 observations to fit, 43 to score; :func:`perfmod.regression.compare_models`);
+the chosen model is refitted on all training data and predicts separate
+validation experiments, reported as measured value, fit and the 95 %
+confidence interval (Tables 4, 7, 12; errors by
+:func:`perfmod.regression.prediction_errors`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..io import annotate, write_dataset
+from ..paths import host_name, raw_dir
+from ..regression import LinearModel, lm
+
+__all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
+           "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
+
+
+def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
+    """One observation per run (dimension ``run``); ``meta`` gives ``(units, long_name)`` per column kept."""
+    df = pd.DataFrame(list(rows))
+    missing = [k for k in meta if k not in df.columns]
+    if missing:
+        raise KeyError(f"the runs have no column(s) {missing}")
+    ds = xr.Dataset({k: ("run", df[k].to_numpy()) for k in meta}, coords={"run": np.arange(len(df))})
+    for k, (units, long_name) in meta.items():
+        ds[k].attrs.update(units=units, long_name=long_name)
+    ds.attrs["host"] = host_name()
+    ds.attrs["measured_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return ds
+
+
+def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[tuple[int, int]]:
+    """(configuration, repetition) pairs in a seeded random order.
+
+    A configuration's own ``"reps"`` overrides ``reps``.  Random order spreads
+    the load of other processes over configurations; measuring training and
+    validation configurations in one call (labelled by their ``"set"``)
+    spreads it over both sets alike, so a busier half hour does not bias the
+    validation against the training data.
+    """
+    todo = [(i, r) for i, c in enumerate(configs) for r in range(int(c.get("reps", reps)))]
+    return [todo[k] for k in np.random.default_rng(seed).permutation(len(todo))]
+
+
+def split_sets(ds: xr.Dataset) -> dict[str, xr.Dataset]:
+    """The runs of each ``set`` label (e.g. ``train``, ``test``) of a measurement, renumbered."""
+    return {str(s): ds.isel(run=np.flatnonzero(ds.set.values == s)).assign_coords(
+        run=np.arange(int((ds.set.values == s).sum()))) for s in np.unique(ds.set.values)}
+
+
+def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any], source: str,
+             directory: str | Path = "") -> Path:
+    """Write a measurement to ``<directory or data/raw/<host>>/<study>-<name>-<UTC stamp>.nc``; never overwrites."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    out = Path(directory) if directory else raw_dir()
+    path = out / f"{study}-{name}-{stamp}.nc"
+    write_dataset(annotate(ds, study, source, parameters), path, overwrite=False)
+    return path
+
+
+def fit_all(frame: pd.DataFrame, formulas: Mapping[str, str]) -> dict[str, LinearModel]:
+    """``lm`` of every formula on ``frame``."""
+    return {name: lm(f, frame) for name, f in formulas.items()}
+
+
+def model_table(models: Mapping[str, LinearModel]) -> pd.DataFrame:
+    """RSE, residual df, R^2, adjusted R^2, F p-value and coefficient count per model."""
+    return pd.DataFrame({name: {"terms": len(m.coef), "Res.Df": m.df_resid, "RSE": m.rse, "R2": m.r2,
+                                "adj_R2": m.adj_r2, "F p-value": m.f_pvalue} for name, m in models.items()}).T
+
+
+def validation_table(model: LinearModel, test: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Measured response, fit and the ``level`` confidence interval per validation run (Tables 4, 7, 12)."""
+    pred = model.predict(test, interval="confidence", level=level)
+    out = pd.DataFrame({"measured": test[model.design.response].to_numpy()}, index=test.index)
+    return out.join(pred[["fit", "lower", "upper"]])
+
+
+def plot_fit_vs_measured(frame: pd.DataFrame, models: Mapping[str, LinearModel], x: str, xlabel: str,
+                         ylabel: str, title: str = "") -> plt.Figure:
+    """Measured responses and each model's fitted values against one variable (Figures 4, 7, 8, 10)."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.plot(frame[x], next(iter(models.values())).design.y, "k.", ms=4, label="measured")
+    for i, (name, m) in enumerate(models.items()):
+        ax.plot(frame[x], m.fitted, "o", mfc="none", color=f"C{i}", ms=5, label=f"model {name} fit")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_scatter(frame: pd.DataFrame, x: str, y: str, by: Sequence[str], xlabel: str, ylabel: str,
+                 title: str = "") -> plt.Figure:
+    """Measured ``y`` against ``x``, one colour per combination of the ``by`` columns (Figures 3, 10)."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for i, (key, g) in enumerate(frame.groupby(list(by))):
+        key = key if isinstance(key, tuple) else (key,)
+        ax.plot(g[x], g[y], "o", ms=4, color=f"C{i % 10}",
+                label=", ".join(f"{b}={k:g}" if isinstance(k, float) else f"{b}={k}" for b, k in zip(by, key,
+                                                                                                   strict=True)))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_validation(table: pd.DataFrame, xvals: np.ndarray, xlabel: str, ylabel: str, title: str = "") -> plt.Figure:
+    """Validation runs: measured, fit and its interval against one variable (Figures 5, 9, 13)."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    order = np.argsort(xvals, kind="stable")
+    xs = np.asarray(xvals)[order]
+    t = table.iloc[order]
+    ax.errorbar(xs, t["fit"], yerr=[t["fit"] - t["lower"], t["upper"] - t["fit"]], fmt="o", mfc="none",
+                capsize=3, label="fit, 95 % confidence interval")
+    ax.plot(xs, t["measured"], "kx", label="measured")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
+                  tables: Mapping[str, tuple[pd.DataFrame, Mapping[str, str]]]) -> xr.Dataset:
+    """Validation pairs and model statistics as one dataset.
+
+    Parameters
+    ----------
+    validations : mapping name -> (validation table, units, long name of the response)
+        Each becomes ``<name>_measured``, ``<name>_predicted``, ``<name>_lower``,
+        ``<name>_upper`` over dimension ``<name>_run``.
+    tables : mapping name -> (DataFrame, units per column)
+        Numeric columns become ``<name>_<column>`` over dimension ``<name>_model``
+        (index: model names); columns without units get "1".
+    """
+    ds = xr.Dataset()
+    for name, (tab, units, long_name) in validations.items():
+        dim = f"{name}_run"
+        for col, suffix in (("measured", "measured"), ("fit", "predicted"), ("lower", "lower"), ("upper", "upper")):
+            what = {"measured": "measured", "predicted": "predicted (model fit)",
+                    "lower": "lower bound of the 95 % confidence interval of",
+                    "upper": "upper bound of the 95 % confidence interval of"}[suffix]
+            ds[f"{name}_{suffix}"] = xr.DataArray(tab[col].to_numpy(float), dims=dim,
+                                                  attrs={"units": units, "long_name": f"{what} {long_name}"})
+    for name, (tab, units) in tables.items():
+        dim = f"{name}_model"
+        ds = ds.assign_coords({dim: [str(i) for i in tab.index]})
+        for col in tab.columns:
+            vals = pd.to_numeric(tab[col], errors="coerce").to_numpy(float)
+            key = "".join(ch if ch.isalnum() else "_" for ch in str(col)).strip("_")
+            ds[f"{name}_{key}"] = xr.DataArray(vals, dims=dim, attrs={"units": units.get(col, "1"),
+                                                                      "long_name": f"{name}: {col}"})
+    return ds

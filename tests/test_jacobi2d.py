@@ -1,0 +1,95 @@
+"""Jacobi2D proxy: Eq. 6, fixed points, serial = parallel, neighbours, kernel counts."""
+
+import numpy as np
+import pytest
+
+from perfmod.decomposition import jacobi2d as jacobi2d_exchange
+from perfmod.proxies import jacobi2d as j
+from perfmod.proxies.runner import run_mpi
+from perfmod.topology import dims_create
+
+
+def _global(dims, n, init="wave", seed=0):
+    gy = np.arange(-1, dims[0] * n + 1)[:, None]
+    gx = np.arange(-1, dims[1] * n + 1)[None, :]
+    return j.initial_field(gy, gx, init, seed)
+
+
+def test_stencil_is_equation_6():
+    a = np.arange(25.0).reshape(5, 5) ** 1.5
+    out = np.zeros_like(a)
+    j.stencil_step(np, a, out, np.empty((3, 3)))
+    i, k = 2, 3
+    expect = 0.5 * (a[i, k] + (a[i - 1, k] + a[i + 1, k] + a[i, k - 1] + a[i, k + 1]) / 4)
+    assert out[i, k] == pytest.approx(expect, rel=1e-15)
+    assert np.all(out[0] == 0) and np.all(out[:, 0] == 0)  # ghosts untouched
+
+
+@pytest.mark.parametrize("init", ["constant", "linear"])
+def test_fixed_points(init):
+    res = j.run_jacobi(j.SerialComm(), 9, 15, warmup=1, init=init, gather=True)
+    assert np.allclose(res["grid"], _global((1, 1), 9, init)[1:-1, 1:-1], rtol=0, atol=1e-13)
+
+
+def test_one_rank_equals_serial_reference():
+    n, iters, warmup = 11, 6, 2
+    res = j.run_jacobi(j.SerialComm(), n, iters, warmup=warmup, seed=3, gather=True)
+    ref = j.jacobi_serial(_global((1, 1), n, seed=3), iters + warmup)[1:-1, 1:-1]
+    assert np.array_equal(res["grid"], ref)
+    assert res["global_sum"] == pytest.approx(ref.sum(), rel=1e-14)
+    phases = sum(res[f"t_{p}"] for p in j.PHASES)
+    assert 0 < phases <= res["t_iter"] <= res["t_iter_max"]
+
+
+def test_neighbours_match_the_decomposition():
+    for p in (1, 2, 4, 6):
+        dims = dims_create(p, 2)
+        ex = jacobi2d_exchange(p, block=5)
+        for r in range(p):
+            nb = {v for v in j.neighbours(r, dims).values() if v >= 0}
+            assert nb == set(ex.neighbours(r))
+    assert j.neighbours(0, (2, 2)) == {"north": -1, "south": 2, "west": -1, "east": 1}
+
+
+def test_kernel_counts():
+    c = j.kernel_counts(100)
+    cells = 100 * 100
+    assert c["stencil"]["compute_ops"] == 6 * cells
+    # 17 streams of doubles on a CPU (two write-allocating passes), 15 on a GPU
+    assert c["stencil"]["dram_bytes"] == 17 * 8 * cells
+    assert j.kernel_counts(100, write_allocate=False)["stencil"]["dram_bytes"] == 15 * 8 * cells
+    assert c["reduce"]["compute_ops"] == cells + 100
+    # two rows: read, write, allocate; columns read one 64 B line per element
+    rows = j.kernel_counts(100, ["north", "south"])["pack"]["dram_bytes"]
+    assert rows == 2 * 3 * 8 * 100
+    cols = j.kernel_counts(100, ["west"])["pack"]["dram_bytes"]
+    assert cols == (8 + 2) * 8 * 100
+    assert j.kernel_counts(100, [])["pack"]["compute_ops"] == 0
+    with pytest.raises(ValueError, match="unknown directions"):
+        j.kernel_counts(10, ["up"])
+    with pytest.raises(ValueError, match="block"):
+        j.kernel_counts(0)
+
+
+def test_kernel_times_on_numpy():
+    t = j.kernel_times(32, reps=3)
+    assert set(t) == set(j.KERNELS) and all(v.shape == (3,) and np.all(v > 0) for v in t.values())
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="unknown init"):
+        j.initial_field(0, 0, "random")
+    with pytest.raises(ValueError, match="iters"):
+        j.run_jacobi(j.SerialComm(), 4, 0)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+def test_mpi_run_matches_serial(nprocs):
+    n, iters, warmup = 8, 5, 2
+    res = run_mpi("perfmod.proxies.jacobi2d", nprocs,
+                  ["--block", n, "--iters", iters, "--warmup", warmup, "--checksum"], timeout=120)
+    ref = j.jacobi_serial(_global(dims_create(nprocs, 2), n), iters + warmup)[1:-1, 1:-1]
+    assert res["global_sum"] == pytest.approx(ref.sum(), rel=1e-13)
+    assert res["sum_squares"] == pytest.approx(float(np.sum(ref * ref)), rel=1e-13)
+    assert res["dims"] == list(dims_create(nprocs, 2)) and res["t_exchange"] > 0
