@@ -34,7 +34,8 @@ any communication.
 Output: :meth:`Recorder.save` writes the rank's events to ``.npz``;
 :func:`load_recording` merges such files into a :class:`Trace`;
 :meth:`Recorder.gather` sends all ranks' events to one rank and returns the
-Trace there; export it with :func:`perfmod.trace.otf2io.write_otf2` or
+Trace there; keep it with :func:`perfmod.trace.store.save_trace` or export
+it with :func:`perfmod.trace.otf2io.write_otf2` or
 :func:`perfmod.trace.tit.write_tit`.
 """
 
