@@ -158,3 +158,11 @@ def test_meta_file_gives_files_and_rank_count(tmp_path):
     meta.write_text("numprocs 4\n")
     with pytest.raises(FormatError, match=r"dumpi-2020.04.03.meta:1: expected key=value"):
         read_dumpi(meta)
+
+
+def test_missing_rank_files_are_an_error(tmp_path):
+    (tmp_path / "t-0000.txt").write_text("")
+    (tmp_path / "t-0900000000.txt").write_text("")
+    with pytest.raises(Exception, match=r"up to 900000000 but 899999999 rank files are missing \(first: rank 1\)"):
+        read_dumpi(tmp_path)
+    assert read_dumpi([tmp_path / "t-0000.txt"], nprocs=3).nprocs == 3

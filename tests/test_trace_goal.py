@@ -172,3 +172,10 @@ def test_loggopsim_accepts_and_finishes_the_schedules(tmp_path):
             import re
 
             assert int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1)) == 2 * (3000 + 2500 + 42)
+
+
+def test_declared_ranks_are_not_allocated_up_front(tmp_path):
+    p = tmp_path / "big.goal"
+    p.write_text("num_ranks 99999999999\nrank 5 {\nl1: calc 7\n}\n")
+    s = read_goal(p)
+    assert s.num_ranks == 99999999999 and s.total_calc(5) == 7 and s.total_calc(0) == 0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perfmod.replay import replay
-from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, resolve_requests, synthetic
+from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, TraceError, resolve_requests, synthetic
 from perfmod.trace.textio import FormatError
 from perfmod.trace.tit import read_tit, write_tit
 
@@ -213,3 +213,12 @@ def test_smpi_replays_the_written_traces(tmp_path):
         t_sim = float(re.search(r"Simulation time ([0-9.e+-]+)", out.stdout + out.stderr).group(1))
         if name == "compute":
             assert 1.0 < t_sim < 1.001, t_sim  # the compute line came back as 1e9 flops
+
+
+def test_missing_ranks_are_an_error_not_a_huge_trace(tmp_path):
+    p = tmp_path / "gap.tit"
+    p.write_text("0 init\n99999999999 init\n")
+    with pytest.raises(TraceError, match=r"gap.tit: ranks 0..99999999999 expected .* \(first: rank 1\)"):
+        read_tit(p)
+    p.write_text("0 init\n2 init\n")
+    assert read_tit(p, nprocs=3).nprocs == 3

@@ -471,6 +471,11 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
         ranks = list(range(len(files)))
     n = nprocs if nprocs is not None else meta_nprocs if meta_nprocs is not None else max(ranks) + 1
+    if nprocs is None and meta_nprocs is None and len(files) < n:
+        seen = set(ranks)
+        missing = next(k for k in range(len(seen) + 1) if k not in seen)
+        raise TraceError(f"{files[0]}: file names give ranks up to {n - 1} but {n - len(files)} rank files are "
+                         f"missing (first: rank {missing}); pass nprocs= if that is intended")
     if max(ranks) >= n:
         raise TraceError(f"{files[ranks.index(max(ranks))]}: rank {max(ranks)} >= nprocs = {n}")
     ignored: Counter = Counter()

@@ -48,8 +48,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -283,6 +285,18 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, p
     return dest
 
 
+class _Lazy(dict):
+    """Per-rank containers made on first use (a schedule may declare far more ranks than it lists)."""
+
+    def __init__(self, factory: type) -> None:
+        super().__init__()
+        self.factory = factory
+
+    def __missing__(self, rank: int) -> Any:
+        self[rank] = value = self.factory()
+        return value
+
+
 @dataclass(frozen=True)
 class GoalOp:
     """One GOAL operation: ``kind`` is ``"send"``, ``"recv"`` or ``"calc"``; ``peer``/``tag`` -1 = any."""
@@ -299,19 +313,20 @@ class GoalOp:
 class GoalSchedule:
     """A parsed GOAL schedule: operations and dependencies per rank.
 
-    ``requires[r]`` lists ``(a, b, start)``: op ``a`` of rank ``r`` waits for
+    ``ops[r]`` maps labels to operations and ``requires[r]`` lists ``(a, b, start)`` (ranks
+    without operations read as empty): op ``a`` of rank ``r`` waits for
     ``b`` to complete (``start=False``, ``requires``) or to start (``irequires``).
     """
 
     num_ranks: int
-    ops: list[dict[str, GoalOp]] = field(default_factory=list)
-    requires: list[list[tuple[str, str, bool]]] = field(default_factory=list)
+    ops: Mapping[int, dict[str, GoalOp]] = field(default_factory=dict)
+    requires: Mapping[int, list[tuple[str, str, bool]]] = field(default_factory=dict)
     source: str = ""
 
     def messages(self, kind: str) -> list[tuple[int, int, int, int]]:
         """``(src, dst, tag, bytes)`` of every send (``kind="send"``) or receive, sorted."""
         out = []
-        for r, ops in enumerate(self.ops):
+        for r, ops in sorted(self.ops.items()):
             for op in ops.values():
                 if op.kind == kind:
                     out.append((r, op.peer, op.tag, op.size) if kind == "send" else (op.peer, r, op.tag, op.size))
@@ -345,7 +360,7 @@ def read_goal(path: str | os.PathLike) -> GoalSchedule:
             if not m:
                 raise FormatError(path, n, f"expected 'num_ranks N' first, got {text!r}")
             k = int(m.group(1))
-            sched = GoalSchedule(k, [{} for _ in range(k)], [[] for _ in range(k)], str(path))
+            sched = GoalSchedule(k, _Lazy(dict), _Lazy(list), str(path))
             continue
         if rank is None:
             m = re.match(r"^rank\s+(\d+)\s*\{$", text)

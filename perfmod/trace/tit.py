@@ -209,6 +209,10 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
         if st.compute > 0:
             rows.append((rank, dict(call=Call.COMPUTE, compute=st.compute)))
     size = nprocs if nprocs is not None else (max(states) + 1 if states else 1)
+    if nprocs is None and len(states) < size:
+        missing = next(k for k in range(len(states) + 1) if k not in states)
+        raise TraceError(f"{path}: ranks 0..{size - 1} expected from the highest rank, but {size - len(states)} "
+                         f"have no action (first: rank {missing}); pass nprocs= if that is intended")
     if states and max(states) >= size:
         raise TraceError(f"{path}: rank {max(states)} >= nprocs = {size}")
     b = TraceBuilder(size, source=str(path))
