@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perfmod.replay import replay
-from perfmod.trace import Call, TraceBuilder, synthetic
+from perfmod.trace import Call, TraceBuilder, TraceError, synthetic
 from perfmod.trace.dumpi import read_dumpi
 from perfmod.trace.otf2io import read_otf2, write_otf2
 
@@ -85,3 +85,11 @@ def test_bad_archives_are_named(tmp_path):
     bad.write_text("not an otf2 anchor\n")
     with pytest.raises(Exception, match="bad.otf2: not a readable OTF2 archive"):
         read_otf2(bad)
+
+
+def test_damaged_event_file_is_named(tmp_path):
+    write_otf2(synthetic("jacobi2d", 4, 2), tmp_path / "a")
+    evt = sorted((tmp_path / "a" / "traces").glob("*.evt"))[0]
+    evt.write_bytes(evt.read_bytes()[: len(evt.read_bytes()) // 2])
+    with pytest.raises(TraceError, match=r"traces.otf2: OTF2 event data unreadable"):
+        read_otf2(tmp_path / "a")

@@ -272,10 +272,15 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
                 comm_ids[id(c)] = len(comms) + 1
                 comms[len(comms) + 1] = np.array(members, dtype=np.int64)
         state = _ReadState(len(rank_of), comm_ids, comms, res, unknown, str(anchor))
-        for loc, ev in tr.events:
-            r = rank_of.get(id(loc))
-            if r is not None:
-                state.event(r, ev)
+        try:
+            for loc, ev in tr.events:
+                r = rank_of.get(id(loc))
+                if r is not None:
+                    state.event(r, ev)
+        except TraceError:
+            raise
+        except Exception as err:  # the OTF2 library's own errors on damaged event files
+            raise TraceError(f"{anchor}: OTF2 event data unreadable: {type(err).__name__}: {err}") from None
     return state.build()
 
 
