@@ -60,7 +60,7 @@ def test_bench_read_dumpi_20k_calls(benchmark, tmp_path):
 
 @pytest.fixture(scope="module")
 def jacobi():
-    return synthetic("jacobi2d", 64, 20)  # 64 ranks x 20 iterations: 12,800 events
+    return synthetic("jacobi2d", 64, 20)  # 64 ranks x 20 iterations: 11,520 events
 
 
 @pytest.mark.bench
