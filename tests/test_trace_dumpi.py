@@ -166,3 +166,23 @@ def test_missing_rank_files_are_an_error(tmp_path):
     with pytest.raises(Exception, match=r"up to 900000000 but 899999999 rank files are missing \(first: rank 1\)"):
         read_dumpi(tmp_path)
     assert read_dumpi([tmp_path / "t-0000.txt"], nprocs=3).nprocs == 3
+
+
+def test_wildcards_resolved_from_statuses(tmp_path):
+    t = read_dumpi(DATA, resolve_wildcards=True)
+    recv = np.flatnonzero((t.rank == 1) & (t.call == Call.RECV))[0]
+    assert t.peer[recv] == 0 and t.tag[recv] == 1337 and t.meta["resolved_wildcards"] == 1
+    w = "MPI_Comm comm=2 (MPI_COMM_WORLD)"
+    lines = (_call("MPI_Irecv", ["int count=4", "MPI_Datatype datatype=9 (MPI_INT)", "int source=-1 (MPI_ANY_SOURCE)",
+                                 "int tag=-1 (MPI_ANY_TAG)", w, "MPI_Request request=[2]"])
+             + _call("MPI_Irecv", ["int count=4", "MPI_Datatype datatype=9 (MPI_INT)", "int source=0", "int tag=3", w,
+                                   "MPI_Request request=[3]"], t0="10.000000200", t1="10.000000300")
+             + _call("MPI_Waitall", ["int count=2", "MPI_Request requests[2]=[3, 2]",
+                                     "MPI_Status statuses[2]=[{bytes=16, cancelled=0, source=0, tag=3, error=0}, "
+                                     "{bytes=12, cancelled=0, source=1, tag=8, error=0}]"],
+                     t0="10.000000400", t1="10.000000500"))
+    p = _write(tmp_path, lines)
+    kept, resolved = read_dumpi(p, nprocs=2), read_dumpi(p, nprocs=2, resolve_wildcards=True)
+    assert (kept.peer[0], kept.tag[0]) == (ANY_SOURCE, ANY_TAG)
+    assert (resolved.peer[0], resolved.tag[0]) == (1, 8) and resolved.meta["resolved_wildcards"] == 1
+    assert resolved.peer[1] == 0 and resolved.tag[1] == 3  # statuses follow the requests' order [3, 2]

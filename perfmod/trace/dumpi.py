@@ -37,6 +37,8 @@ What perfmod keeps of each call:
   by ``MPI_Comm_dup``, ``MPI_Cart_create`` (ranks not reordered) and
   ``MPI_Comm_split`` are rebuilt across the rank files (members of a split
   ordered by key, then old rank) and numbered 1, 2, ...;
+- wildcards: kept as posted, or (``resolve_wildcards=True``) replaced by
+  the source and tag of the receive's ``MPI_Status`` where DUMPI recorded it;
 - requests: the handle DUMPI printed; handles that a wait lists but no
   pending ``Isend``/``Irecv`` created (``MPI_REQUEST_NULL``, persistent
   requests) are dropped and counted in ``meta["ignored_requests"]``.
@@ -120,6 +122,9 @@ class _RankState:
     created: Counter = field(default_factory=Counter)
     pending: set[int] = field(default_factory=set)
     creations: list[tuple] = field(default_factory=list)
+    resolve: bool = False
+    wild: dict[int, dict] = field(default_factory=dict)  # request -> its Irecv event, while it has a wildcard
+    resolved: int = 0
 
 
 def _ints(text: str, path: str, line: int, name: str) -> list[int] | None:
@@ -134,6 +139,9 @@ def _ints(text: str, path: str, line: int, name: str) -> list[int] | None:
         return [int(x) for x in body.split(",")] if body else []
     except ValueError:
         raise FormatError(path, line, f"field {name!r}: not a list of integers: {text!r}") from None
+
+
+_STATUS = re.compile(r"\{bytes=(-?\d+), cancelled=(-?\d+), source=(-?\d+), tag=(-?\d+), error=(-?\d+)\}")
 
 
 class _Call:
@@ -161,6 +169,13 @@ class _Call:
         out = _ints(text, self.st.path, line, name)
         return [] if out is None else out
 
+    def statuses(self, name: str) -> list[tuple[int, int]] | None:
+        """``(source, tag)`` of each status printed in field ``name`` (None: absent or ``<IGNORED>``)."""
+        if name not in self.b.params:
+            return None
+        found = _STATUS.findall(self.b.params[name][0])
+        return [(int(m[2]), int(m[3])) for m in found] or None
+
     def size(self, name: str) -> int:
         dt = self.int(name)
         try:
@@ -181,15 +196,33 @@ class _Call:
                               f"created by a call perfmod follows (Comm_dup, Comm_split, Cart_create){hint}") from None
 
 
-def _take_requests(c: _Call, ids: Sequence[int], ignored: Counter) -> list[int]:
+def _take_requests(c: _Call, ids: Sequence[int], ignored: Counter,
+                   statuses: Sequence[tuple[int, int]] | None = None) -> list[int]:
+    """The pending requests among ``ids`` (now completed); wildcard Irecvs resolved from ``statuses``."""
     out = []
-    for r in ids:
-        if r in c.st.pending:
-            c.st.pending.discard(r)
+    st = c.st
+    for k, r in enumerate(ids):
+        if r in st.pending:
+            st.pending.discard(r)
             out.append(r)
+            ev = st.wild.pop(r, None)
+            if ev is not None and statuses is not None and k < len(statuses):
+                _resolve(ev, "peer", "tag", statuses[k], st)
         else:
             ignored[r] += 1
     return out
+
+
+def _resolve(ev: dict, peer: str | int, tag: str | int, status: tuple[int, int], st: _RankState) -> None:
+    """Replace MPI_ANY_SOURCE / MPI_ANY_TAG of a receive by the source and tag its status reported."""
+    src, tg = status
+    box = ev if isinstance(peer, str) else ev["aux"]
+    changed = False
+    if box[peer] == ANY_SOURCE and src >= 0:
+        box[peer], changed = src, True
+    if box[tag] == ANY_TAG and tg >= 0:
+        box[tag], changed = tg, True
+    st.resolved += changed
 
 
 def _event(c: _Call, unknown: str, ignored: Counter) -> dict[str, Any] | None:
@@ -212,6 +245,12 @@ def _event(c: _Call, unknown: str, ignored: Counter) -> dict[str, Any] | None:
                 raise FormatError(st.path, c.raw("request")[1], f"{name}: field 'request' needs one handle")
             ev["request"] = req[0]
             st.pending.add(req[0])
+            if st.resolve and code == Call.IRECV and (ev["peer"] == ANY_SOURCE or ev["tag"] == ANY_TAG):
+                st.wild[req[0]] = ev
+        elif recv and st.resolve and (ev["peer"] == ANY_SOURCE or ev["tag"] == ANY_TAG):
+            status = c.statuses("status")
+            if status:
+                _resolve(ev, "peer", "tag", status[0], st)
         return ev
     if name in _NO_ARGS:
         return dict(call=_NO_ARGS[name])
@@ -219,28 +258,32 @@ def _event(c: _Call, unknown: str, ignored: Counter) -> dict[str, Any] | None:
         src, rtag = c.int("source"), c.int("recvtag")
         src = ANY_SOURCE if src == _DUMPI_ANY_SOURCE else (PROC_NULL if src < 0 else src)
         dest = c.int("dest")
-        return dict(call=Call.SENDRECV, peer=PROC_NULL if dest < 0 else dest,
-                    nbytes=c.int("sendcount") * c.size("sendtype"), tag=c.int("sendtag"), comm=c.comm(),
-                    aux=[src, c.int("recvcount") * c.size("recvtype"), ANY_TAG if rtag == _DUMPI_ANY_TAG else rtag])
+        ev = dict(call=Call.SENDRECV, peer=PROC_NULL if dest < 0 else dest,
+                  nbytes=c.int("sendcount") * c.size("sendtype"), tag=c.int("sendtag"), comm=c.comm(),
+                  aux=[src, c.int("recvcount") * c.size("recvtype"), ANY_TAG if rtag == _DUMPI_ANY_TAG else rtag])
+        status = c.statuses("status") if st.resolve else None
+        if status:
+            _resolve(ev, 0, 2, status[0], st)
+        return ev
     if name in ("MPI_Wait", "MPI_Test"):
         if name == "MPI_Test" and not c.int("flag"):
             return dict(call=Call.TEST)
-        got = _take_requests(c, c.list("request"), ignored)
+        got = _take_requests(c, c.list("request"), ignored, c.statuses("status"))
         return dict(call=Call.WAIT if name == "MPI_Wait" else Call.TEST, request=got[0] if got else NO_REQUEST)
     if name in ("MPI_Waitall", "MPI_Testall"):
         done = name == "MPI_Waitall" or bool(c.int("flag"))
         return dict(call=Call.WAITALL if name == "MPI_Waitall" else Call.TESTALL,
-                    aux=_take_requests(c, c.list("requests"), ignored) if done else [])
+                    aux=_take_requests(c, c.list("requests"), ignored, c.statuses("statuses")) if done else [])
     if name in ("MPI_Waitany", "MPI_Testany"):
         reqs, idx = c.list("requests"), c.int("index")
         done = (name == "MPI_Waitany" or bool(c.int("flag"))) and 0 <= idx < len(reqs)
         return dict(call=Call.WAITANY if name == "MPI_Waitany" else Call.TESTANY,
-                    aux=_take_requests(c, [reqs[idx]], ignored) if done else [])
+                    aux=_take_requests(c, [reqs[idx]], ignored, c.statuses("status")) if done else [])
     if name in ("MPI_Waitsome", "MPI_Testsome"):
         reqs = c.list("requests")
         picked = [reqs[i] for i in c.list("indices") if 0 <= i < len(reqs)]
         return dict(call=Call.WAITSOME if name == "MPI_Waitsome" else Call.TESTSOME,
-                    aux=_take_requests(c, picked, ignored))
+                    aux=_take_requests(c, picked, ignored, c.statuses("statuses")))
     if name == "MPI_Barrier":
         return dict(call=Call.BARRIER, comm=c.comm())
     if name in ("MPI_Bcast", "MPI_Reduce"):
@@ -425,7 +468,7 @@ def _comm_table(states: Sequence[_RankState]) -> tuple[dict[tuple, int], dict[in
 
 def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: int | None = None,
                datatype_sizes: Mapping[int, int] | None = None, unknown: str = "skip",
-               progress: bool = False) -> Trace:
+               resolve_wildcards: bool = False, progress: bool = False) -> Trace:
     """Read ``dumpi2ascii`` text files (one per rank) into a :class:`~perfmod.trace.core.Trace`.
 
     Parameters
@@ -447,6 +490,12 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
         joins the next compute gap), keep them as ``Call.OTHER`` events, or
         raise :class:`~perfmod.trace.textio.FormatError`.  Either way they
         are counted in ``trace.meta["unknown_calls"]``.
+    resolve_wildcards : bool
+        Replace ``MPI_ANY_SOURCE``/``MPI_ANY_TAG`` of receives by the source
+        and tag their ``MPI_Status`` reported (of the ``Recv``/``Sendrecv``,
+        or of the wait that completed an ``Irecv``) where DUMPI recorded it;
+        counted in ``meta["resolved_wildcards"]``.  Default: keep the
+        wildcards the program posted.
     progress : bool
         Show a progress bar over the rank files.
 
@@ -482,7 +531,8 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
     unknown_calls: Counter = Counter()
     states, per_rank = [], []
     for f, r in tqdm(list(zip(files, ranks, strict=True)), desc="DUMPI files", disable=not progress):
-        st = _RankState(r, f, _LayeredSizes(_printed_sizes(f), DUMPI_TYPE_SIZES, datatype_sizes or {}))
+        st = _RankState(r, f, _LayeredSizes(_printed_sizes(f), DUMPI_TYPE_SIZES, datatype_sizes or {}),
+                        resolve=resolve_wildcards)
         per_rank.append(_parse_file(f, st, unknown, ignored, unknown_calls))
         states.append(st)
     ids, comms = _comm_table(states)
@@ -498,7 +548,7 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
                 ev["peer"] = b.other(other)
             b.append(st.rank, comm=ids[key], **ev)
     meta = {"format": "dumpi-ascii", "files": files, "unknown_calls": dict(unknown_calls),
-            "ignored_requests": int(sum(ignored.values()))}
+            "ignored_requests": int(sum(ignored.values())), "resolved_wildcards": sum(st.resolved for st in states)}
     return b.build(meta=meta)
 
 
