@@ -92,6 +92,27 @@ def test_profile_predict_round_trip():
         st.profile_jacobi(ds, ROWS, block=100, nprocs=2)
 
 
+def test_one_profile_per_rank_count():
+    # a shared CPU: the kernels reach a different fraction of each rank count's device row
+    eff1 = {"pack": 30.0, "unpack": 12.0, "stencil": 2.6, "reduce": 5.0}
+    eff2 = {"pack": 30.0, "unpack": 12.0, "stencil": 1.3, "reduce": 2.5}
+    d1, plat = _synthetic([64, 128, 256], [1], eff1, overhead=1e-5)
+    d2, _ = _synthetic([64, 128, 256], [2], eff2, overhead=2e-5)
+    ds = xr.concat([d1, d2], dim="nprocs")
+    one = st.profile_jacobi(ds, ROWS, block=64, nprocs=2)
+    each = st.profile_each(ds, ROWS, 64, [1, 2])
+    assert each[1].efficiency["stencil"] == pytest.approx(2.6) and each[2].overhead == pytest.approx(2e-5)
+    res = st.compare(ds, st.predict_jacobi([64, 128, 256], [1, 2], plat, ROWS, each), each)
+    assert np.allclose(res.t_iter_error.sel(model="qroof_profiled"), 0, atol=1e-12)
+    assert res.held_out.sel(block=64).sum() == 0 and res.held_out.sum() == 4
+    assert res.kernel_efficiency.sel(profile_nprocs=1, kernel="stencil") == pytest.approx(2.6)
+    # one profile for both rank counts misses the one-rank runs by the ratio of the efficiencies
+    res1 = st.compare(ds, st.predict_jacobi([64, 128, 256], [1, 2], plat, ROWS, one), one)
+    assert float(res1.t_stencil_error.sel(model="qroof_profiled", nprocs=1, block=256)) == pytest.approx(1.3 / 2.6 - 1)
+    with pytest.raises(KeyError, match="no profile for nprocs=4"):
+        st.predict_jacobi([64], [4], plat, {**ROWS, 4: ROW}, each)
+
+
 def test_mean_rows():
     m = st.mean_rows(ROWS, {1: {c: 2 * v for c, v in ROW.items()}, 2: ROWS[2]})
     assert m[1]["GBSEC - DRAM"] == 60.0 and m[2] == ROWS[2]

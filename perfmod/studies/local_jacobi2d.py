@@ -8,11 +8,20 @@ The method, step by step:
    :mod:`perfmod.bench.devicebench`, measured with P ranks streaming at once
    (the CPU's counterpart of one GPU per rank: ranks share the memory
    bandwidth).
-2. **Profile** one small run (the paper's two-process run): the kernel
+2. **Profile** one small run per device (the paper's profiling run): the kernel
    metrics come from the proxy's own counts (:func:`perfmod.proxies.jacobi2d.kernel_counts`);
    the run gives each kernel's measured time and the overhead, the part of
    the iteration the model does not describe (host-device copies, the sum's
    transfer, the loop itself): ``t_iter - (kernels + exchange + allreduce)``.
+   On a GPU machine every rank has the same device whatever the rank count,
+   and the paper profiles once.  On one CPU socket a rank's "device" is its
+   share of the socket, which changes with the rank count, and NumPy's
+   kernels do not follow the triad's share: on the development VM one rank's
+   triad streams about twice the bytes of each of two ranks', while the
+   STENCIL runs 13.1 ms per 2,048^2 block alone and 13.8 ms per rank on two
+   (it is bound by the core, not the shared bandwidth).  So the default
+   profiles each rank count at the profiling block (:func:`profile_each`)
+   and holds out the other block sizes.
 3. **Predict** every other block size and rank count:
    ``T_iter = T_exchange + T_allreduce + sum_k T_k + overhead``
    (§3.4) with the halo exchange from the postal model of the local platform
@@ -76,7 +85,7 @@ from ..roofline import qroof_time
 from ..topology import dims_create
 
 __all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
-           "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "predict_jacobi", "compare",
+           "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "profile_each", "predict_jacobi", "compare",
            "headline_errors", "error_table", "plot_local"]
 
 #: Phases compared one by one (the kernels, the two communication phases, and the overhead).
@@ -297,9 +306,26 @@ def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]]
     return Profile(int(block), int(nprocs), overhead, {k: t[k] for k in KERNELS}, eff, counts)
 
 
+def profile_each(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int,
+                 nprocs: Sequence[int]) -> dict[int, Profile]:
+    """One :func:`profile_jacobi` per rank count (each rank count is its own device on a shared CPU)."""
+    return {int(p): profile_jacobi(measured, rows, block, int(p)) for p in nprocs}
+
+
+def _profile_for(profile: Profile | Mapping[int, Profile], nprocs: int) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    if nprocs not in profile:
+        raise KeyError(f"no profile for nprocs={nprocs} (profiled: {sorted(profile)})")
+    return profile[nprocs]
+
+
 def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platform,
-                   rows: Mapping[int, Mapping[str, float]], profile: Profile) -> xr.Dataset:
-    """Predicted time per iteration and per phase over (``model``, ``block``, ``nprocs``)."""
+                   rows: Mapping[int, Mapping[str, float]], profile: Profile | Mapping[int, Profile]) -> xr.Dataset:
+    """Predicted time per iteration and per phase over (``model``, ``block``, ``nprocs``).
+
+    ``profile`` is one profile for every rank count, or one per rank count (:func:`profile_each`).
+    """
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
     shape = (len(KERNEL_MODELS), len(blocks), len(nprocs))
     out = {q: np.zeros(shape) for q in COMPARED}
@@ -309,12 +335,13 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
                 raise KeyError(f"no device row for nprocs={p} (have {sorted(rows)})")
             counts = rank_counts(b, p)
             t_ex, t_ar = _comm(b, p, platform)
+            prof = _profile_for(profile, p)
             for m, model in enumerate(KERNEL_MODELS):
                 for k in KERNELS:
                     q = _qroof(counts[k], rows[p])
-                    out[k][m, i, j] = q * (profile.efficiency[k] if model == "qroof_profiled" else 1.0)
+                    out[k][m, i, j] = q * (prof.efficiency[k] if model == "qroof_profiled" else 1.0)
                 out["exchange"][m, i, j], out["allreduce"][m, i, j] = t_ex, t_ar
-                out["overhead"][m, i, j] = profile.overhead
+                out["overhead"][m, i, j] = prof.overhead
                 out["iter"][m, i, j] = sum(out[q][m, i, j] for q in (*MODELED, "overhead"))
     return xr.Dataset(
         {f"t_{q}_predicted": (("model", "block", "nprocs"), out[q],
@@ -324,8 +351,8 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
     )
 
 
-def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile, model: str = "qroof_profiled"
-            ) -> xr.Dataset:
+def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile | Mapping[int, Profile],
+            model: str = "qroof_profiled") -> xr.Dataset:
     """Measured (median over ``rep``) and predicted pairs per phase, with relative errors and masks.
 
     ``t_<q>_predicted`` is the headline ``model``; every model stays in
@@ -360,16 +387,23 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile, model
     dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1).median("rep")
     out["t_iter_noise"] = dev.assign_attrs(units="1", long_name="run-to-run noise of the iteration time: median over "
                                            "reps of |rep / median - 1|")
+    profiles = {profile.nprocs: profile} if isinstance(profile, Profile) else dict(profile)
     b, p = xr.broadcast(out.block, out.nprocs)
-    held = ~((b == profile.block) & (p == profile.nprocs))
-    out["held_out"] = held.assign_attrs(units="1", long_name="not the profiled configuration")
+    held = xr.ones_like(b, dtype=bool)
+    for n, prof in profiles.items():
+        held = held & ~((b == prof.block) & (p == n))
+    out["held_out"] = held.assign_attrs(units="1", long_name="not a profiled configuration")
     out["headline"] = (held & ~out.oversubscribed & ~out.cache_resident).assign_attrs(
         units="1", long_name="in the headline error: held out, not oversubscribed, beyond the LLC")
-    out["profile_overhead"] = ((), profile.overhead, {"units": "s", "long_name": "overhead from the profiling run"})
-    out["kernel_efficiency"] = ("kernel", [profile.efficiency[k] for k in KERNELS],
+    ns = sorted(profiles)
+    out = out.assign_coords(kernel=list(KERNELS), profile_nprocs=("profile_nprocs", ns, {
+        "units": "1", "long_name": "rank count of a profiling run"}))
+    out["profile_overhead"] = ("profile_nprocs", [profiles[n].overhead for n in ns],
+                               {"units": "s", "long_name": "overhead from the profiling run"})
+    eff = [[profiles[n].efficiency[k] for k in KERNELS] for n in ns]
+    out["kernel_efficiency"] = (("profile_nprocs", "kernel"), eff,
                                 {"units": "1", "long_name": "measured / QRoof kernel time in the profiling run"})
-    out = out.assign_coords(kernel=list(KERNELS))
-    out.attrs.update(profile_block=profile.block, profile_nprocs=profile.nprocs, headline_model=model)
+    out.attrs.update(profile_block=profiles[ns[0]].block, headline_model=model)
     return out
 
 
