@@ -99,7 +99,8 @@ def plot_calibration(curve: xr.Dataset) -> plt.Figure:
     return fig
 
 
-def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "t_total")) -> plt.Figure:
+def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "total_time")
+                               ) -> plt.Figure:
     """Measured (median, min-max bar) and predicted (with interval) time vs ranks, a panel per quantity and case."""
     cases = list(ds.case.values)
     fig, axes = plt.subplots(len(cases), len(quantities), figsize=(4 * len(quantities), 3.2 * len(cases)),
@@ -128,7 +129,7 @@ def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t
     return fig
 
 
-def plot_event_predictions(res: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "t_total")) -> plt.Figure:
+def plot_event_predictions(res: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "total_time")) -> plt.Figure:
     """TRITON experiments (Figures 3-4 counterpart): measured and predicted time vs ranks, a row per target event.
 
     One colour per resolution; the coarse run that gave K_w is circled; oversubscribed rank counts shaded.
@@ -176,7 +177,7 @@ def plot_error_by_experiment(res: xr.Dataset) -> plt.Figure:
             s = res.sel(factor=f, nprocs=p)
             x = np.arange(res.sizes["event"]) - 0.4 + (k + 0.5) * width
             held = s.held_out.values.astype(bool)
-            err = 100 * s.t_total_error.values
+            err = 100 * s.total_time_error.values
             ax.bar(x[held], err[held], width, color=f"C{k}", label=f"{float(s.cell_size):g} m, {p} ranks")
             ax.bar(x[~held], err[~held], width, color="none", edgecolor=f"C{k}",
                    hatch="//" if bool(s.oversubscribed) else None)

@@ -50,7 +50,7 @@ def test_mpi_run_matches_serial_across_partition_boundaries(nprocs):
     res = run_mpi("perfmod.proxies.gol", nprocs, ["--ny", 30, "--nx", 20, "--generations", 25, "--seed", 7],
                   timeout=120)
     assert res["alive"] == int(ref.sum()) and res["nprocs"] == nprocs
-    assert res["t_w"] > 0 and res["t_total"] >= res["t_w"]
+    assert res["t_w"] > 0 and res["total_time"] >= res["t_w"]
 
 
 def test_halo_cells():
@@ -62,7 +62,7 @@ def test_study_fit_and_predict_small():
     train = measure_gol([[40, 40, 10], [40, 40, 20], [80, 80, 8]], [1, 2], reps=1, progress=False)
     test = measure_gol([[60, 60, 15]], [1, 2], reps=1, progress=False)
     out = predict_gol(fit_gol(train), test)
-    assert out.t_total_predicted.shape == (1, 2)
-    assert bool((out.t_total_lower <= out.t_total_predicted).all())
+    assert out.total_time_predicted.shape == (1, 2)
+    assert bool((out.total_time_lower <= out.total_time_predicted).all())
     with pytest.raises(ValueError, match="positive"):
         measure_gol([[0, 10, 10]], [1], reps=1, progress=False)

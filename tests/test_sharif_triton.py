@@ -19,19 +19,19 @@ def _model_runs(reps=2):
     size = 5.0 * factors
     events = list(KW)
     shape = (len(events), factors.size, nprocs.size, reps)
-    t = {q: np.zeros(shape) for q in ("t_w", "t_c", "t_o", "t_total", "steps")}
+    t = {q: np.zeros(shape) for q in ("t_w", "t_c", "t_o", "total_time", "steps")}
     for e, ev in enumerate(events):
         p = bsp.BSPParams(k_w=KW[ev], **SHARED)
         for f in range(factors.size):
             for j, P in enumerate(nprocs):
                 steps = STEPS0[ev] * size[0] / size[f]  # exactly 1 / cell size
                 tt = bsp.bsp_times(cells[f], P, steps, 2 * (n // factors[f]) if P > 1 else 0, p)
-                for q, k in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("t_total", "t_t")):
+                for q, k in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("total_time", "t_t")):
                     t[q][e, f, j] = tt[k]
                 t["steps"][e, f, j] = steps
     dims = ("event", "factor", "nprocs", "rep")
     return xr.Dataset(
-        {**{f"{q}_measured": (dims, t[q]) for q in ("t_w", "t_c", "t_o", "t_total")},
+        {**{f"{q}_measured": (dims, t[q]) for q in ("t_w", "t_c", "t_o", "total_time")},
          "steps": (dims, t["steps"]),
          "halo_time": ((*dims, "rank"), np.ones((*shape, 4)), {"units": "s", "long_name": "halo time"})},
         coords={"event": events, "factor": factors, "nprocs": nprocs, "rep": np.arange(reps), "rank": np.arange(4),
@@ -44,7 +44,7 @@ def test_experiment_reproduces_model_runs_exactly():
     res = st.predict_event(ds, "bowl", coarse_factor=2)
     assert res.attrs["fit_k_w"] == pytest.approx(KW["bowl"], rel=1e-6)
     assert res.attrs["trained_on"] == "valley, plain, hills"
-    for q in ("t_w", "t_c", "t_o", "t_total"):
+    for q in ("t_w", "t_c", "t_o", "total_time"):
         assert np.abs(res[f"{q}_error"]).max() < 1e-6, q
     assert res.held_out.sel(factor=1).values.tolist() == [True, True, False]  # 4 ranks: oversubscribed
     assert not res.held_out.sel(factor=2).any()
@@ -59,8 +59,8 @@ def test_all_experiments_and_summary():
     assert res.fit_o_w.values == pytest.approx([SHARED["o_w"]] * 4, rel=1e-6)
     check_conventions(annotate(res, "sharif_triton", "test"))
     s = st.error_summary(res)
-    assert s.loc["t_total", "cases"] == 8  # 4 targets x finest resolution x 1 and 2 ranks
-    assert s.loc["t_total", "max |error|"] < 1e-6 and s.loc["steps", "max |error|"] < 1e-12
+    assert s.loc["total_time", "cases"] == 8  # 4 targets x finest resolution x 1 and 2 ranks
+    assert s.loc["total_time", "max |error|"] < 1e-6 and s.loc["steps", "max |error|"] < 1e-12
 
 
 def test_iteration_scaling_error_shows_in_the_prediction():

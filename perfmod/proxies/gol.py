@@ -157,7 +157,7 @@ def main() -> None:
         comm.Abort(1)
     total = time.perf_counter() - t0
     if comm.Get_rank() == 0:
-        print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "t_total": total,
+        print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "total_time": total,
                           "nprocs": comm.Get_size(), "alive": int(res["grid"].sum()),
                           "ny": args.ny, "nx": args.nx, "generations": args.generations}))
 

@@ -351,7 +351,7 @@ def main() -> None:
         wet = float((res["h"] > DRY).mean())
         # T_o is everything but compute and communication (DEM, set-up, gathering), so T_w + T_c + T_o = total
         t_o = total - res["t_w"] - res["t_c"]
-        print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "t_total": total,
+        print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "total_time": total,
                           "steps": res["steps"], "mass": res["mass"], "wet_fraction": wet, "nprocs": comm.Get_size(),
                           "t_halo_ranks": res["t_halo_ranks"],
                           "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain}))

@@ -25,9 +25,9 @@ from ..proxies.runner import run_mpi
 
 __all__ = ["halo_cells", "measure_gol", "fit_gol", "predict_gol"]
 
-QUANTITIES = ("t_w", "t_c", "t_o", "t_total")
+QUANTITIES = ("t_w", "t_c", "t_o", "total_time")
 LONG = {"t_w": "compute time (T_w)", "t_c": "communication time (T_c)", "t_o": "other time (T_o)",
-        "t_total": "total time (T_t)"}
+        "total_time": "total time (T_t)"}
 
 
 def halo_cells(nx: int, nprocs: int) -> int:
@@ -99,12 +99,12 @@ def predict_gol(fit: BSPFit, test: xr.Dataset, level: float = 0.95) -> xr.Datase
     pred = fit.predict(f["C"], f["P"], f["I"], f["H"], level)
     shape = (test.sizes["case"], test.sizes["nprocs"])
     out = test.copy()
-    for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("t_total", "t_t")):
+    for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("total_time", "t_t")):
         for suffix, src in (("predicted", key), ("lower", f"{key}_lower"), ("upper", f"{key}_upper")):
             out[f"{q}_{suffix}"] = (("case", "nprocs"), pred[src].reshape(shape),
                                     {"units": "s", "long_name": f"{suffix} {LONG[q]} ({level:.0%} interval)"
                                      if suffix != "predicted" else f"predicted {LONG[q]}"})
-    for q in ("t_w", "t_c", "t_total"):
+    for q in ("t_w", "t_c", "total_time"):
         med = out[f"{q}_measured"].median("rep")
         out[f"{q}_error"] = ((out[f"{q}_predicted"] - med) / med).assign_attrs(
             units="1", long_name=f"relative error of {LONG[q]}: (predicted - median measured) / median measured")

@@ -151,7 +151,7 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
     med = tgt.median("rep")
     out = xr.Dataset(coords={k: tgt.coords[k] for k in ("factor", "nprocs", "cells", "nx_cells", "cell_size",
                                                          "oversubscribed")})
-    for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("t_total", "t_t")):
+    for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("total_time", "t_t")):
         out[f"{q}_measured"] = med[f"{q}_measured"].assign_attrs(units="s", long_name=f"measured {LONG[q]} (median)")
         out[f"{q}_predicted"] = t[key].transpose("factor", "nprocs").assign_attrs(
             units="s", long_name=f"predicted {LONG[q]}")
@@ -192,7 +192,7 @@ def error_summary(res: xr.Dataset) -> pd.DataFrame:
     """Mean and largest |relative error| over the held-out cases, per quantity (the Figure 5a numbers)."""
     rows = {}
     mask = res.held_out.astype(bool)
-    for q in ("t_w", "t_c", "t_total", "steps"):
+    for q in ("t_w", "t_c", "total_time", "steps"):
         err = res[f"{q}_error"] if q != "steps" else (res.steps_predicted - res.steps_measured) / res.steps_measured
         e = np.abs(err.where(mask)).values
         e = e[np.isfinite(e)]
