@@ -91,6 +91,17 @@ def validation_table(model: LinearModel, test: pd.DataFrame, level: float = 0.95
     return out.join(pred[["fit", "lower", "upper"]])
 
 
+
+def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, ylabel: str, title: str, legend_size: int = 8) -> plt.Figure:
+    """Labels, title, grid and legend of a one-panel figure, laid out."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    return fig
+
 def plot_fit_vs_measured(frame: pd.DataFrame, models: Mapping[str, LinearModel], x: str, xlabel: str,
                          ylabel: str, title: str = "") -> plt.Figure:
     """Measured responses and each model's fitted values against one variable (Figures 4, 7, 8, 10)."""
@@ -98,13 +109,7 @@ def plot_fit_vs_measured(frame: pd.DataFrame, models: Mapping[str, LinearModel],
     ax.plot(frame[x], next(iter(models.values())).design.y, "k.", ms=4, label="measured")
     for i, (name, m) in enumerate(models.items()):
         ax.plot(frame[x], m.fitted, "o", mfc="none", color=f"C{i}", ms=5, label=f"model {name} fit")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, xlabel, ylabel, title, legend_size=8)
 
 
 def plot_scatter(frame: pd.DataFrame, x: str, y: str, by: Sequence[str], xlabel: str, ylabel: str,
@@ -116,13 +121,7 @@ def plot_scatter(frame: pd.DataFrame, x: str, y: str, by: Sequence[str], xlabel:
         ax.plot(g[x], g[y], "o", ms=4, color=f"C{i % 10}",
                 label=", ".join(f"{b}={k:g}" if isinstance(k, float) else f"{b}={k}" for b, k in zip(by, key,
                                                                                                    strict=True)))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, xlabel, ylabel, title, legend_size=7)
 
 
 def plot_validation(table: pd.DataFrame, xvals: np.ndarray, xlabel: str, ylabel: str, title: str = "") -> plt.Figure:
@@ -134,13 +133,7 @@ def plot_validation(table: pd.DataFrame, xvals: np.ndarray, xlabel: str, ylabel:
     ax.errorbar(xs, t["fit"], yerr=[t["fit"] - t["lower"], t["upper"] - t["fit"]], fmt="o", mfc="none",
                 capsize=3, label="fit, 95 % confidence interval")
     ax.plot(xs, t["measured"], "kx", label="measured")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, xlabel, ylabel, title, legend_size=8)
 
 
 def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
