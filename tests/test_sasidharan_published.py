@@ -11,7 +11,7 @@ from perfmod import paperdata
 from perfmod.paths import repo_root
 from perfmod.studies import sasidharan_published as sp
 
-# shared/papers sits beside the checkout (/work/main -> /work/shared) or two levels up from a worktree
+# shared/papers sits beside the checkout, or further up (a worktree in a subfolder)
 PAPER = next((d / "shared" / "papers" / "001_10099451130f018d.txt" for d in repo_root().parents
               if (d / "shared" / "papers" / "001_10099451130f018d.txt").is_file()), repo_root() / "missing")
 needs_paper = pytest.mark.skipif(not PAPER.is_file(), reason="shared/papers not in this checkout")
