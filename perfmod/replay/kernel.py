@@ -128,59 +128,47 @@ def _recv_done(j, psrc, rpost, sdone):
 
 
 @njit(cache=True)
+def _match(x, g, x_is_send, rank, stag, rsrc, rtag, qhead, qtail, qlink, ohead, otail, olink, pdst, psrc):
+    """Match event ``x`` of group ``g`` to the first entry of the other side's queue (``q*``) that fits, else
+    append ``x`` to its own side's queue (``o*``).  A receive ``r`` accepts a send ``s`` when its source and
+    tag match or are wildcards (-2, -1); queues keep posting order (MPI's non-overtaking rule)."""
+    prev = -1
+    y = qhead[g]
+    while y >= 0:
+        s = x if x_is_send else y
+        r = y if x_is_send else x
+        if (rsrc[r] == -2 or rsrc[r] == rank[s]) and (rtag[r] == -1 or rtag[r] == stag[s]):
+            nxt = qlink[y]
+            if prev < 0:
+                qhead[g] = nxt
+            else:
+                qlink[prev] = nxt
+            if qtail[g] == y:
+                qtail[g] = prev
+            pdst[s] = r
+            psrc[r] = s
+            return y
+        prev = y
+        y = qlink[y]
+    olink[x] = -1
+    if otail[g] < 0:
+        ohead[g] = x
+    else:
+        olink[otail[g]] = x
+    otail[g] = x
+    return -1
+
+
+@njit(cache=True)
 def _match_send(i, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
     """Match send ``i`` to the first posted receive of group ``g`` that accepts it, else queue it."""
-    prev = -1
-    j = rhead[g]
-    while j >= 0:
-        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
-            nxt = rlink[j]
-            if prev < 0:
-                rhead[g] = nxt
-            else:
-                rlink[prev] = nxt
-            if rtail[g] == j:
-                rtail[g] = prev
-            pdst[i] = j
-            psrc[j] = i
-            return j
-        prev = j
-        j = rlink[j]
-    slink[i] = -1
-    if stail[g] < 0:
-        shead[g] = i
-    else:
-        slink[stail[g]] = i
-    stail[g] = i
-    return -1
+    return _match(i, g, True, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc)
 
 
 @njit(cache=True)
 def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
     """Match receive ``j`` to the first unmatched message of group ``g`` it accepts, else post it."""
-    prev = -1
-    i = shead[g]
-    while i >= 0:
-        if (rsrc[j] == -2 or rsrc[j] == rank[i]) and (rtag[j] == -1 or rtag[j] == stag[i]):
-            nxt = slink[i]
-            if prev < 0:
-                shead[g] = nxt
-            else:
-                slink[prev] = nxt
-            if stail[g] == i:
-                stail[g] = prev
-            pdst[i] = j
-            psrc[j] = i
-            return i
-        prev = i
-        i = slink[i]
-    rlink[j] = -1
-    if rtail[g] < 0:
-        rhead[g] = j
-    else:
-        rlink[rtail[g]] = j
-    rtail[g] = j
-    return -1
+    return _match(j, g, False, rank, stag, rsrc, rtag, shead, stail, slink, rhead, rtail, rlink, pdst, psrc)
 
 
 @njit(cache=True)
