@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -253,6 +254,7 @@ class JacobiRank:
         self.local_sum: Any = None
         self.times = dict.fromkeys(PHASES, 0.0)
         self.t_loop = 0.0
+        self.iteration = 0  # timed iterations run so far (the recorded trace's iteration numbers)
 
     def _edge(self, a: Any, d: str, ghost: bool) -> Any:
         n = self.n
@@ -290,6 +292,9 @@ class JacobiRank:
         """Run ``iters`` iterations; add their phase times when ``timed``."""
         xp, comm = self.xp, self.comm
         gpu = xp.__name__ != "numpy"
+        # a recording communicator (perfmod.trace.recorder) records its Waitall and numbers the iterations
+        waitall = getattr(comm, "Waitall", None) or (_mpi().Request.Waitall if self.active else None)
+        recorder = getattr(comm, "recorder", None)
         acc = dict.fromkeys(PHASES, 0.0)
         synchronize(xp)
         start = last = time.perf_counter()
@@ -302,6 +307,9 @@ class JacobiRank:
             last = now
 
         for _ in range(iters):
+            if recorder is not None:
+                recorder.iteration(self.iteration if timed else None)
+            self.iteration += timed
             self.pack()  # 1 PACK
             lap("pack")
             for d in self.halos:  # 2 D2H
@@ -314,7 +322,7 @@ class JacobiRank:
                 reqs = [comm.Irecv(self.hrecv[_IDX[d]], source=self.nbr[d], tag=_IDX[_OPPOSITE[d]])
                         for d in self.active]
                 reqs += [comm.Isend(self.hsend[_IDX[d]], dest=self.nbr[d], tag=_IDX[d]) for d in self.active]
-                _mpi().Request.Waitall(reqs)
+                waitall(reqs)
             lap("exchange")
             for d in self.halos:  # 4 H2D
                 if gpu:
@@ -333,6 +341,8 @@ class JacobiRank:
             comm.Allreduce(self.hsum, self.gsum, op=_sum_op(comm))  # 9 ALLREDUCE
             lap("allreduce")
         synchronize(xp)
+        if recorder is not None:
+            recorder.iteration(None)
         if timed:
             self.t_loop += time.perf_counter() - start
             for p in PHASES:
@@ -344,8 +354,13 @@ class JacobiRank:
 
 
 def run_jacobi(comm: Any, block: int, iters: int, warmup: int = 2, backend: str = "numpy", init: str = "wave",
-               seed: int = 0, gather: bool = False) -> dict[str, Any]:
+               seed: int = 0, gather: bool = False, trace: str | Path | None = None) -> dict[str, Any]:
     """Run the proxy on ``comm``: ``warmup`` untimed iterations, then ``iters`` timed ones.
+
+    With ``trace`` the run records its MPI calls (:func:`perfmod.trace.recorder.record`; the timed
+    iterations numbered, the warm-up and the statistics afterwards outside any iteration) and rank 0
+    writes the whole run's trace there (:func:`perfmod.trace.store.save_trace`), ready for
+    :func:`perfmod.replay.replay` or an export.
 
     Returns (on every rank) per-phase seconds per iteration, the mean over
     ranks (``t_<phase>``; the allreduce ends every iteration, so the ranks'
@@ -356,6 +371,10 @@ def run_jacobi(comm: Any, block: int, iters: int, warmup: int = 2, backend: str 
     """
     positive_int("iters", iters)
     xp = array_module(backend)
+    if trace is not None:
+        from ..trace.recorder import record
+
+        comm = record(comm)
     r = JacobiRank(comm, block, xp, init, seed)
     if warmup:
         r.iterate(warmup, timed=False)
@@ -381,6 +400,13 @@ def run_jacobi(comm: Any, block: int, iters: int, warmup: int = 2, backend: str 
             for (cy, cx), blk in parts:
                 grid[cy * n:(cy + 1) * n, cx * n:(cx + 1) * n] = blk
             out["grid"] = grid
+    if trace is not None:
+        from ..trace.store import save_trace
+
+        recorded = comm.recorder.gather()
+        if recorded is not None:
+            out["trace"] = str(save_trace(recorded, trace))
+            out["trace_events"] = len(recorded)
     return out
 
 
@@ -420,11 +446,12 @@ def main() -> None:
     ap.add_argument("--init", default="wave", choices=INITS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--checksum", action="store_true", help="also print the sum of squares of the final grid")
+    ap.add_argument("--trace", help="record the MPI calls and write the run's trace (.npz) here")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     try:
         res = run_jacobi(comm, args.block, args.iters, args.warmup, args.backend, args.init, args.seed,
-                         gather=args.checksum)
+                         gather=args.checksum, trace=args.trace)
     except Exception:  # one failing rank must not leave the others waiting forever
         import traceback
 
