@@ -99,6 +99,15 @@ def plot_calibration(curve: xr.Dataset) -> plt.Figure:
     return fig
 
 
+def _rank_axis(ax: plt.Axes, p: np.ndarray, over: np.ndarray, ylabel: str) -> None:
+    """MPI ranks on x (a tick per rank count), oversubscribed rank counts shaded, ``ylabel`` on y."""
+    if over.any():
+        ax.axvspan(p[over].min() - 0.3, p.max() + 0.3, color="grey", alpha=0.12, label="oversubscribed")
+    ax.set_xticks(p)
+    ax.set_xlabel("MPI ranks")
+    ax.set_ylabel(ylabel)
+
+
 def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "total_time")
                                ) -> plt.Figure:
     """Measured (median, min-max bar) and predicted (with interval) time vs ranks, a panel per quantity and case."""
@@ -116,12 +125,7 @@ def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t
                         color="C0", label="measured")
             ax.plot(p, sub[f"{q}_predicted"], "s--", color="C1", label="predicted")
             ax.fill_between(p, sub[f"{q}_lower"], sub[f"{q}_upper"], color="C1", alpha=0.2, label="95 % interval")
-            over = ds.oversubscribed.values
-            if over.any():
-                ax.axvspan(p[over].min() - 0.3, p.max() + 0.3, color="grey", alpha=0.12, label="oversubscribed")
-            ax.set_xticks(p)
-            ax.set_xlabel("MPI ranks")
-            ax.set_ylabel(f"{q} [s]")
+            _rank_axis(ax, p, ds.oversubscribed.values, f"{q} [s]")
             ax.set_title(f"case {case}: {int(sub.ny)} x {int(sub.nx)}, {int(sub.generations)} gen.", fontsize=9)
             ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize=7)
@@ -150,13 +154,8 @@ def plot_event_predictions(res: xr.Dataset, quantities: tuple[str, ...] = ("t_w"
                 used = s.used_for_kw.values.astype(bool)
                 ax.plot(p[used], s[f"{q}_measured"].values[used], "o", ms=13, mfc="none", color="k",
                         label="coarse run (K_w, I)" if k == 0 else None)
-            over = res.oversubscribed.values
-            if over.any():
-                ax.axvspan(p[over].min() - 0.3, p.max() + 0.3, color="grey", alpha=0.12)
+            _rank_axis(ax, p, res.oversubscribed.values, f"{q} [s]")
             ax.set_yscale("log")
-            ax.set_xticks(p)
-            ax.set_xlabel("MPI ranks")
-            ax.set_ylabel(f"{q} [s]")
             ax.set_title(f"target {ev}", fontsize=9)
             ax.grid(True, alpha=0.3)
     axes[0][-1].legend(fontsize=6)
