@@ -7,11 +7,10 @@ phase of MiniFE at 4,096 ranks (about 100 k messages) well under a second.
 import numpy as np
 import pytest
 
-from perfmod.comm.message import message_time
-from perfmod.comm.phase import phase_time
-from perfmod.decomposition import exchange
-from perfmod.platforms import load
-from perfmod.topology import kmodel_counts
+from perfmod.apps.registry import exchange, kmodel_counts
+from perfmod.machine.platforms import load
+from perfmod.models.comm.message import message_time
+from perfmod.models.comm.phase import phase_time
 
 SUMMIT = load("summit")
 

@@ -7,7 +7,7 @@ under a second, so papermill sweeps are dominated by the runs, not the model.
 import numpy as np
 import pytest
 
-from perfmod.platforms import from_dict
+from perfmod.machine.platforms import from_dict
 from perfmod.studies import local_jacobi2d as st
 
 ROW = {"GFLOPS - SP": 20.0, "GFLOPS - DP": 10.0, "GIOPS - MAD": 8.0, "GBSEC - DRAM": 40.0, "GBSEC - L2": 150.0,

@@ -1,4 +1,4 @@
-"""Benchmarks of perfmod.regression (``make bench``); under ``make test`` each runs once as a test.
+"""Benchmarks of perfmod.models.regression (``make bench``); under ``make test`` each runs once as a test.
 
 Targets: Model C (12 coefficients) on the paper's 500 observations in well under
 0.1 s; 10-fold cross-validation of it (ten fits and predictions) under a second.
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmod.regression import kfold, lm
+from perfmod.models.regression import kfold, lm
 
 MODEL_C = "time ~ (X1 + I(X1^2)) * X2 * X3"
 

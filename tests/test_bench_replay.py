@@ -14,9 +14,9 @@ import tracemalloc
 
 import pytest
 
-from perfmod.platforms import load
+from perfmod.apps.traces import synthetic
+from perfmod.machine.platforms import load
 from perfmod.replay import replay
-from perfmod.trace import synthetic
 
 SUMMIT = load("summit")
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from perfmod.kernels import app_kernels
-from perfmod.roofline import devices_dataset, load_devices, predict, qroof_time
+from perfmod.apps.registry import app_kernels
+from perfmod.models.roofline import devices_dataset, load_devices, predict, qroof_time
 
 
 @pytest.mark.bench

@@ -6,8 +6,8 @@ particle-tracking steps per second (one census step of every particle, 1 worker)
 
 import pytest
 
-from perfmod.proxies.quicksilver import QSMesh, QuicksilverSim
-from perfmod.proxies.sedov import run_shared
+from perfmod.measure.proxies.quicksilver import QSMesh, QuicksilverSim
+from perfmod.measure.proxies.sedov import run_shared
 
 
 @pytest.mark.bench

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from perfmod.trace import synthetic
-from perfmod.trace.dumpi import read_dumpi
-from perfmod.trace.goal import write_goal
-from perfmod.trace.otf2io import read_otf2, write_otf2
+from perfmod.apps.traces import synthetic
+from perfmod.trace.formats.dumpi import read_dumpi
+from perfmod.trace.formats.goal import write_goal
+from perfmod.trace.formats.otf2 import read_otf2, write_otf2
+from perfmod.trace.formats.tit import read_tit, write_tit
 from perfmod.trace.recorder import record
-from perfmod.trace.tit import read_tit, write_tit
 
 ROUNDS = 300
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perfmod import bsp
+from perfmod.models import bsp
 
 TRUE = bsp.BSPParams(k_w=2e8, k_b=5e7, o_h=2e-9, o_w=3e-5, o_l=4e-5, o_i=1e-5, o_c=5e-9, o_s=0.2, k_r=6e-6)
 
@@ -88,7 +88,7 @@ def test_kw_from_coarse_run_and_iteration_scaling():
 
 
 def test_table2_cases_and_resolution_scaling():
-    from perfmod.paperdata import read_table
+    from perfmod.core.paperdata import read_table
 
     t2 = read_table("sharif_table2_cases")
     assert len(t2) == 20 and t2[t2.app == "gol"].generations.sum() == 7_450_000

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from perfmod.comm import collectives as C
-from perfmod.platforms import load
+from perfmod.machine.platforms import load
+from perfmod.models.comm import collectives as C
 
 SUMMIT = load("summit")
 

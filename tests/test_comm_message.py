@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.comm.message import message_time
-from perfmod.platforms import ParameterNotAvailable, load
+from perfmod.machine.platforms import ParameterNotAvailable, load
+from perfmod.models.comm.message import message_time
 
 SUMMIT = load("summit")
 LASSEN = load("lassen")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.comm import models as m
+from perfmod.models.comm import models as m
 
 
 def test_postal_closed_form():

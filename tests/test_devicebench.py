@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from perfmod.bench import devicebench as db
-from perfmod.bench.xp import BackendUnavailable, array_module, cupy_available, synchronize, to_host
-from perfmod.io import check_conventions
-from perfmod.roofline import DEVICE_COLUMNS, load_devices
+from perfmod.core.io import check_conventions
+from perfmod.measure.bench import devicebench as db
+from perfmod.measure.bench.xp import BackendUnavailable, array_module, cupy_available, synchronize, to_host
+from perfmod.models.roofline import DEVICE_COLUMNS, load_devices
 
 SMALL = {"dram": 4096, "dram_inner": 1, "l2": 1024, "l2_inner": 2, "fma": 256, "fma_iters": 4}
 

@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.comm.collectives import allreduce_recursive_doubling
-from perfmod.decomposition import minimd_border_atoms
-from perfmod.endtoend import ITERATIONS, analytic_comm, comm_from_replay, end_to_end, kernel_time, paper_overhead
-from perfmod.kernels import APP_KERNELS, app_counts, app_kernels
-from perfmod.roofline import DEVICE_COLUMNS, devices_dataset, load_devices, predict
+from perfmod.apps.kernels import APP_KERNELS
+from perfmod.apps.minimd import minimd_border_atoms
+from perfmod.apps.registry import analytic_comm, app_counts, app_kernels
+from perfmod.models.comm.collectives import allreduce_recursive_doubling
+from perfmod.models.endtoend import comm_from_replay, end_to_end, kernel_time
+from perfmod.models.roofline import DEVICE_COLUMNS, devices_dataset, load_devices, predict
 from perfmod.studies.choi2019_minife import cg_iteration
 from perfmod.studies.choi2020_comm import weak_scaling_comm
-from perfmod.studies.choi2020_end_to_end import kernel_predictions, per_iteration
+from perfmod.studies.choi2020_end_to_end import ITERATIONS, kernel_predictions, paper_overhead, per_iteration
 from perfmod.studies.choi2020_what_if import device_sweep, gpus_per_node_sweep
 
 

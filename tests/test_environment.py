@@ -5,7 +5,7 @@ import tomllib
 
 import yaml
 
-from perfmod.paths import repo_root
+from perfmod.core.paths import repo_root
 
 # conda splits a pip extra into its own package
 EXTRAS = {"h5netcdf[h5py]": ("h5netcdf", ["h5py"])}

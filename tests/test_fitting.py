@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.comm import fitting as F
-from perfmod.comm.models import maxrate, maxrate2, postal
+from perfmod.models.comm import fitting as F
+from perfmod.models.comm.models import maxrate, maxrate2, postal
 
 SIZES = np.geomspace(8, 4 << 20, 30)
 # 000 Table 4, Summit inter-node eager: alpha 2.39e-6 s, R_Cb 6.68e9 B/s, R_Ci 1.27e9 B/s

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from perfmod.proxies import gol
-from perfmod.proxies.runner import run_mpi
+from perfmod.measure.proxies import gol
+from perfmod.measure.runner import run_mpi
 from perfmod.studies.sharif_gol import fit_gol, halo_cells, measure_gol, predict_gol
 
 
@@ -47,7 +47,7 @@ def test_row_blocks_cover_the_grid():
 def test_mpi_run_matches_serial_across_partition_boundaries(nprocs):
     # a random grid's live-cell count after 25 generations is the same on any number of ranks
     ref = gol.life_serial(gol.random_grid(30, 20, seed=7), 25)
-    res = run_mpi("perfmod.proxies.gol", nprocs, ["--ny", 30, "--nx", 20, "--generations", 25, "--seed", 7],
+    res = run_mpi("perfmod.measure.proxies.gol", nprocs, ["--ny", 30, "--nx", 20, "--generations", 25, "--seed", 7],
                   timeout=120)
     assert res["alive"] == int(ref.sum()) and res["nprocs"] == nprocs
     assert res["t_w"] > 0 and res["total_time"] >= res["t_w"]

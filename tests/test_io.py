@@ -1,4 +1,4 @@
-"""perfmod.io: conventions, provenance and atomic writes."""
+"""perfmod.core.io: conventions, provenance and atomic writes."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import perfmod
-from perfmod import io
+from perfmod.core import io
 
 
 def _ds():

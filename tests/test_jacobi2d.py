@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from perfmod.decomposition import jacobi2d as jacobi2d_exchange
-from perfmod.proxies import jacobi2d as j
-from perfmod.proxies.runner import run_mpi
-from perfmod.topology import dims_create
+from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
+from perfmod.machine.cart import dims_create
+from perfmod.measure.proxies import jacobi2d as j
+from perfmod.measure.runner import run_mpi
 
 
 def _global(dims, n, init="wave", seed=0):
@@ -87,7 +87,7 @@ def test_bad_input():
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_mpi_run_matches_serial(nprocs):
     n, iters, warmup = 8, 5, 2
-    res = run_mpi("perfmod.proxies.jacobi2d", nprocs,
+    res = run_mpi("perfmod.measure.proxies.jacobi2d", nprocs,
                   ["--block", n, "--iters", iters, "--warmup", warmup, "--checksum"], timeout=120)
     ref = j.jacobi_serial(_global(dims_create(nprocs, 2), n), iters + warmup)[1:-1, 1:-1]
     assert res["global_sum"] == pytest.approx(ref.sum(), rel=1e-13)
@@ -100,15 +100,15 @@ def test_recorded_run_replays(tmp_path):
     # a real 4-rank run records Listing 1's calls; the trace replays with per-iteration times
     from perfmod.replay import replay
     from perfmod.trace import Call
-    from perfmod.trace.store import load_trace
+    from perfmod.trace.formats.npz import read_npz
 
     n, iters, warmup = 8, 3, 1
     path = tmp_path / "jacobi.npz"
-    res = run_mpi("perfmod.proxies.jacobi2d", 4,
+    res = run_mpi("perfmod.measure.proxies.jacobi2d", 4,
                   ["--block", n, "--iters", iters, "--warmup", warmup, "--checksum", "--trace", path], timeout=120)
     ref = j.jacobi_serial(_global(dims_create(4, 2), n), iters + warmup)[1:-1, 1:-1]
     assert res["sum_squares"] == pytest.approx(float(np.sum(ref * ref)), rel=1e-13)  # recording changes nothing
-    tr = load_trace(path)
+    tr = read_npz(path)
     assert len(tr) == res["trace_events"]
     timed = tr.iteration >= 0
     # 2 x 2 grid, non-periodic: every rank has 2 neighbours -> 2 Irecv + 2 Isend + Waitall + Allreduce

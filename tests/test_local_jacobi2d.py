@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.comm.message import message_time
-from perfmod.platforms import from_dict
-from perfmod.proxies.jacobi2d import KERNELS, PHASES
-from perfmod.roofline import qroof_time
+from perfmod.machine.platforms import from_dict
+from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES
+from perfmod.models.comm.message import message_time
+from perfmod.models.roofline import qroof_time
 from perfmod.studies import jacobi2d_gpu as gpu
 from perfmod.studies import local_jacobi2d as st
 
@@ -146,8 +146,8 @@ MPI_FILES = sorted(Path(__file__).resolve().parents[1].glob("data/raw/gpu-h100/j
 def test_committed_cupy_mpi_runs_equal_the_serial_reference():
     import json
 
-    from perfmod.proxies import jacobi2d as j
-    from perfmod.topology import dims_create
+    from perfmod.machine.cart import dims_create
+    from perfmod.measure.proxies import jacobi2d as j
 
     runs = [json.loads(line) for line in MPI_FILES[-1].read_text().splitlines() if line.strip()]
     checked = 0

@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from perfmod import notebooks as nbs
-from perfmod.io import check_conventions, read_dataset
+from perfmod.core.io import check_conventions, read_dataset
+from perfmod.workflow import notebooks as nbs
 
 NOTEBOOKS = nbs.study_notebooks()
 

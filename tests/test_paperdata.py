@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pytest
 
-from perfmod import paperdata
-from perfmod.paths import repo_root
-from perfmod.platforms import MODES, PROTOCOLS, NotAvailable, load
-from perfmod.topology import table5_reproduction
+from perfmod.core import paperdata
+from perfmod.core.paths import repo_root
+from perfmod.machine.platforms import MODES, PROTOCOLS, NotAvailable, load
+from perfmod.studies.choi2020_comm import table5_reproduction
 
 PAPERS = repo_root().parent / "shared" / "papers"
 PAPER_000 = PAPERS / "000_95042cffe07dd549.txt"

@@ -2,7 +2,7 @@
 
 ``tests/data/pingpong_sample.nc`` is a real measurement on the 2-core
 development VM (default sizes, 5 repetitions, k = 1 bound and k = 2
-oversubscribed), written by ``python -m perfmod.bench.pingpong --pairs 1,2
+oversubscribed), written by ``python -m perfmod.measure.bench.pingpong --pairs 1,2
 --reps 5 --warmup 2 --out tests/data/pingpong_sample.nc``.
 """
 
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.bench import pingpong
-from perfmod.bench.pingpong import run_pingpong, summarize
-from perfmod.calibrate import calibrate, calibration_dataset
-from perfmod.comm.message import message_time
-from perfmod.comm.models import maxrate, maxrate2
-from perfmod.io import annotate, check_conventions, read_dataset
-from perfmod.platforms import NotAvailable, load
+from perfmod.core.io import annotate, check_conventions, read_dataset
+from perfmod.machine.platforms import NotAvailable, load
+from perfmod.measure.bench import pingpong
+from perfmod.measure.bench.pingpong import run_pingpong, summarize
+from perfmod.models.comm.calibration import calibrate, calibration_dataset
+from perfmod.models.comm.message import message_time
+from perfmod.models.comm.models import maxrate, maxrate2
 
 SAMPLE = Path(__file__).parent / "data" / "pingpong_sample.nc"
 TINY = {"reps": 3, "warmup": 1, "progress": False, "timeout": 120}

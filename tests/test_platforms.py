@@ -1,4 +1,4 @@
-"""perfmod.platforms: paper numbers, N/A cells, thresholds, validation errors, round trips."""
+"""perfmod.machine.platforms: paper numbers, N/A cells, thresholds, validation errors, round trips."""
 
 import pickle
 import tomllib
@@ -6,8 +6,8 @@ import tomllib
 import numpy as np
 import pytest
 
-from perfmod import platforms as P
-from perfmod.paths import platforms_dir
+from perfmod.core.paths import shipped_platforms_dir
+from perfmod.machine import platforms as P
 
 GPU_PLATFORMS = ("summit", "lassen", "bridges")
 
@@ -215,13 +215,13 @@ def test_malformed_files_name_file_and_field(tmp_path, old, new, message):
 
 
 def test_errors_name_the_file_relative_to_the_checkout():
-    path = platforms_dir() / "summit.toml"
+    path = shipped_platforms_dir() / "summit.toml"
     d = tomllib.loads(path.read_text())
     d["comm"]["postal"]["inter_node"]["eager"]["beta"] = -1
     with pytest.raises(P.PlatformError) as err:
         P.from_dict(d, path=path)
     assert str(err.value) == (
-        "data/platforms/summit.toml: comm.postal.inter_node.eager.beta: must be a positive number, got -1")
+        "perfmod/data/platforms/summit.toml: comm.postal.inter_node.eager.beta: must be a positive number, got -1")
 
 
 def test_files_are_valid_toml_with_sources():

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from perfmod import power
+from perfmod.measure import power
 
 
 def _zone(root, name, label, uj, max_uj=1_000_000_000):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perfmod.proxies.quicksilver import ESCAPE, QSMesh, QuicksilverSim, run_quicksilver
+from perfmod.measure.proxies.quicksilver import ESCAPE, QSMesh, QuicksilverSim, run_quicksilver
 
 
 def test_mesh_has_24_facets_14_nodes_and_its_memory():

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from perfmod.bench.pingpong import mpiexec_path
+from perfmod.measure.bench.pingpong import mpiexec_path
 from perfmod.replay import replay
 from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, resolve_requests
-from perfmod.trace.otf2io import read_otf2
+from perfmod.trace.formats.otf2 import read_otf2
 from perfmod.trace.recorder import _nbytes, load_recording, record
 
 
@@ -81,7 +81,7 @@ PROGRAM = textwrap.dedent("""
     import numpy as np
     from mpi4py import MPI
     from perfmod.trace.recorder import record
-    from perfmod.trace.otf2io import write_otf2
+    from perfmod.trace.formats.otf2 import write_otf2
 
     out = sys.argv[1]
     c = record()

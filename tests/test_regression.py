@@ -1,11 +1,11 @@
-"""perfmod.regression core: lm and anova against closed forms, R's naming and the paper's conventions."""
+"""perfmod.models.regression core: lm and anova against closed forms, R's naming and the paper's conventions."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from perfmod.regression import (
+from perfmod.models.regression import (
     DataError,
     FormulaError,
     NotNestedError,

@@ -1,10 +1,10 @@
-"""perfmod.regression cross-validation, error statistics and the GAM comparison."""
+"""perfmod.models.regression cross-validation, error statistics and the GAM comparison."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from perfmod.regression import (
+from perfmod.models.regression import (
     DataError,
     FormulaError,
     compare_models,

@@ -1,4 +1,4 @@
-"""perfmod.regression against R 4.2's lm, anova, predict and print(summary(lm)).
+"""perfmod.models.regression against R 4.2's lm, anova, predict and print(summary(lm)).
 
 The reference values were computed once by ``tests/data/r_lm/make_reference.R``
 (R version in each file's header) on ``tests/data/r_lm/data.csv``; CI has no R,
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmod.paths import repo_root
-from perfmod.regression import NotNestedWarning, anova, format_anova, lm
+from perfmod.core.paths import repo_root
+from perfmod.models.regression import NotNestedWarning, anova, format_anova, lm
 
 REF = repo_root() / "tests" / "data" / "r_lm"
 RTOL = 1e-8  # R and perfmod both use Householder QR; the designs span 1e0..1e11

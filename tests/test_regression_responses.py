@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.regression import DataError, distributed_responses, energy, t_comm, t_comp, t_tot, t_tot_montecarlo
+from perfmod.models.regression import (
+    DataError,
+    distributed_responses,
+    energy,
+    t_comm,
+    t_comp,
+    t_tot,
+    t_tot_montecarlo,
+)
 
 # 2 hosts x 3 iterations x 2 devices
 COMP = np.array([[[1.0, 2.0], [3.0, 1.0], [2.0, 2.0]],    # host 0: per-iteration max 2, 3, 2 -> 7

@@ -1,17 +1,18 @@
-"""Replay: closed-form cases, cross-checks with perfmod.comm, MPI ordering effects, errors."""
+"""Replay: closed-form cases, cross-checks with perfmod.models.comm, MPI ordering effects, errors."""
 
 import numpy as np
 import pytest
 
-from perfmod.comm.collectives import collective_time
-from perfmod.comm.message import message_time
-from perfmod.comm.models import maxrate, postal
-from perfmod.comm.phase import message_times, phase_time
-from perfmod.decomposition import exchange
-from perfmod.platforms import load
+from perfmod.apps.registry import exchange, kmodel_counts
+from perfmod.apps.traces import synthetic
+from perfmod.machine.mapping import mode_names, pair_modes
+from perfmod.machine.platforms import load
+from perfmod.models.comm.collectives import collective_time
+from perfmod.models.comm.message import message_time
+from perfmod.models.comm.models import maxrate, postal
+from perfmod.models.comm.phase import message_times, phase_time
 from perfmod.replay import DeadlockError, ReplayError, ReplayWarning, replay
-from perfmod.topology import kmodel_counts, mode_names, pair_modes
-from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, TraceBuilder, synthetic
+from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, TraceBuilder
 
 SUMMIT = load("summit")
 EAGER, RNDV = 4096, 1 << 20  # bytes: eager and rendezvous on Summit (eager_max 65,535 B)
@@ -299,7 +300,7 @@ def test_warnings_for_unmatched_eager_send_and_unwaited_request():
 
 
 def test_dataset_conventions():
-    from perfmod.io import check_conventions
+    from perfmod.core.io import check_conventions
 
     ds = replay(synthetic("minimd", 8, 2, cells=8), "lassen", "kmodel")
     check_conventions(ds)
@@ -410,7 +411,7 @@ def test_unmatched_wildcard_receive_is_a_deadlock():
 ])
 def test_k_counted_from_replayed_traces_reproduces_table5(app, nprocs, platform, kw):
     """Paper 000 Table 5 from the trace: K_inter, K_total (k' x stencil, §3.1) and k of the phase."""
-    from perfmod.paperdata import read_table
+    from perfmod.core.paperdata import read_table
 
     ref = read_table("choi2020_table5_kmodel").set_index(["app", "platform"]).loc[(app, platform)]
     stencil = {"jacobi2d": 4, "minife": 26, "minimd": 6}[app]
@@ -442,7 +443,7 @@ def test_waitany_waitsome_and_tests_complete_their_recorded_requests():
 
 
 def test_replay_feeds_the_end_to_end_model():
-    from perfmod.endtoend import comm_from_replay
+    from perfmod.models.endtoend import comm_from_replay
 
     ds = replay(synthetic("jacobi2d", 48, 4, periodic=True, allreduces=0), SUMMIT, "kmodel")
     per_iter = comm_from_replay(ds, iterations=4)
@@ -526,11 +527,11 @@ def test_sequential_swaps_chain_where_the_phase_model_sums_own_sends():
 
 
 def test_command_line(tmp_path, capsys):
-    from perfmod.io import read_dataset
+    from perfmod.core.io import read_dataset
     from perfmod.replay.__main__ import main
-    from perfmod.trace import save_trace
+    from perfmod.trace import write_trace as write_npz
 
-    path = save_trace(synthetic("jacobi2d", 12, 2), tmp_path / "j.npz")
+    path = write_npz(synthetic("jacobi2d", 12, 2), tmp_path / "j.npz")
     assert main([str(path), "--platform", "lassen", "--model", "postal", "-o", str(tmp_path / "r.nc")]) == 0
     out = capsys.readouterr().out
     assert "on lassen, postal: slowest rank" in out and "comm_time" in out

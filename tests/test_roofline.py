@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.roofline import (
+from perfmod.models.roofline import (
     DEVICE_COLUMNS,
     DeviceError,
     KernelInputError,

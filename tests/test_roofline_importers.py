@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmod.roofline import (
+from perfmod.models.roofline import (
     KernelInputError,
     ProfileError,
     from_flops_bytes,
@@ -15,7 +15,6 @@ from perfmod.roofline import (
     get_device,
     kernel_table,
     load_devices,
-    plot_roofline,
     predict,
     qroof_time,
     read_kernel_table,
@@ -25,6 +24,7 @@ from perfmod.roofline import (
     selective_profiling,
     write_kernel_table,
 )
+from perfmod.viz.roofline import plot_roofline
 
 matplotlib.use("Agg")
 DATA = Path(__file__).parent / "data"

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from perfmod import paperdata
-from perfmod.paths import repo_root
+from perfmod.core import paperdata
+from perfmod.core.paths import repo_root
 from perfmod.studies import sasidharan_published as sp
 
 # shared/papers sits beside the checkout, or further up (a worktree in a subfolder)
@@ -184,7 +184,7 @@ def test_published_models_evaluate_closed_form():
 
 
 def test_validation_dataset_in_si_units():
-    from perfmod.io import check_conventions
+    from perfmod.core.io import check_conventions
 
     ds = sp.validation_dataset(4)
     check_conventions(ds)
@@ -197,7 +197,7 @@ def test_validation_dataset_in_si_units():
 
 
 def test_compare_coefficients_aligns_terms():
-    from perfmod.regression import lm
+    from perfmod.models.regression import lm
 
     rng = np.random.default_rng(0)
     d = pd.DataFrame({"X1": rng.uniform(1, 20, 60), "X2": rng.uniform(512, 3584, 60), "X3": rng.uniform(0, 1e5, 60)})
@@ -211,8 +211,8 @@ def test_compare_coefficients_aligns_terms():
 
 
 def test_validation_figure(tmp_path):
-    from perfmod.plotting import save
-    from perfmod.regression.plots import plot_validation_datasets
+    from perfmod.viz.plots import save
+    from perfmod.viz.regression import plot_validation_datasets
 
     fig = plot_validation_datasets([sp.validation_dataset(t) for t in (4, 13)], titles=["Table 4", "Table 13"])
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]

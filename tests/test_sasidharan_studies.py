@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmod.io import check_conventions, provenance_attrs, write_dataset
-from perfmod.regression import lm
+from perfmod.core.io import check_conventions, provenance_attrs, write_dataset
+from perfmod.models.regression import lm
 from perfmod.studies import sasidharan_common as sc
 from perfmod.studies import sasidharan_quicksilver as qs
 from perfmod.studies import sasidharan_sedov as sedov

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import perfmod.proxies.sedov as sedov
-from perfmod.proxies.runner import run_mpi
-from perfmod.proxies.sedov_mesh import HexMesh, edge_cut, edge_cut_max, element_blocks, node_blocks
+import perfmod.measure.proxies.sedov as sedov
+from perfmod.measure.proxies.sedov_mesh import HexMesh, edge_cut, edge_cut_max, element_blocks, node_blocks
+from perfmod.measure.runner import run_mpi
 
 
 def test_single_hexahedron_corner_order():
@@ -127,7 +127,7 @@ def test_memory_grows_with_the_mesh():
 @pytest.mark.mpi
 def test_mpi_version_gives_the_shared_memory_physics():
     shared = sedov.run_shared(6, 5, 4, 30, workers=2)
-    res = run_mpi("perfmod.proxies.sedov_mpi", 2, ["--nx", 6, "--ny", 5, "--nz", 4, "--iterations", 30,
+    res = run_mpi("perfmod.measure.proxies.sedov_mpi", 2, ["--nx", 6, "--ny", 5, "--nz", 4, "--iterations", 30,
                                                    "--node-axis", "x", "--workers", 2])
     np.testing.assert_allclose(_physics(res), _physics(shared), rtol=1e-11)
     m = HexMesh(6, 5, 4)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod import bsp
-from perfmod.io import annotate, check_conventions
+from perfmod.core.io import annotate, check_conventions
+from perfmod.models import bsp
 from perfmod.studies import sharif_triton as st
 
 SHARED = dict(k_b=5e7, o_h=2e-9, o_w=3e-4, o_l=4e-5, o_i=0.0, o_c=5e-8, o_s=0.05, k_r=6e-6)  # O_i = 0: see fit_events

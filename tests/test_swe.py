@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from perfmod.proxies import swe
-from perfmod.proxies.runner import run_mpi
+from perfmod.measure.proxies import swe
+from perfmod.measure.runner import run_mpi
 
 
 def test_lake_at_rest_stays_at_rest():
@@ -42,8 +42,8 @@ def test_coarsen_averages_squares():
 @pytest.mark.mpi
 def test_two_ranks_match_one():
     args = ["--terrain", "valley", "--ny", 60, "--nx", 40, "--dx", 5.0, "--t-end", 40.0, "--inflow", 30.0]
-    one = run_mpi("perfmod.proxies.swe", 1, args, timeout=120)
-    two = run_mpi("perfmod.proxies.swe", 2, args, timeout=120)
+    one = run_mpi("perfmod.measure.proxies.swe", 1, args, timeout=120)
+    two = run_mpi("perfmod.measure.proxies.swe", 2, args, timeout=120)
     assert one["steps"] == two["steps"]
     assert two["mass"] == pytest.approx(one["mass"], rel=1e-12) == pytest.approx(30.0 * 40.0, rel=1e-10)
     assert two["wet_fraction"] == one["wet_fraction"] > 0

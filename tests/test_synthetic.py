@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from perfmod.decomposition import exchange
-from perfmod.trace import CALL_NAMES, Call, TraceError, synthetic
+from perfmod.apps.registry import exchange
+from perfmod.apps.traces import synthetic
+from perfmod.trace import CALL_NAMES, Call, TraceError
 from perfmod.trace.requests import resolve_requests
 
 

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from perfmod import topology as T
-from perfmod.decomposition import exchange
+from perfmod.apps.registry import exchange, kmodel_counts
+from perfmod.machine.cart import cart_coords, cart_rank, cart_shift, dims_create
+from perfmod.machine.mapping import mode_names, node_of, pair_modes, socket_of
+from perfmod.models.comm.kmodel import kmodel_counts_from
+from perfmod.studies.choi2020_comm import TABLE5_CONFIGS, table5_reproduction
 
 SUMMIT = types.SimpleNamespace(name="summit", ranks_per_node=6, sockets_per_node=2)
 LASSEN = types.SimpleNamespace(name="lassen", ranks_per_node=4, sockets_per_node=2)
@@ -23,41 +26,41 @@ PLATFORMS = {"summit": SUMMIT, "lassen": LASSEN, "bridges": BRIDGES}
 def test_dims_create_matches_mpich():
     for d in (2, 3):
         for n in range(1, 2001):
-            assert T.dims_create(n, d) == tuple(MPI.Compute_dims(n, d)), (n, d)
+            assert dims_create(n, d) == tuple(MPI.Compute_dims(n, d)), (n, d)
     for n in (1, 7, 64, 96, 360, 1000):
-        assert T.dims_create(n, 4) == tuple(MPI.Compute_dims(n, 4)), n
+        assert dims_create(n, 4) == tuple(MPI.Compute_dims(n, 4)), n
     for n in (3072, 6144, 12288, 16384, 65536):
-        assert T.dims_create(n, 2) == tuple(MPI.Compute_dims(n, 2)), n
+        assert dims_create(n, 2) == tuple(MPI.Compute_dims(n, 2)), n
 
 
 def test_dims_create_errors():
     with pytest.raises(ValueError, match="nnodes must be a positive integer"):
-        T.dims_create(0, 2)
+        dims_create(0, 2)
     with pytest.raises(ValueError, match="ndims must be a positive integer"):
-        T.dims_create(4, 0)
+        dims_create(4, 0)
 
 
 def test_cartesian_round_trip_and_boundaries():
     dims = (4, 3, 5)
     ranks = np.arange(60)
-    c = T.cart_coords(ranks, dims)
-    assert np.array_equal(T.cart_rank(c, dims), ranks)
+    c = cart_coords(ranks, dims)
+    assert np.array_equal(cart_rank(c, dims), ranks)
     assert c[1].tolist() == [0, 0, 1]  # last dimension fastest (row-major, as MPI)
-    assert T.cart_rank([[-1, 0, 0]], dims, False).tolist() == [-1]
-    assert T.cart_rank([[-1, 0, 0]], dims, True).tolist() == [45]
-    assert T.cart_rank([[-1, 0, 0]], dims, (True, False, False)).tolist() == [45]
+    assert cart_rank([[-1, 0, 0]], dims, False).tolist() == [-1]
+    assert cart_rank([[-1, 0, 0]], dims, True).tolist() == [45]
+    assert cart_rank([[-1, 0, 0]], dims, (True, False, False)).tolist() == [45]
     with pytest.raises(ValueError, match="periods has 2 entries"):
-        T.cart_rank([[0, 0, 0]], dims, (True, False))
+        cart_rank([[0, 0, 0]], dims, (True, False))
 
 
 def test_cart_shift_like_mpi():
     # 4 x 3 grid, rank 4 = (1, 1): dim 0 neighbours 1 and 7, dim 1 neighbours 3 and 5
-    src, dst = T.cart_shift([4, 0, 11], (4, 3), 0)
+    src, dst = cart_shift([4, 0, 11], (4, 3), 0)
     assert src.tolist() == [1, -1, 8] and dst.tolist() == [7, 3, -1]
-    src, dst = T.cart_shift([4, 0, 11], (4, 3), 1, periods=True)
+    src, dst = cart_shift([4, 0, 11], (4, 3), 1, periods=True)
     assert src.tolist() == [3, 2, 10] and dst.tolist() == [5, 1, 9]
     with pytest.raises(ValueError, match="direction 2"):
-        T.cart_shift([0], (4, 3), 2)
+        cart_shift([0], (4, 3), 2)
 
 
 # ------------------------------------------------------------------ mapping
@@ -65,31 +68,31 @@ def test_cart_shift_like_mpi():
 
 def test_block_mapping_summit():
     r = np.arange(12)
-    assert T.node_of(r, 6).tolist() == [0] * 6 + [1] * 6
-    assert T.socket_of(r, 6, 2).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
-    modes = T.pair_modes([0, 0, 0], [2, 3, 6], 6, 2)
+    assert node_of(r, 6).tolist() == [0] * 6 + [1] * 6
+    assert socket_of(r, 6, 2).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    modes = pair_modes([0, 0, 0], [2, 3, 6], 6, 2)
     assert modes.tolist() == [0, 1, 2]
-    assert T.mode_names(modes).tolist() == ["intra_socket", "inter_socket", "inter_node"]
+    assert mode_names(modes).tolist() == ["intra_socket", "inter_socket", "inter_node"]
 
 
 def test_block_mapping_lassen_and_bridges():
     # Lassen: 4 ranks, 2 per socket; Bridges: 2 ranks, one per socket (000 Table 1, §4.1)
-    assert T.mode_names(T.pair_modes([0, 0, 0], [1, 2, 4], 4, 2)).tolist() == [
+    assert mode_names(pair_modes([0, 0, 0], [1, 2, 4], 4, 2)).tolist() == [
         "intra_socket", "inter_socket", "inter_node"]
-    assert T.mode_names(T.pair_modes([0, 0], [1, 2], 2, 2)).tolist() == ["inter_socket", "inter_node"]
+    assert mode_names(pair_modes([0, 0], [1, 2], 2, 2)).tolist() == ["inter_socket", "inter_node"]
 
 
 def test_round_robin_mapping():
     r = np.arange(8)
-    assert T.node_of(r, 4, "round_robin", nnodes=2).tolist() == [0, 1] * 4
+    assert node_of(r, 4, "round_robin", nnodes=2).tolist() == [0, 1] * 4
     # node-local index r // 2 fills sockets of 2 ranks
-    assert T.socket_of(r, 4, 2, "round_robin", nnodes=2).tolist() == [0, 2, 0, 2, 1, 3, 1, 3]
+    assert socket_of(r, 4, 2, "round_robin", nnodes=2).tolist() == [0, 2, 0, 2, 1, 3, 1, 3]
     with pytest.raises(ValueError, match="needs nnodes"):
-        T.node_of(r, 4, "round_robin")
+        node_of(r, 4, "round_robin")
     with pytest.raises(ValueError, match="unknown mapping 'scatter'"):
-        T.node_of([0], 2, "scatter")
+        node_of([0], 2, "scatter")
     with pytest.raises(ValueError, match="differ in shape"):
-        T.pair_modes([0, 1], [1], 2, 2)
+        pair_modes([0, 1], [1], 2, 2)
 
 
 # ------------------------------------------------------------------ K-model
@@ -97,14 +100,14 @@ def test_round_robin_mapping():
 
 def test_section_3_1_example():
     # 48 ranks on 8 Summit nodes, 6 x 8 grid, periodic: K_inter 12, K_total 24, k 3 (§3.1, Fig. 1)
-    c = T.kmodel_counts("jacobi2d", SUMMIT, 48, periodic=True)
+    c = kmodel_counts("jacobi2d", SUMMIT, 48, periodic=True)
     assert (c.k_inter, c.k_total, c.k_prime, c.k) == (12, 24, 6, 3.0)
     assert c.k_total_counted == 24 and c.config["dims"] == [8, 6]
     # Fig. 1: ranks 0-5 (the first column) on the first node
-    assert T.node_of(np.arange(6), 6).tolist() == [0] * 6
+    assert node_of(np.arange(6), 6).tolist() == [0] * 6
 
 
-@pytest.mark.parametrize(("app", "platform"), [k for k in T.TABLE5_CONFIGS if k != ("minife", "summit")])
+@pytest.mark.parametrize(("app", "platform"), [k for k in TABLE5_CONFIGS if k != ("minife", "summit")])
 def test_table5_reproduced(app, platform):
     paper = {  # 000 Table 5: K_inter, K_total, k
         ("jacobi2d", "summit"): (14, 24, 3.50), ("jacobi2d", "lassen"): (10, 16, 2.50),
@@ -112,19 +115,19 @@ def test_table5_reproduced(app, platform):
         ("minife", "bridges"): (50, 52, 1.92), ("minimd", "summit"): (28, 36, 4.67),
         ("minimd", "lassen"): (18, 24, 3.00), ("minimd", "bridges"): (10, 12, 1.67),
     }[(app, platform)]
-    c = T.kmodel_counts(app, PLATFORMS[platform], T.TABLE5_CONFIGS[(app, platform)]["nprocs"])
+    c = kmodel_counts(app, PLATFORMS[platform], TABLE5_CONFIGS[(app, platform)]["nprocs"])
     assert (c.k_inter, c.k_total, round(c.k, 2)) == paper
 
 
 def test_table5_minife_summit_not_reproduced():
     # Table 5 prints K_inter 135; the 256-rank trace configuration with 6 ranks per node gives 118
-    c = T.kmodel_counts("minife", SUMMIT, 256)
+    c = kmodel_counts("minife", SUMMIT, 256)
     assert (c.k_inter, c.k_total, c.k_total_counted, round(c.k, 2)) == (118, 156, 138, 4.54)
     assert c.config["grid"] == [8, 8, 4]
 
 
 def test_table5_reproduction_frame():
-    df = T.table5_reproduction()
+    df = table5_reproduction()
     assert list(df.columns) == ["app", "platform", "nprocs", "config", "k_inter_paper", "k_total_paper",
                                 "k_paper", "k_inter", "k_total", "k", "reproduced", "why"]
     assert len(df) == 9 and int(df.reproduced.sum()) == 8
@@ -133,27 +136,27 @@ def test_table5_reproduction_frame():
     assert "DUMPI" in bad.why
     assert (df.why.str.len() > 0).all()
     # the other K_total rules reproduce fewer cells
-    assert int(T.table5_reproduction("counted").reproduced.sum()) == 7
-    assert int(T.table5_reproduction("kprime_x_maxneighbours").reproduced.sum()) == 7
+    assert int(table5_reproduction("counted").reproduced.sum()) == 7
+    assert int(table5_reproduction("kprime_x_maxneighbours").reproduced.sum()) == 7
 
 
 def test_k_total_rules():
     # Bridges Jacobi2D: 3 x 2 non-periodic grid, at most 3 neighbours -> counted 6; Table 5 has 8 = 2 x 4
     kw = dict(ranks_per_node=2)
-    assert T.kmodel_counts("jacobi2d", None, 6, k_total_rule="counted", **kw).k_total == 6
-    assert T.kmodel_counts("jacobi2d", None, 6, k_total_rule="kprime_x_maxneighbours", **kw).k_total == 6
-    assert T.kmodel_counts("jacobi2d", None, 6, **kw).k_total == 8
+    assert kmodel_counts("jacobi2d", None, 6, k_total_rule="counted", **kw).k_total == 6
+    assert kmodel_counts("jacobi2d", None, 6, k_total_rule="kprime_x_maxneighbours", **kw).k_total == 6
+    assert kmodel_counts("jacobi2d", None, 6, **kw).k_total == 8
     # MiniFE Summit: counted 138, k' x max neighbours 6 x 26 = 156
-    assert T.kmodel_counts("minife", SUMMIT, 256, k_total_rule="kprime_x_maxneighbours").k_total == 156
+    assert kmodel_counts("minife", SUMMIT, 256, k_total_rule="kprime_x_maxneighbours").k_total == 156
     with pytest.raises(ValueError, match="unknown k_total_rule"):
-        T.kmodel_counts("jacobi2d", SUMMIT, 6, k_total_rule="max")
+        kmodel_counts("jacobi2d", SUMMIT, 6, k_total_rule="max")
 
 
 def test_jacobi2d_matches_choi_summit_measurements():
     # maxima of Choi's per-node counts, minitu/jacobi2d summit-kmodel/ht-n<P>-s16384.* (6 ranks per node)
     measured = {12: 3, 24: 9, 48: 12, 96: 14, 192: 13, 384: 14, 768: 14, 1536: 14}
     for p, k_inter in measured.items():
-        assert T.kmodel_counts("jacobi2d", SUMMIT, p).k_inter == k_inter, p
+        assert kmodel_counts("jacobi2d", SUMMIT, p).k_inter == k_inter, p
 
 
 def test_minimd_matches_choi_k_mode_measurements():
@@ -161,69 +164,69 @@ def test_minimd_matches_choi_k_mode_measurements():
     measured = {("summit", 256): 26, ("summit", 512): 28, ("summit", 1024): 28,
                 ("lassen", 256): 16, ("lassen", 512): 18}
     for (plat, p), k_inter in measured.items():
-        c = T.kmodel_counts("minimd", PLATFORMS[plat], p)
+        c = kmodel_counts("minimd", PLATFORMS[plat], p)
         assert (c.k_inter, c.k_total_counted) == (k_inter, 6 * PLATFORMS[plat].ranks_per_node), (plat, p)
 
 
 def test_counts_from_raw_messages():
     # two nodes of two ranks, a ring 0->1->2->3->0: node 0 sends 1 inter-node message (1->2)
-    c = T.kmodel_counts_from([0, 1, 2, 3], [1, 2, 3, 0], 4, 2)
+    c = kmodel_counts_from([0, 1, 2, 3], [1, 2, 3, 0], 4, 2)
     assert (c.k_inter, c.k_total, c.k, c.nnodes) == (1, 2, 1.0, 2)
-    c = T.kmodel_counts_from([0, 1, 2, 3], [1, 2, 3, 0], 4, 2, mapping="round_robin")
+    c = kmodel_counts_from([0, 1, 2, 3], [1, 2, 3, 0], 4, 2, mapping="round_robin")
     assert (c.k_inter, c.k_total) == (2, 2)  # nodes {0, 2}, {1, 3}: every message leaves its node
-    assert T.kmodel_counts_from([], [], 4, 2).k == 0.0
+    assert kmodel_counts_from([], [], 4, 2).k == 0.0
     with pytest.raises(ValueError, match="outside 0..3"):
-        T.kmodel_counts_from([0], [4], 4, 2)
+        kmodel_counts_from([0], [4], 4, 2)
     with pytest.raises(ValueError, match="needs stencil"):
-        T.kmodel_counts_from([0], [1], 4, 2, k_total_rule="kprime_x_stencil")
+        kmodel_counts_from([0], [1], 4, 2, k_total_rule="kprime_x_stencil")
 
 
 def test_fewer_ranks_than_a_node():
-    c = T.kmodel_counts("jacobi2d", SUMMIT, 4)
+    c = kmodel_counts("jacobi2d", SUMMIT, 4)
     assert (c.k_inter, c.k_prime, c.k) == (0, 4, 0.0)
 
 
 def test_exchange_input_and_overrides():
     ex = exchange("minimd", 1024)
-    assert T.kmodel_counts(ex, LASSEN).k_inter == 18
-    assert T.kmodel_counts(ex, LASSEN, 1024, ranks_per_node=6).k_inter == 28  # what-if override
+    assert kmodel_counts(ex, LASSEN).k_inter == 18
+    assert kmodel_counts(ex, LASSEN, 1024, ranks_per_node=6).k_inter == 28  # what-if override
     with pytest.raises(ValueError, match="differs from the Exchange"):
-        T.kmodel_counts(ex, LASSEN, 512)
+        kmodel_counts(ex, LASSEN, 512)
     with pytest.raises(ValueError, match="apply to an app name"):
-        T.kmodel_counts(ex, LASSEN, periodic=False)
+        kmodel_counts(ex, LASSEN, periodic=False)
 
 
 def test_platform_by_name_loaded_lazily(monkeypatch):
-    fake = types.ModuleType("perfmod.platforms")
+    fake = types.ModuleType("perfmod.machine.platforms")
     fake.load = lambda name: PLATFORMS[name]
-    monkeypatch.setitem(sys.modules, "perfmod.platforms", fake)
-    assert T.kmodel_counts("minimd", "lassen", 1024).k_prime == 4
+    monkeypatch.setitem(sys.modules, "perfmod.machine.platforms", fake)
+    assert kmodel_counts("minimd", "lassen", 1024).k_prime == 4
 
 
 def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="unknown app 'hpl'; known apps: jacobi2d, minife, minimd"):
-        T.kmodel_counts("hpl", SUMMIT, 4)
+        kmodel_counts("hpl", SUMMIT, 4)
     for bad in (0, -3, 2.5, None, True):
         with pytest.raises(ValueError, match="nprocs must be a positive integer"):
-            T.kmodel_counts("jacobi2d", SUMMIT, bad)
+            kmodel_counts("jacobi2d", SUMMIT, bad)
     with pytest.raises(ValueError, match="ranks_per_node must be a positive integer"):
-        T.kmodel_counts("jacobi2d", SUMMIT, 4, ranks_per_node=0)
+        kmodel_counts("jacobi2d", SUMMIT, 4, ranks_per_node=0)
     with pytest.raises(ValueError, match="ranks_per_node must be a positive integer"):
-        T.kmodel_counts("jacobi2d", types.SimpleNamespace(ranks_per_node=-1), 4)
+        kmodel_counts("jacobi2d", types.SimpleNamespace(ranks_per_node=-1), 4)
     with pytest.raises(ValueError, match="give a platform"):
-        T.kmodel_counts("jacobi2d", None, 4)
+        kmodel_counts("jacobi2d", None, 4)
     with pytest.raises(ValueError, match="has no ranks_per_node"):
-        T.kmodel_counts("jacobi2d", object(), 4)
+        kmodel_counts("jacobi2d", object(), 4)
     with pytest.raises(ValueError, match="unknown mapping"):
-        T.kmodel_counts("jacobi2d", SUMMIT, 12, mapping="cyclic")
+        kmodel_counts("jacobi2d", SUMMIT, 12, mapping="cyclic")
 
 
 def test_speed_and_large_scale():
     t0 = time.perf_counter()
     for app in ("jacobi2d", "minife", "minimd"):
-        T.kmodel_counts(app, SUMMIT, 1536)
+        kmodel_counts(app, SUMMIT, 1536)
     assert time.perf_counter() - t0 < 1.5  # three apps; each is well under a second
-    big = {app: T.kmodel_counts(app, SUMMIT, 16384) for app in ("jacobi2d", "minife", "minimd")}
+    big = {app: kmodel_counts(app, SUMMIT, 16384) for app in ("jacobi2d", "minife", "minimd")}
     assert big["jacobi2d"].config["dims"] == [128, 128] and big["jacobi2d"].k_inter == 14
     assert big["minife"].config["grid"] == [32, 32, 16] and big["minife"].max_neighbours == 26
     assert big["minimd"].config["dims"] == [32, 32, 16] and big["minimd"].k_total == 36

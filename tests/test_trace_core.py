@@ -185,7 +185,7 @@ def test_with_compute_and_never_completed():
 
 
 def test_delimit_iterations_by_a_marker_call():
-    from perfmod.trace import synthetic
+    from perfmod.apps.traces import synthetic
 
     t = synthetic("jacobi2d", 12, 3)
     stripped = t.with_iterations(np.full(len(t), -1))
@@ -202,7 +202,7 @@ def test_delimit_iterations_by_a_marker_call():
 
 def test_npz_round_trip_keeps_every_column_and_replays_the_same(tmp_path):
     from perfmod.replay import replay
-    from perfmod.trace import load_trace, save_trace
+    from perfmod.trace.formats.npz import read_npz, write_npz
 
     b = TraceBuilder(4, comms={1: [1, 3]}, source="run/x.dumpi", other_names=["MPI_Comm_dup"])
     for r in range(4):
@@ -212,8 +212,8 @@ def test_npz_round_trip_keeps_every_column_and_replays_the_same(tmp_path):
     b.append(1, "waitall", aux=[4])
     b.append(3, "recv", peer=0, nbytes=100, comm=1, tag=2, line=17)
     t = b.build(meta={"app": "x", "sizes": np.arange(3)})
-    path = save_trace(t, tmp_path / "t.npz")
-    u = load_trace(path)
+    path = write_npz(t, tmp_path / "t.npz")
+    u = read_npz(path)
     for name in ("rank", "seq", "call", "peer", "nbytes", "tag", "comm", "request", "compute", "aux_ptr", "aux",
                  "t_entry", "t_exit", "iteration", "line"):
         a, c = getattr(t, name), getattr(u, name)
@@ -226,21 +226,21 @@ def test_npz_round_trip_keeps_every_column_and_replays_the_same(tmp_path):
 
 
 def test_npz_errors_name_the_file(tmp_path):
-    from perfmod.trace import load_trace, save_trace
+    from perfmod.trace.formats.npz import read_npz, write_npz
 
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
     with pytest.raises(TraceError, match=r"bad.npz: not a perfmod trace file"):
-        load_trace(bad)
+        read_npz(bad)
     np.savez(tmp_path / "other.npz", x=np.arange(3))
     with pytest.raises(TraceError, match="no header"):
-        load_trace(tmp_path / "other.npz")
+        read_npz(tmp_path / "other.npz")
     b = TraceBuilder(2)
     b.append(0, "send", peer=1, nbytes=8)
     t = b.build()
     broken = type(t)(**{**vars(t), "peer": np.array([5], dtype=np.int32)})
-    path = save_trace(broken, tmp_path / "broken.npz")
+    path = write_npz(broken, tmp_path / "broken.npz")
     with pytest.raises(TraceError, match=r"broken.npz: rank 0 event 0 \(MPI_Send\): peer = 5"):
-        load_trace(path)
+        read_npz(path)
     with pytest.raises(FileExistsError):
-        save_trace(t, path, overwrite=False)
+        write_npz(t, path, overwrite=False)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call
-from perfmod.trace.dumpi import DUMPI_TYPE_SIZES, read_dumpi
-from perfmod.trace.textio import FormatError, decimal_ns
+from perfmod.trace.formats.dumpi import DUMPI_TYPE_SIZES, read_dumpi
+from perfmod.trace.formats.textio import FormatError, decimal_ns
 
 DATA = Path(__file__).parent / "data" / "dumpi"
 

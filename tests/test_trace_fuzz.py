@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from perfmod.trace import TraceError, synthetic
-from perfmod.trace.dumpi import read_dumpi
-from perfmod.trace.goal import read_goal, write_goal
-from perfmod.trace.tit import read_tit, write_tit
+from perfmod.apps.traces import synthetic
+from perfmod.trace import TraceError
+from perfmod.trace.formats.dumpi import read_dumpi
+from perfmod.trace.formats.goal import read_goal, write_goal
+from perfmod.trace.formats.tit import read_tit, write_tit
 
 DUMPI = Path(__file__).parent / "data" / "dumpi" / "jacobi-mini-0000.txt"
 TOKENS = ["-1", "0", "x", "", "=", "[", "]", "1e309", "nan", "-5", "99999999999999999999", "MPI_Isend", "{", "}",

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from perfmod.trace import Call, TraceBuilder, synthetic
-from perfmod.trace.dumpi import read_dumpi
-from perfmod.trace.goal import COLLECTIVE_TAG, GoalSchedule, collective_rounds, read_goal, write_goal
-from perfmod.trace.textio import FormatError
+from perfmod.apps.traces import synthetic
+from perfmod.trace import Call, TraceBuilder
+from perfmod.trace.formats.dumpi import read_dumpi
+from perfmod.trace.formats.goal import COLLECTIVE_TAG, GoalSchedule, collective_rounds, read_goal, write_goal
+from perfmod.trace.formats.textio import FormatError
 
 DUMPI_DATA = Path(__file__).parent / "data" / "dumpi"
 

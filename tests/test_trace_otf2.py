@@ -5,10 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfmod.apps.traces import synthetic
 from perfmod.replay import replay
-from perfmod.trace import Call, TraceBuilder, TraceError, synthetic
-from perfmod.trace.dumpi import read_dumpi
-from perfmod.trace.otf2io import read_otf2, write_otf2
+from perfmod.trace import Call, TraceBuilder, TraceError
+from perfmod.trace.formats.dumpi import read_dumpi
+from perfmod.trace.formats.otf2 import read_otf2, write_otf2
 
 DUMPI_DATA = Path(__file__).parent / "data" / "dumpi"
 COLUMNS = ("rank", "seq", "call", "peer", "nbytes", "tag", "comm", "request", "aux_ptr", "aux")

@@ -5,10 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfmod.apps.traces import synthetic
 from perfmod.replay import replay
-from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, TraceError, resolve_requests, synthetic
-from perfmod.trace.textio import FormatError
-from perfmod.trace.tit import read_tit, write_tit
+from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, TraceError, resolve_requests
+from perfmod.trace.formats.textio import FormatError
+from perfmod.trace.formats.tit import read_tit, write_tit
 
 # the action syntax of simgrid src/smpi/internals/smpi_replay.cpp (format fixture, values chosen by hand)
 SAMPLE = """\

@@ -11,7 +11,7 @@ collective and compute time broken out.
 - :mod:`perfmod.replay.kernel`: the compiled event loop and its timing rules.
 """
 
-from .engine import DeadlockError, ReplayError, ReplayWarning, replay
-from .sweep import sweep
+from perfmod.replay.engine import DeadlockError, ReplayError, ReplayWarning, replay
+from perfmod.replay.sweep import sweep
 
 __all__ = ["replay", "sweep", "ReplayError", "DeadlockError", "ReplayWarning"]

@@ -1,7 +1,7 @@
 """Command line: replay a saved trace (``python -m perfmod.replay TRACE.npz --platform summit``).
 
 Prints the slowest rank's times and, with ``-o``, writes the per-rank
-dataset (netCDF, :func:`perfmod.io.write_dataset`).  A synthetic trace can
+dataset (netCDF, :func:`perfmod.core.io.write_dataset`).  A synthetic trace can
 be replayed without a file: ``--synthetic jacobi2d:1536:100``.
 """
 
@@ -13,17 +13,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..io import write_dataset
-from ..trace import load_trace, synthetic
-from .costs import REPLAY_MODELS
-from .engine import ReplayError, replay
+from perfmod.apps.traces import synthetic
+from perfmod.core.io import write_dataset
+from perfmod.replay.costs import REPLAY_MODELS
+from perfmod.replay.engine import ReplayError, replay
+from perfmod.trace import read_trace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     ap = argparse.ArgumentParser(prog="python -m perfmod.replay", description=__doc__.splitlines()[0])
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("trace", nargs="?", help="trace file written by perfmod.trace.save_trace (.npz)")
+    src.add_argument("trace", nargs="?",
+                     help="trace file in any format perfmod.trace.read_trace reads (.npz, DUMPI, OTF2, TIT)")
     src.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="e.g. jacobi2d:1536:100")
     ap.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
     ap.add_argument("--model", default="kmodel", choices=REPLAY_MODELS)
@@ -36,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             app, nprocs, iters = args.synthetic.split(":")
             trace = synthetic(app, int(nprocs), int(iters))
         else:
-            trace = load_trace(args.trace)
+            trace = read_trace(args.trace)
         ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown)
     except (ValueError, ReplayError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

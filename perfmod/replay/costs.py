@@ -1,8 +1,8 @@
 """Message and collective times of a trace on a platform (paper 000 §2.1, §3.1, §3.2).
 
 Every point-to-point message gets its time from
-:func:`perfmod.comm.message.message_time`: the mode from the rank mapping
-(:func:`perfmod.topology.pair_modes`), the protocol from its size, and the
+:func:`perfmod.models.comm.message.message_time`: the mode from the rank mapping
+(:func:`perfmod.machine.mapping.pair_modes`), the protocol from its size, and the
 model's k from the trace itself, per communication phase:
 
 - a phase is what a rank does between two collectives on ``MPI_COMM_WORLD``
@@ -16,7 +16,7 @@ model's k from the trace itself, per communication phase:
   one socket (intra- and inter-socket messages) that send in the phase,
   the processes communicating at once of Eq. 2-3;
 - ``"kmodel"``: K_inter and K_total of the phase counted from its messages
-  by :func:`perfmod.topology.kmodel_counts_from` (Eq. 4; K_total as
+  by :func:`perfmod.models.comm.kmodel.kmodel_counts_from` (Eq. 4; K_total as
   counted, or by another ``k_total_rule``), k' = ranks per node;
 - ``"postal"`` and ``"loggp"`` need no k.
 
@@ -25,7 +25,7 @@ difference is one beta, about 1e-10 s).  Synchronous sends, and messages
 above the platform's eager threshold, use the rendezvous protocol.
 
 Collectives are costed by documented algorithms on the point-to-point model
-(:mod:`perfmod.comm.collectives`): allreduce by recursive doubling, reduce
+(:mod:`perfmod.models.comm.collectives`): allreduce by recursive doubling, reduce
 and broadcast by binomial trees (``collective_time``); in addition barrier
 by dissemination (``ceil(lg P)`` rounds of 1-byte messages), alltoall and
 alltoallv by pairwise exchange (P - 1 steps, rank r sends to r + s), gather
@@ -33,7 +33,7 @@ and scatter by binomial trees carrying the subtree's data (``d * n`` bytes
 at distance d), allgather and reduce-scatter by a ring (P - 1 steps of n
 bytes).  Each step costs its slowest message, the mode of every pair from
 the mapping; under the max-rate and K-models one pair per node
-communicates per step (k = 1), as in :mod:`perfmod.comm.collectives`.
+communicates per step (k = 1), as in :mod:`perfmod.models.comm.collectives`.
 """
 
 from __future__ import annotations
@@ -44,12 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from ..comm.collectives import ALGORITHMS, binomial_tree_steps, collective_time
-from ..comm.message import message_time
-from ..platforms import MODES, Platform
-from ..topology import kmodel_counts_from, node_of, pair_modes, socket_of
-from ..trace.core import COLLECTIVES, Call, Trace, _code_set
-from .matching import Collectives, Matching
+from perfmod.machine.mapping import node_of, pair_modes, socket_of
+from perfmod.machine.platforms import MODES, Platform
+from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, collective_time
+from perfmod.models.comm.kmodel import kmodel_counts_from
+from perfmod.models.comm.message import message_time
+from perfmod.replay.matching import Collectives, Matching
+from perfmod.trace.core import COLLECTIVES, Call, Trace, code_set
 
 __all__ = ["REPLAY_MODELS", "event_phases", "MessageCosts", "message_costs", "collective_costs"]
 
@@ -60,7 +61,7 @@ def event_phases(trace: Trace) -> np.ndarray:
     """Communication phase of every event (see the module docstring), numbered per rank from 0."""
     n = len(trace)
     boundary = np.zeros(n, dtype=bool)
-    coll = np.isin(trace.call, _code_set(COLLECTIVES)) & (trace.comm == 0)
+    coll = np.isin(trace.call, code_set(COLLECTIVES)) & (trace.comm == 0)
     boundary[1:] = coll[:-1]  # the event after a collective on MPI_COMM_WORLD starts a new phase
     if trace.iteration is not None and n:
         boundary[1:] |= trace.iteration[1:] != trace.iteration[:-1]
@@ -83,7 +84,7 @@ class MessageCosts:
     rndv : numpy.ndarray of bool, shape (len(trace),)
         The send waits for its receive to be posted (rendezvous or synchronous).
     mode : numpy.ndarray of int8
-        Mode code of each matched message (:data:`perfmod.platforms.MODES`).
+        Mode code of each matched message (:data:`perfmod.machine.platforms.MODES`).
     phase : numpy.ndarray of int64
         Phase of each message.
     phases : dict
@@ -159,7 +160,7 @@ def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "k
     time[ev] = times
     rndv = np.zeros(n, dtype=bool)
     rndv[ev] = match.nbytes > plat.eager_max_bytes
-    rndv |= np.isin(trace.call, _code_set({Call.SSEND, Call.ISSEND}))
+    rndv |= np.isin(trace.call, code_set({Call.SSEND, Call.ISSEND}))
     return MessageCosts(time, rndv, modes, phase, info)
 
 

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..io import provenance_attrs
-from ..platforms import MODES, Platform, load
-from ..trace.core import CALL_NAMES, NO_PEER, Call, Trace
-from ..trace.requests import resolve_requests
-from .costs import REPLAY_MODELS, collective_costs, message_costs
-from .kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
-from .matching import ReplayError, collective_instances, match_messages
+from perfmod.core.io import provenance_attrs
+from perfmod.machine.platforms import MODES, Platform, load
+from perfmod.replay.costs import REPLAY_MODELS, collective_costs, message_costs
+from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
+from perfmod.replay.matching import ReplayError, collective_instances, match_messages
+from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
+from perfmod.trace.requests import resolve_requests
 
 __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
 
@@ -141,7 +141,7 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     trace : Trace
         The events (:mod:`perfmod.trace`).
     platform : Platform or str
-        A platform or its name (:func:`perfmod.platforms.load`): ranks per
+        A platform or its name (:func:`perfmod.machine.platforms.load`): ranks per
         node and socket, protocol thresholds, model parameters.
     model : {"kmodel", "postal", "maxrate", "loggp"}
         Point-to-point model (:mod:`perfmod.replay.costs` says how k is counted).
@@ -156,7 +156,7 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         count and skip them (reported in the ``unknown_calls`` attribute),
         or raise :class:`ReplayError` listing them.
     k_total_rule : str
-        K_total rule for the K-model (:func:`perfmod.topology.kmodel_counts_from`);
+        K_total rule for the K-model (:func:`perfmod.models.comm.kmodel.kmodel_counts_from`);
         ``"counted"`` takes it from the trace.
     stencil : int, optional
         Neighbour count for ``k_total_rule="kprime_x_stencil"``.
@@ -190,7 +190,7 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     if unknown not in ("skip", "error"):
         raise ValueError(f"unknown must be 'skip' or 'error', got {unknown!r}")
     if validate:
-        trace.validate(requests=False)  # resolve_requests below checks the requests
+        trace.validate()  # resolve_requests below checks the requests
     other = trace.call == Call.OTHER
     unknown_calls: dict[str, int] = {}
     if other.any():

@@ -21,17 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.core import (
-    ANY_SOURCE,
-    ANY_TAG,
-    CALL_NAMES,
-    COLLECTIVES,
-    PROC_NULL,
-    Call,
-    Trace,
-    _code_set,
-)
-from ..trace.requests import group_key
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
+from perfmod.trace.requests import group_key
 
 __all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer"]
 
@@ -48,8 +39,8 @@ class ReplayError(RuntimeError):
         self.details = details or []
 
 
-_SEND_CODES = _code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.SENDRECV})
-_RECV_CODES = _code_set({Call.RECV, Call.IRECV})
+_SEND_CODES = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.SENDRECV})
+_RECV_CODES = code_set({Call.RECV, Call.IRECV})
 
 
 def world_peer(trace: Trace, peer: np.ndarray, comm: np.ndarray) -> np.ndarray:
@@ -268,7 +259,7 @@ def collective_instances(trace: Trace) -> Collectives:
         Members of one instance disagree on the call, the byte count or the root.
     """
     n = len(trace)
-    ev = np.flatnonzero(np.isin(trace.call, _code_set(COLLECTIVES)))
+    ev = np.flatnonzero(np.isin(trace.call, code_set(COLLECTIVES)))
     inst = np.full(n, -1, dtype=np.int64)
     empty = np.zeros(0, np.int64)
     if ev.size == 0:
@@ -282,7 +273,7 @@ def collective_instances(trace: Trace) -> Collectives:
     m = uniq.size
     c_call = trace.call[ev].astype(np.int64)
     c_bytes = trace.nbytes[ev]
-    c_root = np.where(np.isin(trace.call[ev], _code_set({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})),
+    c_root = np.where(np.isin(trace.call[ev], code_set({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})),
                       trace.peer[ev], -1).astype(np.int64)
     for name, vals in (("call", c_call), ("nbytes", c_bytes), ("root", c_root)):
         lo = np.full(m, np.iinfo(np.int64).max)

@@ -8,9 +8,9 @@ from typing import Any
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..platforms import Platform, load
-from ..trace.core import Trace
-from .engine import replay
+from perfmod.machine.platforms import Platform, load
+from perfmod.replay.engine import replay
+from perfmod.trace.core import Trace
 
 __all__ = ["sweep"]
 

@@ -4,10 +4,10 @@ Per CG iteration (002 §2.1-2.2; the loop of 000 §4.2: dot -> waxpby -> matvec
 -> dot -> waxpby -> waxpby):
 
 - two allreduces of one double (the dot products), by recursive doubling
-  (002 §1.2; :func:`perfmod.comm.collectives.allreduce_recursive_doubling`,
+  (002 §1.2; :func:`perfmod.models.comm.collectives.allreduce_recursive_doubling`,
   node-aware postal steps);
 - one halo exchange of the 27-point operator (000 §4.2 decomposition,
-  :func:`perfmod.endtoend.analytic_comm`; the poster's halo benchmark is not
+  :func:`perfmod.apps.registry.analytic_comm`; the poster's halo benchmark is not
   published, so the postal model of the platform stands in for it);
 - the QRoof kernel times (DOT x2, WAXPBY x3, MATVEC; Tesla V100 on Lassen,
   Tesla P100 on Bridges; parameters from Lassen counts, as on the poster,
@@ -29,12 +29,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from ..comm.collectives import allreduce_recursive_doubling
-from ..decomposition import DOUBLE
-from ..endtoend import ITERATIONS, analytic_comm, end_to_end, paper_overhead
-from ..kernels import app_kernels
-from ..platforms import load
-from ..roofline import load_devices, predict
+from perfmod.apps.exchange import DOUBLE
+from perfmod.apps.registry import analytic_comm, app_kernels
+from perfmod.machine.platforms import load
+from perfmod.models.comm.collectives import allreduce_recursive_doubling
+from perfmod.models.endtoend import end_to_end
+from perfmod.models.roofline import load_devices, predict
+from perfmod.studies.choi2020_end_to_end import ITERATIONS, paper_overhead
 
 __all__ = ["DOTS_PER_ITERATION", "cg_iteration", "plot_cg_iteration"]
 

@@ -2,7 +2,7 @@
 of Jacobi2D, MiniFE and MiniMD on Summit, Lassen and Bridges under weak scaling (model side of
 Figures 6, 8, 9, 11, 12, 13).
 
-Kernel parameters come from the algorithmic counts of :mod:`perfmod.kernels`
+Kernel parameters come from the algorithmic counts of :mod:`perfmod.apps.kernels`
 (the paper's nvprof profiles are not published), devices from
 ``data/devices/gpus.csv`` (the GPU of each platform is its Table 1 entry),
 communication from :func:`perfmod.studies.choi2020_comm.weak_scaling_comm`
@@ -21,15 +21,24 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..endtoend import ITERATIONS, comm_from_replay, end_to_end, paper_overhead
-from ..kernels import app_kernels
-from ..platforms import load
-from ..replay import replay
-from ..roofline import load_devices, predict
-from ..trace import synthetic
-from .choi2020_comm import nprocs_for, weak_scaling_comm
+from perfmod.apps.registry import app_kernels
+from perfmod.apps.traces import synthetic
+from perfmod.core.paperdata import read_table
+from perfmod.machine.platforms import load
+from perfmod.models.endtoend import comm_from_replay, end_to_end
+from perfmod.models.roofline import load_devices, predict
+from perfmod.replay import replay
+from perfmod.studies.choi2020_comm import nprocs_for, weak_scaling_comm
 
-__all__ = ["kernel_predictions", "per_iteration", "replay_comm", "plot_kernels", "plot_per_iteration"]
+__all__ = [
+    "kernel_predictions",
+    "per_iteration",
+    "replay_comm",
+    "plot_kernels",
+    "plot_per_iteration",
+    "paper_overhead",
+    "ITERATIONS",
+]
 
 
 def kernel_predictions(apps: Sequence[str], devices: Sequence[str] = ("Tesla V100", "Tesla P100"),
@@ -69,7 +78,7 @@ def per_iteration(
     ``t_iter_predicted = t_comm + t_kernels + t_overhead`` with the kernel
     times of the platform's GPU and the paper's overhead of the app,
     constant under weak scaling; ``t_total_predicted`` multiplies by the
-    iterations of :data:`perfmod.endtoend.ITERATIONS`.
+    iterations of :data:`perfmod.models.endtoend.ITERATIONS`.
     """
     comm = weak_scaling_comm(apps, platforms, nodes, models, progress=progress)
     gpus = {p: load(p).gpu for p in platforms}
@@ -98,7 +107,7 @@ def replay_comm(apps: Sequence[str], platforms: Sequence[str], nodes: Sequence[i
                 iterations: int = 2, allreduces: int | None = None, progress: bool = True) -> xr.DataArray:
     """Communication time per iteration (s) from replaying each app's trace, over (app, platform, nodes).
 
-    The synthetic trace of ``iterations`` iterations (:func:`perfmod.trace.synthetic`: the halo
+    The synthetic trace of ``iterations`` iterations (:func:`perfmod.apps.traces`: the halo
     exchanges of the app's decomposition and ``allreduces`` allreduces per iteration, the app's own
     count when None) on the rank counts of :func:`weak_scaling_comm`, replayed message by message with
     ``model`` (:func:`perfmod.replay.replay`); the slowest rank's time divided by ``iterations``.  With
@@ -162,3 +171,33 @@ def plot_per_iteration(ds: xr.Dataset) -> plt.Figure:
     fig.tight_layout()
     return fig
 
+
+ITERATIONS: dict[str, int] = {"jacobi2d": 100, "minife": 200, "minimd": 100}
+"""Iterations of an end-to-end run (000 §4.2: Jacobi2D 100, MiniFE's CG loop 200, MiniMD 100 steps)."""
+
+def paper_overhead(app: str, platform: str | None = None, paper: str = "000") -> float:
+    """Measured per-iteration overhead (s) transcribed from the papers.
+
+    Parameters
+    ----------
+    app : {"jacobi2d", "minife", "minimd"}
+    platform : str, optional
+        Platform of the measurement; required where the paper has several
+        (002: MiniFE on ``"lassen"`` 820 us, ``"bridges"`` 1001 us).
+    paper : {"000", "002"}
+        Paper 000 (used for every platform: 200, 165, 148 us) or 002.
+
+    Raises
+    ------
+    KeyError
+        No such overhead; the message lists those available.
+    """
+    df = read_table("overheads")
+    sel = df[df["paper"].str.startswith(paper) & (df["app"] == app)]
+    if platform is not None and len(sel) > 1:
+        sel = sel[sel["platform"] == platform]
+    if len(sel) != 1:
+        have = ", ".join(f"{r.paper[:3]}/{r.app}/{r.platform}" for r in df.itertuples())
+        raise KeyError(f"no unique overhead for paper {paper}, app {app!r}, platform {platform!r}; "
+                       f"available: {have}")
+    return float(sel["overhead_s"].iloc[0])

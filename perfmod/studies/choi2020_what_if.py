@@ -24,13 +24,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from ..comm.phase import phase_time
-from ..decomposition import exchange
-from ..endtoend import end_to_end, paper_overhead
-from ..kernels import app_kernels
-from ..platforms import load
-from ..roofline import devices_dataset, get_device, predict, scale_device
-from ..topology import kmodel_counts
+from perfmod.apps.registry import app_kernels, exchange, kmodel_counts
+from perfmod.machine.platforms import load
+from perfmod.models.comm.phase import phase_time
+from perfmod.models.endtoend import end_to_end
+from perfmod.models.roofline import devices_dataset, get_device, predict, scale_device
+from perfmod.studies.choi2020_end_to_end import paper_overhead
 
 __all__ = ["DEVICE_VARIANTS", "gpus_per_node_sweep", "device_variants", "device_sweep", "plot_gpus_per_node",
            "plot_device_sweep"]

@@ -1,14 +1,14 @@
 """Jacobi2D's kernels on a GPU (CuPy) against QRoof predictions (paper 000 §3.3, §5.1 Figure 6).
 
 :func:`measure_gpu` runs on a machine with a GPU: the device microbenchmarks
-(:func:`perfmod.bench.devicebench.run_devicebench`, CuPy) and the proxy's four
-kernels (:func:`perfmod.proxies.jacobi2d.kernel_times`, an interior rank with
+(:func:`perfmod.measure.bench.devicebench.run_devicebench`, CuPy) and the proxy's four
+kernels (:func:`perfmod.measure.proxies.jacobi2d.kernel_times`, an interior rank with
 four halos) at a few block sizes, plus whole one-rank iterations, and writes
 everything with provenance as one JSON file (plain JSON: the GPU machine need
 not have perfmod's netCDF stack).  The file is small and committed
 (``data/raw/<gpu-host>/jacobi2d_gpu-<UTC>.json``), so :func:`gpu_dataset`
 rebuilds the comparison anywhere: measured kernel times next to the kernel
-metrics of :func:`perfmod.proxies.jacobi2d.kernel_counts` (no write-allocate,
+metrics of :func:`perfmod.measure.proxies.jacobi2d.kernel_counts` (no write-allocate,
 32 B sectors on a GPU) for the QRoof predictions.
 
 Command line (on the GPU machine):
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..bench.devicebench import BENCHES, DEVICE_COLUMNS
-from ..paths import data_dir
-from ..proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_counts, kernel_times, run_jacobi
-from ..roofline import get_device, qroof
+from perfmod.core.paths import data_dir
+from perfmod.measure.bench.devicebench import BENCHES, DEVICE_COLUMNS
+from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_counts, kernel_times, run_jacobi
+from perfmod.models.roofline import get_device, qroof
 
 __all__ = ["measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row", "gpu_dataset", "gpu_comparison",
            "gpu_iterations", "plot_gpu_kernels", "main"]
@@ -46,7 +46,7 @@ H100_SPEC = "H100 SXM 80GB"
 def measure_gpu(out_dir: str | Path, blocks: Sequence[int] = (2048, 4096, 8192, 16384), reps: int = 20,
                 iters: int = 20, command: str = "") -> Path:
     """Measure the GPU (CuPy) and Jacobi2D's kernels; write ``jacobi2d_gpu-<UTC>.json`` in ``out_dir``."""
-    from ..bench.devicebench import run_devicebench
+    from perfmod.measure.bench.devicebench import run_devicebench
 
     now = dt.datetime.now(dt.UTC)
     rec: dict[str, Any] = {"date_utc": now.isoformat(timespec="seconds"), "host": socket.gethostname(),

@@ -2,14 +2,14 @@
 
 The method, step by step:
 
-1. **Calibrate** the platform: the ping-pong fit of :mod:`perfmod.calibrate`
+1. **Calibrate** the platform: the ping-pong fit of :mod:`perfmod.models.comm.calibration`
    (``data/platforms/local.toml``; :func:`local_platform` runs a short
    ping-pong when that file is missing) and the device rows of
-   :mod:`perfmod.bench.devicebench`, measured with P ranks streaming at once
+   :mod:`perfmod.measure.bench.devicebench`, measured with P ranks streaming at once
    (the CPU's counterpart of one GPU per rank: ranks share the memory
    bandwidth).
 2. **Profile** one small run per device (the paper's profiling run): the kernel
-   metrics come from the proxy's own counts (:func:`perfmod.proxies.jacobi2d.kernel_counts`);
+   metrics come from the proxy's own counts (:func:`perfmod.measure.proxies.jacobi2d.kernel_counts`);
    the run gives each kernel's measured time and the overhead, the part of
    the iteration the model does not describe (host-device copies, the sum's
    transfer, the loop itself): ``t_iter - (kernels + exchange + allreduce)``.
@@ -25,11 +25,11 @@ The method, step by step:
 3. **Predict** every other block size and rank count:
    ``T_iter = T_exchange + T_allreduce + sum_k T_k + overhead``
    (§3.4) with the halo exchange from the postal model of the local platform
-   (:func:`perfmod.comm.phase.phase_time`, messages of
-   :func:`perfmod.decomposition.jacobi2d`), the allreduce by recursive
-   doubling (:func:`perfmod.comm.collectives.collective_time`; the paper
+   (:func:`perfmod.models.comm.phase.phase_time`, messages of
+   :func:`perfmod.apps.jacobi2d.decompose`), the allreduce by recursive
+   doubling (:func:`perfmod.models.comm.collectives.collective_time`; the paper
    leaves this one-double phase out as negligible) and the kernels from
-   QRoof (:func:`perfmod.roofline.qroof_time`) on the device row of that
+   QRoof (:func:`perfmod.models.roofline.qroof_time`) on the device row of that
    rank count.  Two kernel models:
 
    - ``qroof``: the roofline time alone (the paper's model);
@@ -56,7 +56,7 @@ ranks against 7.5-7.9 ns at 2,048-3,072.
 
 On a shared machine the device rows and the runs must see the same share of
 the cores: the microbenchmarks' samples last as long as an iteration
-(:data:`perfmod.bench.devicebench.DEFAULTS`), and the notebook measures the
+(:data:`perfmod.measure.bench.devicebench.DEFAULTS`), and the notebook measures the
 rows before and after the runs and uses their mean (:func:`mean_rows`).
 """
 
@@ -73,16 +73,16 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..bench.devicebench import device_row, measure_devices, write_device_csv
-from ..comm.collectives import collective_time
-from ..comm.phase import phase_time
-from ..decomposition import jacobi2d as jacobi2d_exchange
-from ..paths import host_name, platforms_dir
-from ..platforms import Platform
-from ..proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts, neighbours
-from ..proxies.runner import run_mpi
-from ..roofline import qroof_time
-from ..topology import dims_create
+from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
+from perfmod.core.paths import host_name, platforms_dir
+from perfmod.machine.cart import dims_create
+from perfmod.machine.platforms import Platform
+from perfmod.measure.bench.devicebench import device_row, measure_devices, write_device_csv
+from perfmod.measure.proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts, neighbours
+from perfmod.measure.runner import run_mpi
+from perfmod.models.comm.collectives import collective_time
+from perfmod.models.comm.phase import phase_time
+from perfmod.models.roofline import qroof_time
 
 __all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
            "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "profile_each", "predict_jacobi", "compare",
@@ -131,12 +131,12 @@ def local_platform(path: str | Path | None = None, raw_out: str | Path | None = 
     The fallback measures ``sizes`` (default 8 B to 64 KiB, the Jacobi2D
     halo and allreduce range) with one pair, writes the ping-pong under
     ``raw_out`` (nothing written without it) and fits it with
-    :func:`perfmod.calibrate.calibrate` (one segment: too few sizes for breakpoints) without writing a
+    :func:`perfmod.models.comm.calibration.calibrate` (one segment: too few sizes for breakpoints) without writing a
     platform file.
     """
-    from .. import platforms
-    from ..bench.pingpong import run_pingpong
-    from ..calibrate import calibrate
+    from perfmod.machine import platforms
+    from perfmod.measure.bench.pingpong import run_pingpong
+    from perfmod.models.comm.calibration import calibrate
 
     p = Path(path) if path is not None else platforms_dir() / "local.toml"
     if p.exists():
@@ -156,7 +156,7 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
 
     With ``raw_out`` each measurement is written there (``devicebench-numpy-r<P>-<UTC>.nc``) with its
     row in the toolkit's CSV layout beside it (same name, ``.csv``), readable by
-    :func:`perfmod.roofline.load_devices`.
+    :func:`perfmod.models.roofline.load_devices`.
     """
     rows: dict[int, dict[str, float]] = {}
     for p in sorted({int(x) for x in nprocs}):
@@ -190,7 +190,7 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     Returns ``t_<phase>_measured`` (s per iteration, mean over ranks) over
     (``block``, ``nprocs``, ``rep``) for the nine phases and ``iter``.
     """
-    from ..proxies.jacobi2d import PHASES
+    from perfmod.measure.proxies.jacobi2d import PHASES
 
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
     names = (*PHASES, "iter")
@@ -200,7 +200,7 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
         [(i, j) for i in range(len(blocks)) for j in range(len(nprocs))]).tolist()]
     command = ""
     for r, i, j in tqdm(todo, desc="Jacobi2D runs", disable=not progress):
-        res = run_mpi("perfmod.proxies.jacobi2d", nprocs[j],
+        res = run_mpi("perfmod.measure.proxies.jacobi2d", nprocs[j],
                       ["--block", blocks[i], "--iters", iters, "--warmup", warmup], timeout=timeout)
         command = res["command"]
         for q in names:

@@ -3,11 +3,11 @@
 Paper 001 (shared/papers/001_10099451130f018d.txt) §3: models are fitted by
 least squares on training experiments; competing models are compared with
 ANOVA and by the error on a held-out part of the training set (§5.1.2: 232 of
-275 observations to fit, 43 to score; :func:`perfmod.regression.compare_models`);
+275 observations to fit, 43 to score; :func:`perfmod.models.regression.compare_models`);
 the chosen model is refitted on all training data and predicts separate
 validation experiments, reported as measured value, fit and the 95 %
 confidence interval (Tables 4, 7, 12; errors by
-:func:`perfmod.regression.prediction_errors`).
+:func:`perfmod.models.regression.prediction_errors`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..io import annotate, write_dataset
-from ..paths import host_name, raw_dir
-from ..regression import LinearModel, lm
+from perfmod.core.io import annotate, write_dataset
+from perfmod.core.paths import host_name, raw_dir
+from perfmod.models.regression import LinearModel, lm
 
 __all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
            "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]

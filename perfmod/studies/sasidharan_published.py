@@ -6,13 +6,13 @@ What the paper prints, transcribed in ``data/paper/sasidharan_coefficients.csv``
 recomputed from it:
 
 * :func:`published_model`: a coefficient table as a
-  :class:`~perfmod.regression.PublishedModel` that evaluates at given X
+  :class:`~perfmod.models.regression.PublishedModel` that evaluates at given X
   (paper units);
 * :func:`coefficient_checks`: t = Estimate / Std.Error and Pr(>|t|) from t
   with the residual degrees of freedom, per term, against the printed values;
   :func:`consistent_df` finds the degrees of freedom the printed p-values allow;
 * :func:`anova_checks`: F and Pr(>F) of Tables 2 and 9 from their Res.Df and
-  RSS (R's convention, :func:`~perfmod.regression.anova_table`);
+  RSS (R's convention, :func:`~perfmod.models.regression.anova_table`);
 * :func:`validation_statistics`: RMSE, sqrt(RSS/(n-p)), MAPE, bias and the
   coverage of the printed intervals on each validation table, set against the
   paper's stated test error; :func:`interval_evidence` tests whether the
@@ -34,9 +34,9 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from .. import paperdata
-from ..io import annotate
-from ..regression import LinearModel, PublishedModel, anova_table, prediction_errors
+from perfmod.core import paperdata
+from perfmod.core.io import annotate
+from perfmod.models.regression import LinearModel, PublishedModel, anova_table, prediction_errors
 
 __all__ = [
     "MODELS",

@@ -1,6 +1,6 @@
 """Paper 001 §6 (dynamic iterative programs) transposed to this machine with the Quicksilver-like proxy.
 
-Experiment design (§6.2): runs of :func:`perfmod.proxies.quicksilver.run_quicksilver`
+Experiment design (§6.2): runs of :func:`perfmod.measure.proxies.quicksilver.run_quicksilver`
 over mesh sizes (mesh memory X1), target particle counts (particle memory
 X2: the mean over iterations of the allocated particle arrays, a sample mean
 as §6.3 prescribes) and worker threads (X3); each configuration repeated, each
@@ -17,7 +17,7 @@ Models (R formulas):
   ``(X1 + X1^2) * (X2 + X2^2) * X3``: 18 coefficients, the count Table 9's
   residual degrees of freedom imply (456 - 444 = 12 more than Model 1's 6).
 - Power (Table 10): ``X1 * X2 * X3``; energy (Table 11): ``(X2 + X2^2) * X3 * X4``
-  with X4 the mean power.  They need a power sensor (:mod:`perfmod.power`);
+  with X4 the mean power.  They need a power sensor (:mod:`perfmod.measure.power`);
   without one only the paper's tables are shown.
 """
 
@@ -31,10 +31,10 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .. import power
-from ..proxies.quicksilver import run_quicksilver
-from .sasidharan_common import run_order, runs_dataset
-from .sasidharan_published import MODELS
+from perfmod.measure import power
+from perfmod.measure.proxies.quicksilver import run_quicksilver
+from perfmod.studies.sasidharan_common import run_order, runs_dataset
+from perfmod.studies.sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame"]
 
@@ -89,7 +89,7 @@ def measure(configs: Sequence[dict[str, Any]], reps: int = 2, iterations: int = 
             seed: int = 0, with_power: bool = False, progress: bool = True) -> xr.Dataset:
     """Run the proxy for every configuration and repetition (seeded random order); one observation per run.
 
-    With ``with_power`` each run is wrapped in :func:`perfmod.power.measure`
+    With ``with_power`` each run is wrapped in :func:`perfmod.measure.power.measure`
     (raises if no sensor is readable) and the dataset gains ``max_power_w``,
     ``mean_power_w`` and ``energy_per_track_j``.
     """

@@ -1,6 +1,6 @@
 """Paper 001 §5 (static iterative programs) transposed to this machine with the Sedov proxy.
 
-Experiment design (§5.1.1, §5.2.1): runs of :mod:`perfmod.proxies.sedov`
+Experiment design (§5.1.1, §5.2.1): runs of :mod:`perfmod.measure.proxies.sedov`
 over mesh sizes (memory X1 spanning more than 10x), chunk counts (X2, the
 counterpart of the GPU thread count) and node decompositions (X3, the
 maximum peer edge-cut, varies with the node split axis); every run is
@@ -31,10 +31,10 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..proxies.runner import run_mpi
-from ..proxies.sedov import run_shared
-from .sasidharan_common import run_order, runs_dataset
-from .sasidharan_published import MODELS
+from perfmod.measure.proxies.sedov import run_shared
+from perfmod.measure.runner import run_mpi
+from perfmod.studies.sasidharan_common import run_order, runs_dataset
+from perfmod.studies.sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "COMM_FORMULAS", "FULL_FORMULAS", "design", "measure_shared", "measure_distributed",
            "model_frame"]
@@ -116,7 +116,7 @@ def measure_distributed(configs: Sequence[dict[str, Any]], reps: int = 2, iterat
     rows = []
     for i, r in tqdm(run_order(configs, reps, seed), desc="Sedov MPI runs", disable=not progress):
         c = configs[i]
-        res = run_mpi("perfmod.proxies.sedov_mpi", c["nprocs"],
+        res = run_mpi("perfmod.measure.proxies.sedov_mpi", c["nprocs"],
                       ["--nx", c["nx"], "--ny", c["ny"], "--nz", c["nz"], "--iterations", iterations,
                        "--workers", workers, "--chunks", c["chunks"], "--node-axis", c["node_axis"]])
         res["e_total_error"] = (res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]

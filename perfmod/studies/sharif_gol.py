@@ -1,7 +1,7 @@
 """Paper 003's Game of Life study transposed to this machine (§V-A, V-B, Figure 2).
 
-Runs of the GOL proxy (:mod:`perfmod.proxies.gol`) on some case sizes and
-rank counts fit the BSP parameters (:func:`perfmod.bsp.fit_bsp`); the fitted
+Runs of the GOL proxy (:mod:`perfmod.measure.proxies.gol`) on some case sizes and
+rank counts fit the BSP parameters (:func:`perfmod.models.bsp.fit_bsp`); the fitted
 model predicts held-out cases, and the dataset pairs measured and predicted
 compute, communication, other and total time.
 
@@ -20,8 +20,8 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..bsp import BSPFit, fit_bsp
-from ..proxies.runner import run_mpi
+from perfmod.measure.runner import run_mpi
+from perfmod.models.bsp import BSPFit, fit_bsp
 
 __all__ = ["halo_cells", "measure_gol", "fit_gol", "predict_gol"]
 
@@ -47,7 +47,7 @@ def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int
     todo = [(i, j, r) for i in range(len(cases)) for j in range(len(nprocs)) for r in range(reps)]
     for i, j, r in tqdm(todo, desc="GOL runs", disable=not progress):
         ny, nx, gens = cases[i]
-        res = run_mpi("perfmod.proxies.gol", int(nprocs[j]),
+        res = run_mpi("perfmod.measure.proxies.gol", int(nprocs[j]),
                       ["--ny", ny, "--nx", nx, "--generations", gens, "--seed", seed + r])
         for q in QUANTITIES:
             data[q][i, j, r] = res[q]

@@ -1,6 +1,6 @@
 """Paper 003's TRITON study transposed to this machine (§III-B, §V-C/D/E, Figures 3-5).
 
-Flood events are synthetic terrains with an inflow (:data:`perfmod.proxies.swe.EVENTS`),
+Flood events are synthetic terrains with an inflow (:data:`perfmod.measure.proxies.swe.EVENTS`),
 each at several resolutions made by averaging squares of cells of the finest
 DEM, as the paper does.  For each target event (one "experiment"):
 
@@ -9,9 +9,9 @@ DEM, as the paper does.  For each target event (one "experiment"):
    scenario: dry cells skip most of the work), O_h, O_w and the
    communication and other parameters shared;
 2. one coarse single-rank run of the target gives its K_w
-   (:func:`perfmod.bsp.kw_from_coarse_run`) and its iteration count, scaled
+   (:func:`perfmod.models.bsp.kw_from_coarse_run`) and its iteration count, scaled
    to the finer resolutions by the cell-size ratio
-   (:func:`perfmod.bsp.scaled_iterations`);
+   (:func:`perfmod.models.bsp.scaled_iterations`);
 3. the model predicts the target's other runs; the finer ones, not
    oversubscribed, are the held-out cases.
 
@@ -30,10 +30,10 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..bsp import BSPFit, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
-from ..proxies.runner import run_mpi
-from ..proxies.swe import EVENTS
-from .sharif_gol import LONG, QUANTITIES
+from perfmod.measure.proxies.swe import EVENTS
+from perfmod.measure.runner import run_mpi
+from perfmod.models.bsp import BSPFit, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
+from perfmod.studies.sharif_gol import LONG, QUANTITIES
 
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 
@@ -62,7 +62,7 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     todo = [(r, e, f, p) for r in range(reps) for e in range(len(events)) for f in range(len(factors))
             for p in range(len(nprocs))]
     for r, e, f, p in tqdm(todo, desc="flood runs", disable=not progress):
-        res = run_mpi("perfmod.proxies.swe", int(nprocs[p]),
+        res = run_mpi("perfmod.measure.proxies.swe", int(nprocs[p]),
                       ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
                        "--t-end", t_end])
         for q in data:

@@ -1,23 +1,21 @@
-"""MPI traces: the columnar in-memory :class:`Trace`, its builder and generators.
+"""MPI traces: the columnar in-memory :class:`Trace`, its builder, and the trace file formats.
 
 - :mod:`perfmod.trace.core`: :class:`Trace` (NumPy columns, one row per
-  event; the layout is documented there), :class:`Call`, :class:`TraceError`;
-  :class:`TraceBuilder` (:mod:`perfmod.trace.builder`, also importable from core).
-- :mod:`perfmod.trace.requests`: which nonblocking call each wait completes.
-- :func:`save_trace`, :func:`load_trace`: perfmod's own trace file (``.npz``,
-  :mod:`perfmod.trace.store`).
-- :func:`synthetic`: traces of the Jacobi2D, MiniFE and MiniMD communication
-  at any rank count (:mod:`perfmod.trace.synthetic`).
-- Files: :mod:`perfmod.trace.dumpi` (DUMPI ``dumpi2ascii`` reader),
-  :mod:`perfmod.trace.tit` (SimGrid time-independent traces),
-  :mod:`perfmod.trace.goal` (GOAL schedules for LogGOPSim/ATLAHS),
-  :mod:`perfmod.trace.otf2io` (OTF2), :mod:`perfmod.trace.recorder`
-  (recording mpi4py programs).
+  event; the layout is documented there), :class:`Call`, :class:`TraceError`.
+- :mod:`perfmod.trace.builder`: :class:`TraceBuilder`, event by event or from arrays.
+- :mod:`perfmod.trace.requests`: which nonblocking call each wait completes;
+  :func:`validate_trace` checks a trace completely.
+- :func:`read_trace`, :func:`write_trace`: every file format, detected from
+  the file (:mod:`perfmod.trace.formats`: perfmod's ``.npz``, DUMPI, OTF2,
+  SimGrid TIT, GOAL).
+- :mod:`perfmod.trace.recorder`: recording mpi4py programs.
 
-Replay them with :func:`perfmod.replay.replay`.
+Synthetic traces of the paper applications are in :mod:`perfmod.apps.traces`;
+replay any trace with :func:`perfmod.replay.replay`.
 """
 
-from .core import (
+from perfmod.trace.builder import TraceBuilder
+from perfmod.trace.core import (
     ANY_SOURCE,
     ANY_TAG,
     CALL_NAMES,
@@ -28,12 +26,11 @@ from .core import (
     PROC_NULL,
     Call,
     Trace,
-    TraceBuilder,
     TraceError,
     call_code,
 )
-from .requests import Requests, resolve_requests
-from .store import load_trace, save_trace
+from perfmod.trace.formats import FORMATS, detect_format, read_trace, write_trace
+from perfmod.trace.requests import Requests, resolve_requests, validate_trace
 
 __all__ = [
     "ANY_SOURCE",
@@ -51,10 +48,9 @@ __all__ = [
     "call_code",
     "Requests",
     "resolve_requests",
-    "save_trace",
-    "load_trace",
+    "validate_trace",
+    "FORMATS",
+    "detect_format",
+    "read_trace",
+    "write_trace",
 ]
-
-from .synthetic import SYNTHETIC_APPS, synthetic  # noqa: E402  (after the core it builds on)
-
-__all__ += ["SYNTHETIC_APPS", "synthetic"]

@@ -10,7 +10,19 @@ from typing import Any
 
 import numpy as np
 
-from .core import _DEFAULTS, COLUMNS, NO_PEER, NO_REQUEST, NO_TIME, OPTIONAL_COLUMNS, Call, Trace, TraceError, call_code
+from perfmod.trace.core import (
+    COLUMN_DEFAULTS,
+    COLUMNS,
+    NO_PEER,
+    NO_REQUEST,
+    NO_TIME,
+    OPTIONAL_COLUMNS,
+    Call,
+    Trace,
+    TraceError,
+    call_code,
+)
+from perfmod.trace.requests import validate_trace
 
 __all__ = ["TraceBuilder"]
 
@@ -100,7 +112,7 @@ class TraceBuilder:
         allcols = COLUMNS | OPTIONAL_COLUMNS
         for name, vals in zip(names, cols, strict=True):
             if name in OPTIONAL_COLUMNS:
-                vals = [_DEFAULTS[name] if v is None else v for v in vals]
+                vals = [COLUMN_DEFAULTS[name] if v is None else v for v in vals]
             try:
                 chunk[name] = np.asarray(vals, dtype=allcols[name])
             except (TypeError, ValueError, OverflowError) as err:
@@ -158,7 +170,7 @@ class TraceBuilder:
         def cat(name: str, dtype: np.dtype) -> np.ndarray:
             if not chunks:
                 return np.zeros(0, dtype)
-            return np.concatenate([c[name] if name in c else np.full(len(c["rank"]), _DEFAULTS[name], dtype)
+            return np.concatenate([c[name] if name in c else np.full(len(c["rank"]), COLUMN_DEFAULTS[name], dtype)
                                    for c in chunks]).astype(dtype, copy=False)
 
         rank = cat("rank", COLUMNS["rank"])
@@ -189,7 +201,7 @@ class TraceBuilder:
         trace = Trace(self.nprocs, rank, seq, aux_ptr=aux_ptr, aux=aux, comms=dict(self.comms),
                       other_names=tuple(self.other_names), source=self.source, meta=dict(meta or {}),
                       **cols, **opt)
-        return trace.validate() if validate else trace
+        return validate_trace(trace) if validate else trace
 
 
 def _derive_compute(compute: np.ndarray, rank: np.ndarray, t_entry: np.ndarray, t_exit: np.ndarray) -> None:

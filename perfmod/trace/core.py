@@ -65,7 +65,7 @@ Building
 --------
 :class:`TraceBuilder` appends events one at a time (``append``) or as
 arrays for many ranks at once (``extend``, the fast path used by
-:mod:`perfmod.trace.synthetic`); ``build()`` sorts by (rank, seq), numbers
+:mod:`perfmod.apps.traces`); ``build()`` sorts by (rank, seq), numbers
 ``seq`` per rank in append order unless given, derives ``compute`` from
 entry/exit times where they are recorded and no compute was given, and
 validates.  :meth:`Trace.validate` raises :class:`TraceError` naming the
@@ -101,7 +101,6 @@ __all__ = [
     "OPTIONAL_COLUMNS",
     "TraceError",
     "Trace",
-    "TraceBuilder",
     "call_code",
 ]
 
@@ -155,7 +154,7 @@ WAITS = frozenset({Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME,
 COLLECTIVES = frozenset({Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLTOALL,
                          Call.ALLTOALLV, Call.ALLGATHER, Call.GATHER, Call.SCATTER, Call.REDUCE_SCATTER})
 ROOTED = frozenset({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})
-_LIST_CALLS = frozenset({Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TESTALL, Call.TESTANY, Call.TESTSOME})
+LIST_CALLS = frozenset({Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TESTALL, Call.TESTANY, Call.TESTSOME})
 
 NO_PEER = -1  #: no peer (calls without one)
 ANY_SOURCE = -2  #: ``MPI_ANY_SOURCE``
@@ -183,7 +182,7 @@ OPTIONAL_COLUMNS: dict[str, np.dtype] = {
     "iteration": np.dtype(np.int32),
     "line": np.dtype(np.int64),
 }
-_DEFAULTS = {"peer": NO_PEER, "nbytes": 0, "tag": 0, "comm": 0, "request": NO_REQUEST, "compute": 0.0,
+COLUMN_DEFAULTS = {"peer": NO_PEER, "nbytes": 0, "tag": 0, "comm": 0, "request": NO_REQUEST, "compute": 0.0,
              "t_entry": NO_TIME, "t_exit": NO_TIME, "iteration": -1, "line": -1}
 
 
@@ -203,7 +202,7 @@ def call_code(name: str | int | Call) -> int:
         raise ValueError(f"unknown call {name!r}; known: {', '.join(c.name.lower() for c in Call)}") from None
 
 
-def _code_set(calls: Iterable[Call]) -> np.ndarray:
+def code_set(calls: Iterable[Call]) -> np.ndarray:
     return np.array(sorted(int(c) for c in calls), dtype=np.uint8)
 
 
@@ -348,17 +347,17 @@ class Trace:
             more = f" (and {bad.size - 1} more events)" if bad.size > 1 else ""
             raise TraceError(f"{self._at(i)}: {column or 'event'}{val}: {what}{more}")
 
-    def validate(self, requests: bool = True) -> Trace:
-        """Check columns, codes, ranks, sizes and requests; raise :class:`TraceError` or return self.
+    def validate(self) -> Trace:
+        """Check columns, codes, ranks and sizes; raise :class:`TraceError` or return self.
 
         Checks: column lengths and dtypes; events sorted by rank and
         ``seq`` = 0, 1, ... per rank; known call codes; ``0 <= rank <
         nprocs``; peers of point-to-point calls and roots inside their
         communicator (or a wildcard / ``PROC_NULL`` where MPI allows);
         ``nbytes >= 0``; ``compute`` finite and >= 0; entry <= exit;
-        communicators described; every waited request created earlier on
-        the same rank and not yet completed (unless ``requests=False``, for
-        a caller that resolves them itself); ``aux`` offsets consistent.
+        communicators described; ``aux`` offsets consistent.  The requests
+        (every waited request created earlier on the same rank and not yet
+        completed) are checked by :func:`perfmod.trace.requests.validate_trace`.
         """
         n = len(self)
         if self.nprocs < 1:
@@ -382,7 +381,7 @@ class Trace:
         self._fail(np.diff(self.rank.astype(np.int64)) < 0, "events not sorted by rank", "rank")
         expect = np.arange(n, dtype=np.int64) - self.rank_ptr[self.rank]
         self._fail(self.seq != expect, "seq must number each rank's events 0, 1, 2, ...", "seq")
-        self._fail(~np.isin(self.call, _code_set(Call)), "unknown call code", "call")
+        self._fail(~np.isin(self.call, code_set(Call)), "unknown call code", "call")
         self._fail(self.nbytes < 0, "must be >= 0 bytes", "nbytes")
         self._fail(~np.isfinite(self.compute) | (self.compute < 0), "must be finite and >= 0 s", "compute")
         if self.has_times():
@@ -402,9 +401,9 @@ class Trace:
             size[sel] = ranks.size
             member[sel] = np.isin(self.rank[sel], ranks)
         self._fail(~member, "rank is not a member of the event's communicator", "comm")
-        sends = np.isin(self.call, _code_set(P2P_SEND))
-        recvs = np.isin(self.call, _code_set(P2P_RECV - {Call.SENDRECV}))
-        rooted = np.isin(self.call, _code_set(ROOTED))
+        sends = np.isin(self.call, code_set(P2P_SEND))
+        recvs = np.isin(self.call, code_set(P2P_RECV - {Call.SENDRECV}))
+        rooted = np.isin(self.call, code_set(ROOTED))
         ok_peer = (self.peer >= 0) & (self.peer < size)
         self._fail(sends & ~(ok_peer | (self.peer == PROC_NULL)), "destination outside the communicator", "peer")
         self._fail(recvs & ~(ok_peer | (self.peer == PROC_NULL) | (self.peer == ANY_SOURCE)),
@@ -415,8 +414,6 @@ class Trace:
         self._fail(other & ((self.peer < 0) | (self.peer >= len(self.other_names))),
                    f"OTHER events need peer = index into other_names ({len(self.other_names)} names)", "peer")
         self._validate_aux(size)
-        if requests:
-            self._validate_requests()
         return self
 
     def _validate_aux(self, size: np.ndarray) -> None:
@@ -425,7 +422,7 @@ class Trace:
         self._fail(sr & (alen != 3), "SENDRECV needs aux = [source, recv_nbytes, recv_tag]", "aux_ptr")
         a2av = self.call == Call.ALLTOALLV
         self._fail(a2av & (alen != size), "ALLTOALLV needs one aux entry (bytes) per communicator rank", "aux_ptr")
-        lists = np.isin(self.call, _code_set(_LIST_CALLS))
+        lists = np.isin(self.call, code_set(LIST_CALLS))
         self._fail(~(sr | a2av | lists) & (alen != 0), "this call takes no aux list", "aux_ptr")
         if sr.any():
             i = np.flatnonzero(sr)
@@ -439,12 +436,3 @@ class Trace:
             if np.any(self.aux[idx] < 0):
                 bad_ev = np.repeat(np.arange(len(self)), alen)[idx & (self.aux < 0)]
                 self._fail(np.isin(np.arange(len(self)), bad_ev), "negative ALLTOALLV byte count", "aux_ptr")
-
-    def _validate_requests(self) -> None:
-        from .requests import resolve_requests  # here: requests imports this module
-
-        resolve_requests(self)
-
-
-# the builder lives in its own module; re-exported here, where the layout it builds is defined
-from .builder import TraceBuilder  # noqa: E402

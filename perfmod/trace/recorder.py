@@ -34,9 +34,9 @@ any communication.
 Output: :meth:`Recorder.save` writes the rank's events to ``.npz``;
 :func:`load_recording` merges such files into a :class:`Trace`;
 :meth:`Recorder.gather` sends all ranks' events to one rank and returns the
-Trace there; keep it with :func:`perfmod.trace.store.save_trace` or export
-it with :func:`perfmod.trace.otf2io.write_otf2` or
-:func:`perfmod.trace.tit.write_tit`.
+Trace there; keep it with :func:`perfmod.trace.formats.npz.write_npz` or export
+it with :func:`perfmod.trace.formats.otf2.write_otf2` or
+:func:`perfmod.trace.formats.tit.write_tit`.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_path
-from .core import ANY_SOURCE, ANY_TAG, NO_PEER, NO_REQUEST, PROC_NULL, Call, Trace, TraceBuilder, TraceError
+from perfmod.core.io import atomic_path
+from perfmod.trace.builder import TraceBuilder
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, NO_PEER, NO_REQUEST, PROC_NULL, Call, Trace, TraceError
 
 __all__ = ["Recorder", "RecordingComm", "RecordingRequest", "record", "load_recording"]
 

@@ -11,14 +11,12 @@ naming the event.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .core import Trace
+from perfmod.trace.core import LIST_CALLS, NO_REQUEST, NONBLOCKING, Call, Trace, TraceError, code_set
 
-__all__ = ["Requests", "resolve_requests", "group_key"]
+__all__ = ["Requests", "resolve_requests", "group_key", "validate_trace"]
 
 
 def group_key(*columns: np.ndarray) -> np.ndarray:
@@ -79,16 +77,14 @@ def resolve_requests(trace: Trace) -> Requests:
         never created (or already completed) on that rank, or an id created
         again while still pending.
     """
-    from .core import _LIST_CALLS, NO_REQUEST, NONBLOCKING, Call, TraceError, _code_set
-
     n = len(trace)
     call = trace.call
-    is_create = np.isin(call, _code_set(NONBLOCKING))
+    is_create = np.isin(call, code_set(NONBLOCKING))
     trace._fail(is_create & (trace.request < 0), "nonblocking call needs a request id >= 0", "request")
-    single = np.isin(call, _code_set({Call.WAIT, Call.TEST})) & (trace.request != NO_REQUEST)
-    trace._fail(~(is_create | single) & (trace.request != NO_REQUEST) & ~np.isin(call, _code_set(_LIST_CALLS)),
+    single = np.isin(call, code_set({Call.WAIT, Call.TEST})) & (trace.request != NO_REQUEST)
+    trace._fail(~(is_create | single) & (trace.request != NO_REQUEST) & ~np.isin(call, code_set(LIST_CALLS)),
                 "only nonblocking calls, waits and tests carry a request", "request")
-    lists = np.isin(call, _code_set(_LIST_CALLS))
+    lists = np.isin(call, code_set(LIST_CALLS))
     alen = np.diff(trace.aux_ptr)
     list_ev = np.repeat(np.arange(n, dtype=np.int64), np.where(lists, alen, 0))
     # aux entries belonging to list calls, in event order
@@ -143,3 +139,21 @@ def resolve_requests(trace: Trace) -> Requests:
     last_in_group[:-1] = new_group[1:]
     never = np.sort(ev_s[last_in_group & (kind_s == 0)])
     return Requests(ref_ptr, created, never)
+
+
+def validate_trace(trace: Trace) -> Trace:
+    """Check a trace completely: :meth:`Trace.validate` and its requests (:func:`resolve_requests`).
+
+    Returns
+    -------
+    Trace
+        ``trace`` itself, so that ``validate_trace(build(...))`` chains.
+
+    Raises
+    ------
+    TraceError
+        The first problem found, naming the file (the trace's ``source``),
+        rank and event.
+    """
+    resolve_requests(trace.validate())
+    return trace

@@ -1,0 +1,227 @@
+"""Synthetic traces of the proxies' communication at any rank count (paper 000 §4.2, Listing 1).
+
+Paper: ``shared/papers/000_95042cffe07dd549.txt``.  The paper replays DUMPI
+traces of Jacobi2D, MiniFE and MiniMD runs (up to 1,536 ranks); here the
+same communication is generated from the decompositions of
+:mod:`perfmod.apps` (message lists checked there against the
+stored DUMPI traces), so the replay can run at the paper's scales, and far
+beyond, without running the proxies.
+
+One iteration per rank, by application:
+
+``"jacobi2d"``
+    Listing 1: ``MPI_Irecv`` from every neighbour, ``MPI_Isend`` to every
+    neighbour, ``MPI_Waitall``; then ``allreduces`` (default 1) 8-byte
+    ``MPI_Allreduce`` (the residual).
+``"minife"``
+    The CG iteration: the matrix-vector halo exchange as in Listing 1
+    (miniFE's ``exchange_externals``: receives posted, sends, wait for all),
+    then two dot products, i.e. 2 allreduces of 8 B by default.
+``"minimd"``
+    The forward exchange of positions and the reverse exchange of forces
+    (``reverse=True``), each as miniMD's six sequential swaps:
+    ``MPI_Irecv``, ``MPI_Send``, ``MPI_Wait`` per swap (a round per swap;
+    the swap of a message is its position among its sender's messages);
+    no allreduce by default (thermodynamic output is not every step).
+``"allreduce"``
+    ``allreduces`` (default 1) allreduces of ``allreduce_bytes`` per iteration.
+
+Receives are posted in the order of their senders' sends per sender, so
+the k-th receive a rank posts for a source matches the k-th message that
+source sends it (MPI's non-overtaking rule gives the intended pairs).
+Request handles are reused every iteration, as MPI programs do.  The
+construction is vectorized: one iteration is built as arrays and tiled,
+so 100,000 ranks take seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perfmod.apps.exchange import DOUBLE, Exchange
+from perfmod.apps.registry import exchange
+from perfmod.core.checks import positive_int
+from perfmod.trace.builder import TraceBuilder
+from perfmod.trace.core import Call, Trace
+
+__all__ = [
+    "SYNTHETIC_APPS",
+    "synthetic",
+    "phases_of",
+]
+
+SYNTHETIC_APPS = ("jacobi2d", "minife", "minimd", "allreduce")
+_ALLREDUCES = {"jacobi2d": 1, "minife": 2, "minimd": 0, "allreduce": 1}
+
+
+def phases_of(app: str, nprocs: int, reverse: bool = True, **options: Any) -> list[tuple[Exchange, bool]]:
+    """The communication phases of one iteration: ``(exchange, sequential)`` pairs.
+
+    ``sequential`` phases run as rounds (one per swap), the others post
+    everything and wait for all (Listing 1).
+    """
+    app = str(app).lower()
+    if app == "allreduce":
+        if options:
+            raise ValueError(f"synthetic('allreduce'): unknown options {sorted(options)}")
+        return []
+    if app == "minimd":
+        fwd = exchange("minimd", nprocs, phase="forward", **options)
+        out = [(fwd, True)]
+        if reverse:
+            out.append((exchange("minimd", nprocs, phase="reverse", **options), True))
+        return out
+    if app not in SYNTHETIC_APPS:
+        raise ValueError(f"unknown app {app!r}; known: {', '.join(SYNTHETIC_APPS)}")
+    return [(exchange(app, nprocs, **options), False)]
+
+
+def _position_in_group(keys: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... within runs of equal ``keys`` (``keys`` sorted)."""
+    n = keys.size
+    if n == 0:
+        return np.zeros(0, np.int64)
+    start = np.ones(n, dtype=bool)
+    start[1:] = keys[1:] != keys[:-1]
+    idx = np.arange(n)
+    first = np.maximum.accumulate(np.where(start, idx, 0))
+    return idx - first
+
+
+def _phase_events(ex: Exchange, sequential: bool, phase: int) -> dict[str, np.ndarray]:
+    """Template events of one phase (unsorted): rank, round, kind, order, call, peer, nbytes."""
+    src, dst, nb = (np.asarray(a, dtype=np.int64) for a in (ex.src, ex.dst, ex.nbytes))
+    swap = _position_in_group(src) if sequential else np.zeros(src.size, np.int64)  # src is sorted
+    m = np.arange(src.size)
+    # receives: per receiver, round, then sender, then the sender's order
+    rorder = np.lexsort((m, src, swap, dst))
+    send_call = Call.SEND if sequential else Call.ISEND
+    rank = np.concatenate([dst[rorder], src])
+    rnd = np.concatenate([swap[rorder], swap])
+    kind = np.concatenate([np.zeros(src.size, np.int64), np.ones(src.size, np.int64)])
+    order = np.concatenate([np.arange(src.size), m])
+    call = np.concatenate([np.full(src.size, Call.IRECV, np.int64), np.full(src.size, send_call, np.int64)])
+    peer = np.concatenate([src[rorder], dst])
+    nbytes = np.concatenate([nb[rorder], nb])
+    # one wait per (rank, round) that has receives or nonblocking sends
+    waiters = rank if not sequential else rank[kind == 0]
+    wrnd = rnd if not sequential else rnd[kind == 0]
+    key = np.unique(waiters * (int(rnd.max(initial=0)) + 1) + wrnd)
+    wr, wround = key // (int(rnd.max(initial=0)) + 1), key % (int(rnd.max(initial=0)) + 1)
+    rank = np.concatenate([rank, wr])
+    rnd = np.concatenate([rnd, wround])
+    kind = np.concatenate([kind, np.full(wr.size, 2)])
+    order = np.concatenate([order, np.zeros(wr.size, np.int64)])
+    call = np.concatenate([call, np.full(wr.size, Call.WAITALL, np.int64)])
+    peer = np.concatenate([peer, np.full(wr.size, -1)])
+    nbytes = np.concatenate([nbytes, np.zeros(wr.size, np.int64)])
+    return {"rank": rank, "phase": np.full(rank.size, phase), "round": rnd, "kind": kind, "order": order,
+            "call": call, "peer": peer, "nbytes": nbytes}
+
+
+def _iteration_template(nprocs: int, phases: list[tuple[Exchange, bool]], allreduces: int,
+                        allreduce_bytes: int) -> dict[str, np.ndarray]:
+    """One iteration's events, sorted by rank, with request ids and wait lists."""
+    parts = [_phase_events(ex, seq, i) for i, (ex, seq) in enumerate(phases)]
+    ranks = np.arange(nprocs)
+    for a in range(allreduces):
+        parts.append({"rank": ranks, "phase": np.full(nprocs, len(phases) + a), "round": np.zeros(nprocs, np.int64),
+                      "kind": np.zeros(nprocs, np.int64), "order": np.zeros(nprocs, np.int64),
+                      "call": np.full(nprocs, Call.ALLREDUCE, np.int64), "peer": np.full(nprocs, -1),
+                      "nbytes": np.full(nprocs, allreduce_bytes, np.int64)})
+    if not parts:
+        raise ValueError("synthetic: an iteration without communication (give allreduces >= 1)")
+    ev = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    o = np.lexsort((ev["order"], ev["kind"], ev["round"], ev["phase"], ev["rank"]))
+    ev = {k: v[o] for k, v in ev.items()}
+    n = ev["rank"].size
+    ptr = np.searchsorted(ev["rank"], np.arange(nprocs + 1))
+    pos = np.arange(n) - ptr[ev["rank"]]  # position within the rank's iteration
+    nonblocking = (ev["call"] == Call.IRECV) | (ev["call"] == Call.ISEND)
+    request = np.where(nonblocking, pos, -1)
+    # a wait completes the nonblocking events of its (rank, phase, round) group, which precede it
+    grp = (ev["rank"] * (int(ev["phase"].max()) + 1) + ev["phase"]) * (int(ev["round"].max()) + 1) + ev["round"]
+    n_nb = np.bincount(np.unique(grp, return_inverse=True)[1], weights=nonblocking).astype(np.int64)
+    grp_id = np.unique(grp, return_inverse=True)[1]
+    is_wait = ev["call"] == Call.WAITALL
+    group_start = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+    aux_len = np.where(is_wait, n_nb[grp_id], 0)
+    first = pos[group_start][grp_id]  # position of the group's first event (its first Irecv)
+    aux = np.repeat(first[is_wait], aux_len[is_wait]) + _position_in_group(np.repeat(np.flatnonzero(is_wait),
+                                                                                      aux_len[is_wait]))
+    call = ev["call"].copy()
+    single = is_wait & (aux_len == 1)
+    call[single] = Call.WAIT
+    request = np.where(single, 0, request)
+    request[single] = aux[np.cumsum(aux_len)[single] - 1]
+    keep_aux = np.repeat(~single[is_wait], aux_len[is_wait])
+    aux_len = np.where(single, 0, aux_len)
+    return {"rank": ev["rank"], "call": call, "peer": ev["peer"], "nbytes": ev["nbytes"], "request": request,
+            "aux_len": aux_len, "aux": aux[keep_aux], "ptr": ptr}
+
+
+def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | None = None,
+              allreduce_bytes: int = DOUBLE, compute: Any = 0.0, reverse: bool = True, **options: Any) -> Trace:
+    """A trace of ``iterations`` iterations of ``app``'s communication on ``nprocs`` ranks.
+
+    Parameters
+    ----------
+    app : {"jacobi2d", "minife", "minimd", "allreduce"}
+        See the module docstring for each iteration's events.
+    nprocs : int
+        Number of ranks.
+    iterations : int
+        Number of iterations (the ``iteration`` column numbers them).
+    allreduces : int, optional
+        Allreduces at the end of each iteration (default 1 for Jacobi2D
+        and ``"allreduce"``, 2 for MiniFE, 0 for MiniMD).
+    allreduce_bytes : int
+        Bytes of each allreduce vector (8: one double).
+    compute : float or array_like
+        Seconds of computation per iteration, before its first call (a
+        scalar or one value per rank).
+    reverse : bool
+        MiniMD: include the reverse communication of forces.
+    **options
+        Passed to the decomposition (:func:`perfmod.apps.registry.exchange`),
+        e.g. ``block=``, ``periodic=``, ``box=``, ``cells=``.
+
+    Returns
+    -------
+    Trace
+        ``len(trace)`` events; ``trace.meta`` records app, options and the
+        exchange configurations.
+    """
+    p = positive_int("nprocs", nprocs)
+    iters = positive_int("iterations", iterations)
+    app = str(app).lower()
+    if app not in SYNTHETIC_APPS:
+        raise ValueError(f"unknown app {app!r}; known: {', '.join(SYNTHETIC_APPS)}")
+    nred = _ALLREDUCES[app] if allreduces is None else int(allreduces)
+    if nred < 0 or int(allreduce_bytes) < 1:
+        raise ValueError(f"synthetic: need allreduces >= 0 and allreduce_bytes >= 1, got {nred}, {allreduce_bytes}")
+    phases = phases_of(app, p, reverse=reverse, **options)
+    tpl = _iteration_template(p, phases, nred, int(allreduce_bytes))
+    comp = np.broadcast_to(np.asarray(compute, dtype=np.float64), (p,))
+    if not np.all(np.isfinite(comp)) or np.any(comp < 0):
+        raise ValueError("synthetic: compute must be finite and >= 0 seconds")
+    block = np.diff(tpl["ptr"])  # events per rank per iteration
+    per_rank = block * iters
+    rank = np.repeat(np.arange(p, dtype=np.int32), per_rank)
+    start = np.concatenate([[0], np.cumsum(per_rank)])[:-1]
+    q = np.arange(rank.size, dtype=np.int64) - start[rank]
+    it = q // block[rank]
+    t = tpl["ptr"][rank] + q % block[rank]  # template index of every event
+    first = q % block[rank] == 0
+    alen = tpl["aux_len"][t]
+    aux_start = np.concatenate([[0], np.cumsum(tpl["aux_len"])])[:-1]
+    aux_idx = np.repeat(aux_start[t] , alen) + _position_in_group(np.repeat(np.arange(t.size), alen))
+    b = TraceBuilder(p, source=f"synthetic:{app}")
+    b.extend(rank=rank, call=tpl["call"][t], peer=tpl["peer"][t], nbytes=tpl["nbytes"][t],
+             request=tpl["request"][t], compute=np.where(first, comp[rank], 0.0), aux_len=alen,
+             aux=tpl["aux"][aux_idx], iteration=it)
+    meta = {"app": app, "nprocs": p, "iterations": iters, "allreduces": nred, "allreduce_bytes": int(allreduce_bytes),
+            "options": dict(options), "phases": [{"sequential": s, **ex.config} for ex, s in phases]}
+    return b.build(validate=False, meta=meta)

@@ -1,0 +1,278 @@
+"""The local machine as a platform: ping-pong data -> fitted ``data/platforms/local.toml``.
+
+Procedure (paper 000 §2.1 and §4.1, applied to this machine):
+
+1. median one-way time per size over the repetitions, per number of pairs k
+   (medians, because other processes on a shared machine perturb single
+   samples);
+2. protocol thresholds = breakpoints of a piecewise-linear fit of the k = 1
+   curve (:func:`perfmod.models.comm.fitting.find_breakpoints`, up to two, chosen
+   by BIC); segments are named short/eager/rendezvous from the bottom (one
+   break: eager/rendezvous; none: one segment written as both eager and
+   rendezvous).  A threshold is the largest measured size of the lower
+   segment.  A breakpoint is where the time-vs-size line changes; on one
+   shared-memory node it can be a cache effect rather than an MPI protocol
+   switch: look at the plot;
+3. postal parameters (Eq. 1) per segment from k = 1, with standard errors;
+4. max-rate parameters per segment from all k measured *without*
+   oversubscription: Eq. 3 for short, Eq. 2 for eager and rendezvous (its
+   fallback to Eq. 3 on a negative parameter, 000 §2.1, is written as N/A
+   with the postal fallback, since Eq. 3 has no R_Cb/R_Ci).  When only
+   k = 1 qualifies (2 cores: one pair) the max-rate cells are written as
+   N/A with ``fallback = "postal"``: at k = 1 Eq. 2 and Eq. 3 *are* the
+   postal model (R_Cb = 1/beta), and R_Ci cannot be measured.  Runs with
+   more ranks than cores are not used: time slicing two ranks per core
+   measures the scheduler, not bandwidth sharing (the paper's own N/A cells,
+   000 Tables 3-4, mark modes where more pairs do not fit).
+
+The mode comes from the cores the ranks ran on (dataset coordinate
+``mode``); a machine with one socket is intra-socket.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from perfmod.core.io import read_dataset
+from perfmod.core.paths import platforms_dir, repo_root
+from perfmod.machine.platforms import MODES, Platform, from_dict, save
+from perfmod.models.comm.fitting import Fit, fit_maxrate, fit_maxrate2, fit_protocols, segment_bic
+
+__all__ = ["Calibration", "median_curve", "calibrate", "calibration_dataset"]
+
+_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of :func:`calibrate`.
+
+    Attributes
+    ----------
+    platform : Platform
+        The fitted platform (as written to the TOML file).
+    fits : dict
+        Protocol -> postal :class:`~perfmod.models.comm.fitting.Fit` (k = 1).
+    breakpoints : list of int
+        Protocol thresholds in bytes (largest size of each lower segment).
+    maxrate : dict
+        Protocol -> max-rate Fit, only when several k were measured without
+        oversubscription.
+    bic : dict
+        Number of breakpoints -> (BIC, thresholds), the model choice.
+    mode : str
+        Communication mode of the measurement.
+    path : Path or None
+        Where the platform file was written.
+    """
+
+    platform: Platform
+    fits: dict[str, Fit]
+    breakpoints: list[int]
+    maxrate: dict[str, Fit] = field(default_factory=dict)
+    bic: dict[int, tuple[float, list[int]]] = field(default_factory=dict)
+    mode: str = "intra_socket"
+    path: Path | None = None
+
+
+def median_curve(ds: xr.Dataset, pairs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes in bytes, median one-way time in s) for ``pairs`` concurrent pairs."""
+    med = ds.t_oneway.sel(pairs=pairs).median("rep")
+    return ds.msg_bytes.values.astype(float), med.values
+
+
+def _entry(fit: Fit, source: str) -> dict[str, Any]:
+    out: dict[str, Any] = dict(fit.params)
+    out |= {f"{k}_se": v for k, v in fit.stderr.items()}
+    out["source"] = source
+    return out
+
+
+def _rel(path: str) -> str:
+    """A path relative to the checkout when it lies inside it (provenance must not name this machine)."""
+    try:
+        return str(Path(path).resolve().relative_to(repo_root()))
+    except (ValueError, OSError):
+        return path
+
+
+def _mpi_name(ds: xr.Dataset) -> str:
+    lib = re.sub(r"\s*Version:\s*", " ", str(ds.attrs.get("mpi_library", ""))).strip()
+    wheel = ds.attrs.get("mpich_wheel", "")
+    return f"{lib} (mpich wheel {wheel})" if wheel else lib
+
+
+def _mode(ds: xr.Dataset, mode: str | None) -> str:
+    if mode is not None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        return mode
+    if "mode" in ds.coords:
+        m = str(ds["mode"].sel(pairs=1).item())
+        if m in MODES:
+            return m
+        raise ValueError(f"the single-pair run has mode {m!r}; pass mode= (one of {MODES})")
+    if int(ds.attrs.get("sockets", 1)) == 1:
+        return "intra_socket"
+    raise ValueError("the dataset does not say which sockets the ranks ran on; pass mode=")
+
+
+def _maxrate(ds: xr.Dataset, ks: list[int], edges: list[float], fits: dict[str, Fit]) -> dict[str, Fit]:
+    med = ds.t_oneway.sel(pairs=ks).median("rep")
+    n = ds.msg_bytes.values.astype(float)
+    out = {}
+    for i, proto in enumerate(fits):
+        sel = (n > edges[i]) & (n <= edges[i + 1])
+        nn, kk = np.meshgrid(n[sel], ks)
+        tt = med.isel(msg_bytes=np.flatnonzero(sel)).values
+        fitter = fit_maxrate2 if proto == "short" else fit_maxrate
+        out[proto] = fitter(nn.ravel(), kk.ravel(), tt.ravel())
+    return out
+
+
+def calibrate(
+    ds_or_path: xr.Dataset | str | Path,
+    name: str = "local",
+    out: Any = _DEFAULT,
+    max_breaks: int = 2,
+    mode: str | None = None,
+) -> Calibration:
+    """Fit the local platform from a ping-pong dataset and write it as TOML.
+
+    Parameters
+    ----------
+    ds_or_path : Dataset or path
+        A dataset written by :func:`perfmod.measure.bench.pingpong.run_pingpong`
+        (it must hold pairs = 1).
+    name : str
+        Platform name.
+    out : path or None
+        Where to write the platform (atomically); default
+        ``data/platforms/<name>.toml``; None writes nothing.
+    max_breaks : int
+        Largest number of protocol breakpoints considered.
+    mode : str, optional
+        Override the communication mode (default: from the dataset).
+
+    Returns
+    -------
+    Calibration
+    """
+    ds = ds_or_path if isinstance(ds_or_path, xr.Dataset) else read_dataset(ds_or_path)
+    where = _rel(str(ds_or_path) if not isinstance(ds_or_path, xr.Dataset) else ds.attrs.get("path", "<dataset>"))
+    if "pairs" not in ds.dims or 1 not in ds.pairs.values:
+        raise ValueError(f"{where}: no pairs = 1 (single pair) measurement to fit the postal model")
+    mode = _mode(ds, mode)
+    n, t = median_curve(ds, 1)
+    bic = segment_bic(n, t, max_breaks=max_breaks)
+    breaks = min(bic.values(), key=lambda v: v[0])[1]
+    fits = fit_protocols(n, t, breaks)
+    src = f"fit of {where} (k = 1, median over reps, relative weights)"
+    edges = [0.0, *breaks, np.inf]
+    over = ds.oversubscribed.values if "oversubscribed" in ds.coords else np.zeros(ds.pairs.size, bool)
+    ok_k = [int(k) for k, o in zip(ds.pairs.values, over, strict=True) if not o]
+    maxrate = _maxrate(ds, ok_k, edges, fits) if len(ok_k) >= 2 else {}
+    postal_cells: dict[str, Any] = {}
+    maxrate_cells: dict[str, Any] = {}
+    for proto, fit in fits.items():
+        postal_cells[proto] = _entry(fit, src)
+        mr = maxrate.get(proto)
+        if mr is None:
+            ncores = ds.attrs.get("cores", "?")
+            maxrate_cells[proto] = {
+                "na": f"N/A (only k = {ok_k} measurable without oversubscription on {ncores} cores; "
+                      "at k = 1 max-rate is the postal model)",
+                "fallback": "postal", "source": src}
+        elif proto != "short" and mr.model != "maxrate":
+            maxrate_cells[proto] = {"na": f"N/A ({mr.form})", "fallback": "postal",
+                                    "source": f"fit of {where}, k = {ok_k}"}
+        else:
+            maxrate_cells[proto] = _entry(mr, f"fit of {where}, k = {ok_k}, medians; {mr.form}")
+    if not breaks:  # one segment: it serves every size
+        postal_cells["rendezvous"] = {**postal_cells["eager"], "source": src + "; no breakpoint, same as eager"}
+        maxrate_cells["rendezvous"] = {**maxrate_cells["eager"]}
+    short_max = breaks[0] if len(breaks) == 2 else 0
+    eager_max = breaks[-1] if breaks else int(n.max())
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    d = {
+        "name": name,
+        "sockets_per_node": int(ds.attrs.get("sockets", 1)),
+        "gpus_per_socket": 0,
+        "ranks_per_node": int(ds.attrs.get("cores", 1)),
+        "cpu": str(ds.attrs.get("cpu", "")),
+        "network": "shared memory (one node)",
+        "mpi": _mpi_name(ds),
+        "source": (f"measured by perfmod.measure.bench.pingpong on {ds.attrs.get('host', '?')} "
+                   f"{ds.attrs.get('date_utc', '')}; {where}; calibrated by perfmod.models.comm.calibration {now}"),
+        "protocols": {"short_max_bytes": int(short_max), "eager_max_bytes": int(eager_max),
+                      "source": f"breakpoints {breaks} B found in {where} by "
+                                "perfmod.models.comm.fitting.find_breakpoints (piecewise-linear, BIC)"},
+        "comm": {"postal": {mode: postal_cells}, "maxrate": {mode: maxrate_cells}},
+    }
+    plat = from_dict(d)
+    path = platforms_dir() / f"{name}.toml" if out is _DEFAULT else out
+    if path is not None:
+        path = save(plat, path)
+    return Calibration(plat, fits, breaks, maxrate, bic, mode, Path(path) if path is not None else None)
+
+
+def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
+    """Measured vs fitted one-way times (k = 1) over ``msg_bytes`` and the fitted parameters.
+
+    Holds ``t_oneway_measured`` (median over reps), its minimum and
+    quartiles, ``t_oneway_predicted`` (the postal fit of the size's
+    protocol) and ``protocol``; the postal parameters with SEs over
+    (``fit_protocol``, ``parameter``); the BIC of 0..max breakpoints.  Only
+    units, long names and the ``breakpoints`` attribute are set: the caller
+    adds provenance (:func:`perfmod.core.io.annotate`).
+    """
+    n, t = median_curve(ds, 1)
+    one = ds.t_oneway.sel(pairs=1)
+    q = one.quantile([0.25, 0.75], dim="rep").values
+    edges = [0.0, *cal.breakpoints, np.inf]
+    names = list(cal.fits)
+    proto = np.empty(n.size, dtype=object)
+    pred = np.empty(n.size)
+    for name, lo, hi in zip(names, edges[:-1], edges[1:], strict=True):
+        sel = (n > lo) & (n <= hi)
+        proto[sel] = name
+        pred[sel] = cal.fits[name].predict(n[sel])
+    params = ["alpha", "beta"]
+    est = np.array([[cal.fits[p].params[k] for k in params] for p in names])
+    se = np.array([[cal.fits[p].stderr[k] for k in params] for p in names])
+    nb = sorted(cal.bic)
+    s_per_b = "s (alpha) | s/B (beta)"
+    out = xr.Dataset(
+        {
+            "t_oneway_measured": ("msg_bytes", t, {"units": "s", "long_name": "measured one-way time (median)"}),
+            "t_oneway_min": ("msg_bytes", one.min("rep").values,
+                             {"units": "s", "long_name": "measured one-way time, minimum"}),
+            "t_oneway_q25": ("msg_bytes", q[0], {"units": "s", "long_name": "measured one-way time, 25th percentile"}),
+            "t_oneway_q75": ("msg_bytes", q[1], {"units": "s", "long_name": "measured one-way time, 75th percentile"}),
+            "t_oneway_predicted": ("msg_bytes", pred,
+                                   {"units": "s", "long_name": "postal model (Eq. 1) fitted to the size's protocol"}),
+            "protocol": ("msg_bytes", proto.astype(str), {"units": "1", "long_name": "protocol segment"}),
+            "postal_estimate": (("fit_protocol", "parameter"), est,
+                                {"units": s_per_b, "long_name": "fitted postal parameters"}),
+            "postal_stderr": (("fit_protocol", "parameter"), se,
+                              {"units": s_per_b, "long_name": "standard errors of the postal parameters"}),
+            "postal_rel_rms": ("fit_protocol", [cal.fits[p].rel_rms for p in names],
+                               {"units": "1", "long_name": "RMS relative residual of the postal fit"}),
+            "bic": ("n_breaks", [cal.bic[b][0] for b in nb],
+                    {"units": "1", "long_name": "BIC of the best piecewise-linear fit (lowest chosen)"}),
+        },
+        coords={"msg_bytes": ("msg_bytes", n.astype(np.int64), {"units": "B", "long_name": "message size"}),
+                "fit_protocol": ("fit_protocol", names, {"units": "1", "long_name": "protocol"}),
+                "parameter": ("parameter", params, {"units": "1", "long_name": "postal parameter"}),
+                "n_breaks": ("n_breaks", nb, {"units": "1", "long_name": "number of breakpoints"})},
+    )
+    out.attrs["breakpoints"] = np.asarray(cal.breakpoints, dtype=np.int64)
+    out.attrs["mode"] = cal.mode
+    return out

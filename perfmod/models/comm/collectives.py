@@ -1,0 +1,183 @@
+"""Collective operations costed on top of the point-to-point model.
+
+- Allreduce by recursive doubling (paper 002 §1.2, after Thakur, Rabenseifner
+  and Gropp 2005, as MPICH implements it): for ``P' = 2**floor(lg P)`` and
+  ``r = P - P'`` there are ``lg P'`` exchange steps, plus one step before
+  (the first ``2r`` ranks fold pairwise into ``r``) and one after (results
+  sent back) when ``r > 0``.  Every step moves the whole ``n``-byte vector.
+- Reduction and broadcast by a binomial tree: ``ceil(lg P)`` steps of one
+  message each (paper 003 Eq. 6 charges the global reduction ``lg(P) K_r``).
+
+Each step costs the slowest of its messages.  The mode (intra-socket,
+inter-socket, inter-node) of every pair of a step comes from the rank
+mapping, so the first steps of a recursive doubling with block mapping are
+intra-node and only the last ones cross nodes.  An optional ``gamma``
+(seconds per byte) charges the local reduction of each received vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from perfmod.core.checks import positive_int
+from perfmod.machine.mapping import pair_modes
+from perfmod.machine.platforms import MODES, Platform, load
+from perfmod.models.comm.message import message_time
+
+__all__ = [
+    "recursive_doubling_steps",
+    "binomial_tree_steps",
+    "step_modes",
+    "ALGORITHMS",
+    "collective_time",
+    "allreduce_recursive_doubling",
+    "reduce_binomial",
+    "bcast_binomial",
+]
+
+Pairs = list[tuple[np.ndarray, np.ndarray]]
+
+
+def recursive_doubling_steps(nprocs: int) -> Pairs:
+    """Return, per step, the (sender, receiver) rank arrays of a recursive-doubling allreduce.
+
+    Exchange steps list each pair in both directions.
+    """
+    p = positive_int("nprocs", nprocs)
+    if p == 1:
+        return []
+    pof2 = 1 << (p.bit_length() - 1)
+    rem = p - pof2
+    steps: Pairs = []
+    if rem:
+        # fold: ranks 2i+1 (i < rem) send to 2i, which carry on
+        src = np.arange(rem) * 2 + 1
+        steps.append((src, src - 1))
+    newrank = np.arange(pof2)
+    real = np.where(newrank < rem, newrank * 2, newrank + rem)
+    dist = 1
+    while dist < pof2:
+        partner = real[newrank ^ dist]
+        steps.append((real, partner))
+        dist <<= 1
+    if rem:
+        dst = np.arange(rem) * 2 + 1
+        steps.append((dst - 1, dst))
+    return steps
+
+
+def binomial_tree_steps(nprocs: int) -> Pairs:
+    """Return, per step, the (sender, receiver) arrays of a binomial-tree reduction to rank 0."""
+    p = positive_int("nprocs", nprocs)
+    steps: Pairs = []
+    dist = 1
+    while dist < p:
+        recv = np.arange(0, p, 2 * dist)
+        send = recv + dist
+        keep = send < p
+        steps.append((send[keep], recv[keep]))
+        dist <<= 1
+    return steps
+
+
+def step_modes(steps: Pairs, platform: Platform, mapping: str = "block") -> list[str]:
+    """The slowest mode of each step (inter-node > inter-socket > intra-socket)."""
+    out = []
+    for src, dst in steps:
+        codes = pair_modes(src, dst, platform.ranks_per_node, platform.sockets_per_node, mapping=mapping)
+        out.append(MODES[int(np.max(codes))])
+    return out
+
+
+def _cost(
+    steps: Pairs,
+    nbytes: Any,
+    platform: Platform | str,
+    model: str,
+    mapping: str,
+    gamma: float,
+    p2p: Callable[[Any, str], Any] | None,
+) -> Any:
+    plat = load(platform) if isinstance(platform, str) else platform
+    total: Any = 0.0 * nbytes
+    for mode in step_modes(steps, plat, mapping):
+        if p2p is not None:
+            t = p2p(nbytes, mode)
+        else:
+            t = message_time(nbytes, mode, plat, model=model, k=1 if model == "maxrate" else None)
+        total = total + t + gamma * nbytes
+    return total
+
+
+def _bcast_steps(nprocs: int) -> Pairs:
+    return [(d, s) for s, d in binomial_tree_steps(nprocs)][::-1]
+
+
+ALGORITHMS = {
+    "allreduce": recursive_doubling_steps,
+    "reduce": binomial_tree_steps,
+    "bcast": _bcast_steps,
+}
+
+
+def collective_time(
+    op: str,
+    nbytes: Any,
+    nprocs: int,
+    platform: Platform | str,
+    model: str = "postal",
+    mapping: str = "block",
+    gamma: float = 0.0,
+    p2p: Callable[[Any, str], Any] | None = None,
+) -> Any:
+    """Time of a collective, node-aware.
+
+    Parameters
+    ----------
+    op : {"allreduce", "reduce", "bcast"}
+        Recursive-doubling allreduce, binomial-tree reduce or broadcast.
+    nbytes : array_like
+        Vector size in bytes (8 for one double).
+    nprocs : int
+        Number of ranks P.
+    platform : Platform or str
+        Gives ranks per node and socket (for the modes) and the parameters.
+    model : str
+        Point-to-point model (see :func:`perfmod.models.comm.message.message_time`);
+        under ``"maxrate"`` one pair per node communicates per step (k = 1).
+    mapping : {"block", "round_robin"}
+        Rank-to-node mapping.
+    gamma : float
+        Local reduction cost in seconds per byte, charged once per step
+        (ignored for a broadcast).
+    p2p : callable(nbytes, mode) -> seconds, optional
+        Replaces the platform's message model (e.g. a fitted local model).
+
+    Returns
+    -------
+    array_like
+        Time in seconds; 0 for one rank.
+    """
+    try:
+        steps = ALGORITHMS[op](nprocs)
+    except KeyError:
+        raise ValueError(f"unknown collective {op!r}; known: {sorted(ALGORITHMS)}") from None
+    return _cost(steps, nbytes, platform, model, mapping, 0.0 if op == "bcast" else gamma, p2p)
+
+
+def allreduce_recursive_doubling(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:
+    """Allreduce by recursive doubling (paper 002 §1.2); options as :func:`collective_time`."""
+    return collective_time("allreduce", nbytes, nprocs, platform, **options)
+
+
+def reduce_binomial(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:
+    """Reduction to one rank by a binomial tree: ``ceil(lg P)`` steps (paper 003 Eq. 6)."""
+    return collective_time("reduce", nbytes, nprocs, platform, **options)
+
+
+def bcast_binomial(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:
+    """Broadcast from one rank by a binomial tree: ``ceil(lg P)`` steps."""
+    return collective_time("bcast", nbytes, nprocs, platform, **options)

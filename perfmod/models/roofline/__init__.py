@@ -1,0 +1,76 @@
+"""GPU kernel model: the quantitative roofline (QRoof) of paper 000 §2.3 and §3.3.
+
+Device parameter tables (:mod:`.devices`), the per-kernel time
+(:func:`qroof_time`, :mod:`.qroof`), kernel metric tables and profiler
+importers (:mod:`.kernels`, :mod:`.importers`), the table-level prediction
+as an xarray Dataset (:mod:`.predict`); the roofline plot is :func:`perfmod.viz.roofline.plot_roofline`.
+"""
+
+from perfmod.machine.devices import (
+    DEVICE_COLUMNS,
+    TIME_COLUMNS,
+    DeviceError,
+    DeviceTable,
+    check_device,
+    default_devices_path,
+    devices_dataset,
+    get_device,
+    load_devices,
+    scale_device,
+    write_devices,
+)
+from perfmod.models.roofline.importers import (
+    NCU_METRICS,
+    NVPROF_METRICS,
+    ProfileError,
+    read_ncu,
+    read_nvprof_metrics,
+    read_nvprof_summary,
+)
+from perfmod.models.roofline.metrics import (
+    KERNEL_COLUMNS,
+    from_flops_bytes,
+    from_instruction_counts,
+    kernel_table,
+    read_kernel_table,
+    selective_profiling,
+    validate_kernels,
+    write_kernel_table,
+)
+from perfmod.models.roofline.predict import SI_NAMES, kernels_dataset, predict
+from perfmod.models.roofline.qroof import DOMINANT_OPS, KernelInputError, qroof, qroof_time
+
+__all__ = [
+    "DEVICE_COLUMNS",
+    "TIME_COLUMNS",
+    "DOMINANT_OPS",
+    "DeviceError",
+    "DeviceTable",
+    "KernelInputError",
+    "check_device",
+    "default_devices_path",
+    "devices_dataset",
+    "get_device",
+    "load_devices",
+    "scale_device",
+    "write_devices",
+    "qroof",
+    "qroof_time",
+    "KERNEL_COLUMNS",
+    "from_instruction_counts",
+    "from_flops_bytes",
+    "kernel_table",
+    "read_kernel_table",
+    "selective_profiling",
+    "validate_kernels",
+    "write_kernel_table",
+    "NCU_METRICS",
+    "NVPROF_METRICS",
+    "ProfileError",
+    "read_ncu",
+    "read_nvprof_metrics",
+    "read_nvprof_summary",
+    "SI_NAMES",
+    "kernels_dataset",
+    "predict",
+]

@@ -1,0 +1,2 @@
+"""Figures: study plots (:mod:`.plots`), the roofline (:mod:`.roofline`) and regression fits
+(:mod:`.regression`)."""

@@ -1,0 +1,1 @@
+"""Running the studies: papermill notebooks (:mod:`.notebooks`)."""

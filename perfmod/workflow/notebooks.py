@@ -1,0 +1,246 @@
+"""Run and check the study notebooks (papermill).
+
+Every notebook in ``notebooks/`` follows DESIGN.md's shape:
+
+1. a markdown cell naming the paper and the study;
+2. a code cell tagged ``parameters`` whose assignments are all
+   type-annotated (``name: type = value  # comment``);
+3. outputs written only to paths that are parameters (``dataset_path``,
+   ``figures_dir``, ...), relative to ``notebooks/``;
+4. notebook metadata ``{"perfmod": {"smoke": {...}}}``: a parameter set
+   that runs the whole notebook in seconds (used by the tests).
+
+Command line::
+
+    python -m perfmod.workflow.notebooks run notebooks/x.ipynb [-p name value ...] [--smoke]
+    python -m perfmod.workflow.notebooks check notebooks/*.ipynb
+    python -m perfmod.workflow.notebooks strip notebooks/*.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from perfmod.core.paths import repo_root
+
+__all__ = [
+    "NotebookShapeError",
+    "notebooks_dir",
+    "study_notebooks",
+    "parameters_cell",
+    "declared_parameters",
+    "smoke_parameters",
+    "check_notebook",
+    "strip_outputs",
+    "run_notebook",
+    "main",
+]
+
+
+class NotebookShapeError(ValueError):
+    """A notebook does not follow the study-notebook shape (message names file and cell)."""
+
+
+def notebooks_dir() -> Path:
+    """Return ``<repo>/notebooks``."""
+    return repo_root() / "notebooks"
+
+
+def study_notebooks() -> list[Path]:
+    """Return the study notebooks, sorted by name."""
+    return sorted(p for p in notebooks_dir().glob("*.ipynb") if not p.name.startswith("_"))
+
+
+def _read(nb: str | Path | nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str]:
+    if isinstance(nb, nbformat.NotebookNode):
+        return nb, "<notebook>"
+    return nbformat.read(str(nb), as_version=4), str(nb)
+
+
+def parameters_cell(nb: str | Path | nbformat.NotebookNode) -> tuple[int, nbformat.NotebookNode]:
+    """Return ``(index, cell)`` of the cell tagged ``parameters``."""
+    node, name = _read(nb)
+    for i, cell in enumerate(node.cells):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return i, cell
+    raise NotebookShapeError(f"{name}: no cell tagged 'parameters'")
+
+
+def declared_parameters(nb: str | Path | nbformat.NotebookNode) -> dict[str, str]:
+    """Return ``{name: annotation}`` of the parameters cell.
+
+    Raises :class:`NotebookShapeError` for an unannotated assignment, naming
+    the file and the line in the cell.
+    """
+    node, name = _read(nb)
+    idx, cell = parameters_cell(node)
+    tree = ast.parse(cell.source)
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out[stmt.target.id] = ast.unparse(stmt.annotation)
+        elif isinstance(stmt, ast.Assign):
+            targets = ", ".join(ast.unparse(t) for t in stmt.targets)
+            raise NotebookShapeError(
+                f"{name}: cell {idx} (parameters), line {stmt.lineno}: "
+                f"'{targets}' has no type annotation"
+            )
+    return out
+
+
+def smoke_parameters(nb: str | Path | nbformat.NotebookNode) -> dict[str, Any]:
+    """Return the smoke parameter set from the notebook metadata ``perfmod.smoke``."""
+    node, name = _read(nb)
+    smoke = node.metadata.get("perfmod", {}).get("smoke")
+    if smoke is None:
+        raise NotebookShapeError(f"{name}: notebook metadata has no perfmod.smoke parameter set")
+    return dict(smoke)
+
+
+def check_notebook(nb: str | Path) -> None:
+    """Raise :class:`NotebookShapeError` unless ``nb`` has the study-notebook shape."""
+    node, name = _read(nb)
+    if not node.cells or node.cells[0].cell_type != "markdown":
+        raise NotebookShapeError(f"{name}: cell 0 must be markdown naming the paper and study")
+    idx, _ = parameters_cell(nb)
+    if idx != 1:
+        raise NotebookShapeError(f"{name}: the parameters cell must be cell 1, found at cell {idx}")
+    params = declared_parameters(nb)
+    smoke = smoke_parameters(nb)
+    unknown = sorted(set(smoke) - set(params))
+    if unknown:
+        raise NotebookShapeError(f"{name}: smoke parameters {unknown} are not declared in the parameters cell")
+    if "dataset_path" not in params:
+        raise NotebookShapeError(f"{name}: the parameters cell declares no 'dataset_path' output")
+    for i, cell in enumerate(node.cells):
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
+            raise NotebookShapeError(f"{name}: cell {i} has outputs; strip them before committing")
+
+
+def strip_outputs(nb: str | Path) -> bool:
+    """Remove outputs and execution counts in place; return True if the file changed."""
+    path = Path(nb)
+    node = nbformat.read(str(path), as_version=4)
+    changed = False
+    for cell in node.cells:
+        if cell.cell_type == "code":
+            if cell.get("outputs") or cell.get("execution_count") is not None:
+                changed = True
+            cell.outputs = []
+            cell.execution_count = None
+        for key in ("execution", "papermill"):
+            if key in cell.metadata:
+                del cell.metadata[key]
+                changed = True
+    for key in ("papermill",):
+        if key in node.metadata:
+            del node.metadata[key]
+            changed = True
+    if changed:
+        nbformat.write(node, str(path))
+    return changed
+
+
+def run_notebook(
+    nb: str | Path,
+    parameters: Mapping[str, Any] | None = None,
+    smoke: bool = False,
+    output: str | Path | None = None,
+    progress: bool = True,
+) -> Path:
+    """Execute a study notebook with papermill, working directory ``notebooks/``.
+
+    Parameters
+    ----------
+    nb : path
+        The notebook.
+    parameters : mapping, optional
+        Parameter overrides (applied after the smoke set when ``smoke``).
+    smoke : bool
+        Start from the notebook's smoke parameter set.
+    output : path, optional
+        Where the executed notebook goes (default
+        ``build/executed/<name>``, which git ignores; ``notebooks/`` holds
+        only the source notebooks).
+    progress : bool
+        Show papermill's cell progress bar.
+
+    Returns
+    -------
+    Path
+        The executed notebook.
+    """
+    import papermill as pm
+
+    src = Path(nb).resolve()
+    params: dict[str, Any] = smoke_parameters(src) if smoke else {}
+    params.update(parameters or {})
+    declared = declared_parameters(src)
+    unknown = sorted(set(params) - set(declared))
+    if unknown:
+        raise NotebookShapeError(f"{src}: unknown parameters {unknown}; declared: {sorted(declared)}")
+    out = Path(output) if output else repo_root() / "build" / "executed" / src.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pm.execute_notebook(
+        str(src),
+        str(out),
+        parameters=params,
+        cwd=str(src.parent),
+        kernel_name="python3",
+        progress_bar=progress,
+        request_save_on_cell_execute=False,
+    )
+    return out
+
+
+def _coerce(value: str) -> Any:
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring)."""
+    ap = argparse.ArgumentParser(prog="python -m perfmod.workflow.notebooks", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="execute a notebook with papermill")
+    run.add_argument("notebook")
+    run.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    run.add_argument("--smoke", action="store_true", help="use the notebook's smoke parameters")
+    run.add_argument("--output", help="executed notebook path")
+    chk = sub.add_parser("check", help="check the study-notebook shape")
+    chk.add_argument("notebooks", nargs="+")
+    strip = sub.add_parser("strip", help="strip outputs in place")
+    strip.add_argument("notebooks", nargs="+")
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        params = {k: _coerce(v) for k, v in args.param}
+        out = run_notebook(args.notebook, params, smoke=args.smoke, output=args.output)
+        print(f"executed -> {out}")
+    elif args.cmd == "check":
+        bad = 0
+        for nb in args.notebooks:
+            try:
+                check_notebook(nb)
+                print(f"ok   {nb}")
+            except NotebookShapeError as exc:
+                bad += 1
+                print(f"FAIL {exc}", file=sys.stderr)
+        return 1 if bad else 0
+    else:
+        for nb in args.notebooks:
+            if strip_outputs(nb):
+                print(f"stripped {nb}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
