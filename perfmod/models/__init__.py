@@ -1,0 +1,1 @@
+"""Performance models (the models layer)."""
