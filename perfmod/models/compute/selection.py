@@ -11,6 +11,7 @@ columns), and the stopping rules only decide where to cut it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,7 @@ def wls(F: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> LSFit:
 
 
 def greedy_path(F: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, max_terms: int | None = None,
-                rtol: float = 1e-10) -> tuple[list[int], np.ndarray]:
+                rtol: float = 1e-10, start: Sequence[int] = ()) -> tuple[list[int], np.ndarray]:
     """Greedy forward path: at each step add the column that lowers the weighted SSE most.
 
     Parameters
@@ -96,6 +97,9 @@ def greedy_path(F: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, max_t
     rtol : float
         A column whose part orthogonal to the chosen ones has relative squared norm below
         ``rtol`` counts as collinear and is skipped.
+    start : sequence of int
+        Columns in the model before the greedy steps (e.g. the intercept); they
+        head ``order`` and count towards ``max_terms``.
 
     Returns
     -------
@@ -119,14 +123,18 @@ def greedy_path(F: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, max_t
     order: list[int] = []
     sse: list[float] = []
     avail = ok.copy()
+    forced = list(start)
     for _ in range(limit):
         nr = np.sum(R**2, axis=0)
         cand = avail & (nr > rtol)
         if not cand.any():
             break
-        proj = R.T @ r
-        gain = np.where(cand, proj**2 / np.where(cand, nr, 1.0), -np.inf)
-        best = int(np.argmax(gain))
+        if forced:
+            best = int(forced.pop(0))
+        else:
+            proj = R.T @ r
+            gain = np.where(cand, proj**2 / np.where(cand, nr, 1.0), -np.inf)
+            best = int(np.argmax(gain))
         q = R[:, best] / np.sqrt(nr[best])
         r = r - q * (q @ r)
         R = R - np.outer(q, q @ R)
