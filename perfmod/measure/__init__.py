@@ -1,0 +1,1 @@
+"""Measurement: instrumentation of program regions and their stores (the measure layer)."""
