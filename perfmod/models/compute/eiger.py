@@ -35,6 +35,7 @@ Missing metrics are an error here (Eiger leaves uninitialized memory in the prof
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -138,7 +139,8 @@ class EigerModel(TermModel):
         """Standardized rotated points (stored statistics, or the batch's with ``restandardize_at_predict``)."""
         if self.options.restandardize_at_predict:
             means = Xr.mean(axis=0)
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # one query point: ddof=1 leaves no freedom
                 sd = np.nan_to_num(np.std(Xr - means, axis=0, ddof=1))
             sd[sd == 0.0] = 1.0
             return (Xr - means) / sd
