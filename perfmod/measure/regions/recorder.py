@@ -283,9 +283,11 @@ class Recorder:
     def stop(self) -> None:
         """Flush and deactivate."""
         global _active
-        self.flush()
-        if _active is self:
-            _active = self._previous
+        try:
+            self.flush()
+        finally:
+            if _active is self:
+                _active = self._previous
 
     def __enter__(self) -> Recorder:
         return self.start()

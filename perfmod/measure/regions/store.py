@@ -67,7 +67,6 @@ CREATE INDEX IF NOT EXISTS det_metrics_dset_idx ON deterministic_metrics(dataset
 CREATE TABLE IF NOT EXISTS perfmod_calls(trialID INTEGER PRIMARY KEY REFERENCES trials(ID),
     run_id TEXT, region TEXT, rank INTEGER, seq INTEGER, parent_seq INTEGER,
     start_ns INTEGER, time_ns INTEGER, exclusive_ns INTEGER, energy_j REAL);
-CREATE INDEX IF NOT EXISTS perfmod_calls_region_idx ON perfmod_calls(region);
 """
 
 _RESULT_METRICS = ("time", "energy")
@@ -96,6 +95,7 @@ class RegionStore:
         self.conn.executescript(EIGER_SCHEMA)
         self._ids: dict[tuple[str, ...], int] = {}
         self._datasets: dict[tuple, int] = {}
+        self._raw_datasets: dict[tuple, dict[tuple, int]] = {}
 
     def close(self) -> None:
         """Close the connection."""
@@ -128,6 +128,27 @@ class RegionStore:
             self._ids[key] = mid
         return self._ids[key]
 
+    def _dataset(self, app: int, application: str, region: str, params: Mapping[str, Any],
+                 inv: Mapping[str, float]) -> int:
+        """Eiger dataset of one parameter combination (created with its deterministic metrics if new)."""
+        bad = [k for k, v in params.items() if not _is_number(v)]
+        if bad:
+            raise ValueError(f"region {region!r}: parameter {bad[0]!r} = {params[bad[0]]!r} is not a number")
+        allp = {**inv, **{k: float(v) for k, v in params.items()}}
+        key = (application, tuple(sorted(allp.items())))
+        dsid = self._datasets.get(key)
+        if dsid is None:
+            conn = self.conn
+            dname = "_".join([application, *[f"{k}_{v!r}" for k, v in key[1]]])
+            cur = conn.execute("INSERT OR IGNORE INTO datasets(applicationID,name,description,created,url) "
+                               "VALUES (?,?,?,?,?)", (app, dname, dname, time.strftime("%Y-%m-%d %H:%M:%S"), ""))
+            dsid = conn.execute("SELECT ID FROM datasets WHERE name=?", (dname,)).fetchone()[0]
+            if cur.rowcount == 1:
+                conn.executemany("INSERT INTO deterministic_metrics(datasetID,metricID,metric) VALUES (?,?,?)",
+                                 [(dsid, self._metric(k, "deterministic"), v) for k, v in key[1]])
+            self._datasets[key] = dsid
+        return dsid
+
     def write_calls(self, calls: Iterable[tuple], *, application: str, machine: str, rank: int, run_id: str,
                     invariants: Mapping[str, float], epoch_offset_ns: int) -> None:
         """Write buffered calls ``(seq, parent_seq, region, params, t0_ns, wall_ns, energy_j)``.
@@ -146,27 +167,23 @@ class RegionStore:
             trial0 = conn.execute("SELECT COALESCE(MAX(ID), 0) + 1 FROM trials").fetchone()[0]
             trials, ndet, side = [], [], []
             inv = {k: float(v) for k, v in invariants.items()}
+            fast = self._raw_datasets.setdefault((application, tuple(sorted(inv.items()))), {})
+            dcs: dict[str, int] = {}
             for off, (seq, pseq, name, params, t0, incl, energy) in enumerate(calls):
                 try:
-                    pv = {k: float(v) for k, v in params.items()}
-                except (TypeError, ValueError):
-                    bad = next(k for k, v in params.items() if not _is_number(v))
-                    raise ValueError(f"region {name!r}: parameter {bad!r} = {params[bad]!r} is not a number") from None
-                allp = {**inv, **pv}
-                key = (application, tuple(sorted(allp.items())))
-                dsid = self._datasets.get(key)
+                    dsid = fast.get(tuple(params.items()))
+                except TypeError:  # unhashable value: let the checks below name it
+                    dsid = None
                 if dsid is None:
-                    dname = "_".join([application, *[f"{k}_{v!r}" for k, v in key[1]]])
-                    cur = conn.execute("INSERT OR IGNORE INTO datasets(applicationID,name,description,created,url) "
-                                       "VALUES (?,?,?,?,?)", (app, dname, dname, time.strftime("%Y-%m-%d %H:%M:%S"),
-                                                              ""))
-                    dsid = conn.execute("SELECT ID FROM datasets WHERE name=?", (dname,)).fetchone()[0]
-                    if cur.rowcount == 1:
-                        conn.executemany("INSERT INTO deterministic_metrics(datasetID,metricID,metric) VALUES (?,?,?)",
-                                         [(dsid, self._metric(k, "deterministic"), v) for k, v in key[1]])
-                    self._datasets[key] = dsid
-                dc = self._named("datacollections", name, {"description": name,
-                                                            "created": time.strftime("%Y-%m-%d %H:%M:%S")})
+                    dsid = self._dataset(app, application, name, params, inv)
+                    try:
+                        fast[tuple(params.items())] = dsid
+                    except TypeError:
+                        pass
+                dc = dcs.get(name)
+                if dc is None:
+                    dc = dcs[name] = self._named("datacollections", name, {
+                        "description": name, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
                 tid = trial0 + off
                 trials.append((tid, dc, mach, app, dsid))
                 ndet.append((tid, t_metric, incl * 1e-9))
@@ -184,6 +201,7 @@ class RegionStore:
                 conn.execute("ROLLBACK")
             self._ids.clear()
             self._datasets.clear()
+            self._raw_datasets.clear()
             raise
 
     # ----------------------------------------------------------------- reading
