@@ -1,2 +1,3 @@
 """Measuring the machine at hand: microbenchmarks (:mod:`.bench`), proxy applications
-(:mod:`.proxies`), power sensors (:mod:`.power`) and running MPI programs (:mod:`.runner`)."""
+(:mod:`.proxies`), power sensors (:mod:`.power`), running MPI programs (:mod:`.runner`) and region
+instrumentation of Python programs (:mod:`.regions`, paper 004)."""

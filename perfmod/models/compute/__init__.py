@@ -1,0 +1,41 @@
+"""Statistical compute models of code regions (paper 004 §IV, §VI): Eiger, perfmod mode, baselines."""
+
+from .baselines import ConstantMeanModel, LoopModel, fit_constant_mean, fit_loop_model
+from .eiger import EigerModel, EigerOptions, fit_eiger
+from .eigerfile import read_eiger_model, write_eiger_model
+from .errors import (
+    ComputeModelError,
+    EigerModelFileError,
+    MissingParameterError,
+    TooFewPointsError,
+    UnknownParameterError,
+)
+from .pool import Term, eiger_pool, normal_form_pool
+from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
+from .varimax import eiger_pca, varimax
+
+__all__ = [
+    "ConstantMeanModel",
+    "LoopModel",
+    "PerfmodModel",
+    "fit_compute_model",
+    "fit_constant_mean",
+    "fit_loop_model",
+    "fit_perfmod",
+    "perfmod_pool",
+    "ComputeModelError",
+    "EigerModel",
+    "EigerModelFileError",
+    "EigerOptions",
+    "MissingParameterError",
+    "Term",
+    "TooFewPointsError",
+    "UnknownParameterError",
+    "eiger_pca",
+    "eiger_pool",
+    "fit_eiger",
+    "normal_form_pool",
+    "read_eiger_model",
+    "varimax",
+    "write_eiger_model",
+]

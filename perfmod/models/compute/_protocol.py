@@ -1,0 +1,291 @@
+"""Shared result protocol of the compute models: params, stderr, predict, to_dataset, summary.
+
+Every fitted compute model is a set of clusters (segments), each with a
+linear combination of pool terms (paper 004 §IV-B, §IV-C).  This module holds
+the per-cluster fit and the base class that turns it into the result protocol:
+``params`` / ``stderr`` as pandas Series indexed by term name, ``predict(data,
+interval=None | "confidence" | "prediction", level=0.95)`` returning an
+``xarray.Dataset`` (``predicted``, and ``lower`` / ``upper`` with an interval),
+``to_dataset()`` and ``summary()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+
+from .errors import MissingParameterError, UnknownParameterError
+from .pool import Term, evaluate_terms
+
+__all__ = ["ClusterFit", "TermModel", "as_frame", "check_training_frame"]
+
+
+@dataclass
+class ClusterFit:
+    """The expression fitted in one cluster or segment.
+
+    Attributes
+    ----------
+    terms : list of Term
+        Selected regressors, in the order selected.
+    coef : ndarray
+        Their weights (target units per unit of the term).
+    cov : ndarray or None
+        Covariance of ``coef``; ``None`` when unknown (e.g. read from an Eiger file).
+    sigma2 : float
+        Residual variance of unit weight (NaN when unknown).
+    dof : int
+        Residual degrees of freedom.
+    n : int
+        Training rows in the cluster.
+    r2, r2_adj : float
+        Training R^2 and adjusted R^2.
+    relative : bool
+        Whether the fit weighted rows by ``1/y^2`` (relative errors).
+    extra : dict
+        Diagnostics of the selection (stopping rule, CV curve, ...).
+    """
+
+    terms: list[Term]
+    coef: np.ndarray
+    cov: np.ndarray | None = None
+    sigma2: float = float("nan")
+    dof: int = 0
+    n: int = 0
+    r2: float = float("nan")
+    r2_adj: float = float("nan")
+    relative: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def evaluate(self, X: np.ndarray) -> np.ndarray:
+        """Expression value on the input rows ``X``."""
+        return evaluate_terms(self.terms, X) @ np.asarray(self.coef, dtype=float) if self.terms else np.zeros(len(X))
+
+
+def as_frame(data: Any) -> pd.DataFrame:
+    """Accept a DataFrame, a mapping of arrays/scalars or an xarray Dataset."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, xr.Dataset):
+        return data.to_dataframe().reset_index()
+    if isinstance(data, pd.Series):
+        return data.to_frame().T
+    if isinstance(data, Mapping):
+        vals = {k: np.atleast_1d(np.asarray(v)) for k, v in data.items()}
+        return pd.DataFrame(vals)
+    raise TypeError(f"cannot predict from {type(data).__name__}; give a DataFrame, a mapping or an xarray Dataset")
+
+
+class TermModel:
+    """Base of the fitted compute models (subclasses set the inputs and clusters).
+
+    Subclasses define ``parameters`` (input column names the user gives),
+    ``target``, ``clusters`` and ``_inputs(frame) -> (X, cluster, extrapolated)``.
+    """
+
+    parameters: list[str]
+    target: str
+    clusters: list[ClusterFit]
+    method: str = "compute"
+    units: str = "s"
+
+    # ----------------------------------------------------------------- inputs
+    def _check_columns(self, frame: pd.DataFrame, strict: bool = True) -> np.ndarray:
+        missing = [p for p in self.parameters if p not in frame.columns]
+        if missing:
+            raise MissingParameterError(
+                f"{self.method} model of {self.target!r} needs parameter(s) {missing}; "
+                f"the data has {list(frame.columns)}")
+        if strict:
+            unknown = [c for c in frame.columns if c not in self.parameters and c != self.target]
+            if unknown:
+                raise UnknownParameterError(
+                    f"{self.method} model of {self.target!r} does not know parameter(s) {unknown}; "
+                    f"it was trained on {self.parameters}")
+        X = frame[self.parameters].to_numpy(dtype=float)
+        bad = ~np.isfinite(X)
+        if bad.any():
+            col = int(np.nonzero(bad.any(axis=0))[0][0])
+            raise MissingParameterError(
+                f"parameter {self.parameters[col]!r} is missing (NaN/inf) in {int(bad[:, col].sum())} "
+                f"of {len(X)} rows")
+        return X
+
+    def _inputs(self, frame: pd.DataFrame, strict: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Term inputs, cluster index and extrapolation flag of each row (subclasses)."""
+        raise NotImplementedError
+
+    def input_names(self) -> list[str]:
+        """Names of the columns the terms read (parameters, or rotated components)."""
+        return list(self.parameters)
+
+    # ----------------------------------------------------------------- protocol
+    def term_names(self) -> list[str]:
+        """Term names, prefixed ``c<k>:`` when the model has several clusters."""
+        names = self.input_names()
+        multi = len(self.clusters) > 1
+        out = []
+        for k, c in enumerate(self.clusters):
+            for t in c.terms:
+                out.append(f"c{k}:{t.name(names)}" if multi else t.name(names))
+        return out
+
+    @property
+    def params(self) -> pd.Series:
+        """Fitted weights, indexed by term name (units: target units per unit of the term)."""
+        vals = np.concatenate([np.asarray(c.coef, dtype=float) for c in self.clusters]) if self.clusters else []
+        s = pd.Series(vals, index=self.term_names(), name="estimate", dtype=float)
+        s.attrs["units"] = f"{self.units} per unit of term"
+        return s
+
+    @property
+    def stderr(self) -> pd.Series:
+        """Standard errors of :attr:`params` (NaN where unknown)."""
+        vals = []
+        for c in self.clusters:
+            if c.cov is None:
+                vals.extend([np.nan] * len(c.terms))
+            else:
+                vals.extend(np.sqrt(np.clip(np.diag(np.asarray(c.cov, dtype=float)), 0, None)))
+        s = pd.Series(np.asarray(vals, dtype=float), index=self.term_names(), name="stderr")
+        s.attrs["units"] = f"{self.units} per unit of term"
+        return s
+
+    def predict(self, data: Any, interval: str | None = None, level: float = 0.95,
+                strict: bool = True) -> xr.Dataset:
+        """Predicted target for each row of ``data``.
+
+        Parameters
+        ----------
+        data : DataFrame, mapping or xarray Dataset
+            Columns named like the model's parameters (the target column is ignored).
+        interval : {None, "confidence", "prediction"}
+            Interval of the mean response, or of a new observation.
+        level : float
+            Coverage of the interval.
+        strict : bool
+            Raise :class:`UnknownParameterError` for columns the model does not know.
+
+        Returns
+        -------
+        xarray.Dataset
+            Over dimension ``point``: ``predicted`` (target units), ``cluster``,
+            ``extrapolated`` (a parameter outside the training range), and with
+            an interval ``lower`` / ``upper`` (kind and level in attrs).
+        """
+        if interval not in (None, "none", "confidence", "prediction"):
+            raise ValueError(f"interval must be None, 'confidence' or 'prediction', not {interval!r}")
+        if interval == "none":
+            interval = None
+        frame = as_frame(data)
+        X, cl, extra = self._inputs(frame, strict=strict)
+        n = len(frame)
+        pred = np.full(n, np.nan)
+        lower = np.full(n, np.nan)
+        upper = np.full(n, np.nan)
+        for k, c in enumerate(self.clusters):
+            rows = cl == k
+            if not rows.any():
+                continue
+            D = evaluate_terms(c.terms, X[rows])
+            yhat = D @ np.asarray(c.coef, dtype=float) if c.terms else np.zeros(rows.sum())
+            pred[rows] = yhat
+            if interval is not None:
+                if c.cov is None or not np.isfinite(c.sigma2) or c.dof < 1:
+                    raise ValueError(
+                        f"cluster {k} of the {self.method} model has no residual variance (read from a file, or no "
+                        "degrees of freedom left); intervals are unavailable")
+                var_mean = np.einsum("ij,jk,ik->i", D, np.asarray(c.cov), D)
+                var = var_mean
+                if interval == "prediction":
+                    var = var_mean + c.sigma2 * (yhat**2 if c.relative else 1.0)
+                half = stats.t.ppf(0.5 + level / 2.0, c.dof) * np.sqrt(np.clip(var, 0, None))
+                lower[rows] = yhat - half
+                upper[rows] = yhat + half
+        pred = self._postprocess(pred)
+        coords = {p: ("point", frame[p].to_numpy()) for p in self.parameters if p in frame.columns}
+        ds = xr.Dataset(
+            {
+                "predicted": ("point", pred, {"units": self.units, "long_name": f"predicted {self.target}"}),
+                "cluster": ("point", cl.astype(int), {"units": "1", "long_name": "cluster or segment used"}),
+                "extrapolated": ("point", extra.astype(bool),
+                                 {"units": "1", "long_name": "a parameter lies outside the training range"}),
+            },
+            coords={"point": np.arange(n), **coords},
+            attrs={"method": self.method, "target": self.target,
+                   "n_extrapolated": int(extra.sum()), "n_negative": int(np.sum(pred < 0))},
+        )
+        if interval is not None:
+            for name, arr in (("lower", lower), ("upper", upper)):
+                ds[name] = ("point", arr, {"units": self.units, "long_name": f"{interval} interval {name} bound",
+                                           "interval": interval, "level": level})
+            ds.attrs.update(interval=interval, level=level)
+        return ds
+
+    def _postprocess(self, pred: np.ndarray) -> np.ndarray:
+        return pred
+
+    def to_dataset(self) -> xr.Dataset:
+        """Coefficient table over dimension ``term`` (estimate, stderr, cluster) with fit diagnostics."""
+        names = self.term_names()
+        clus = np.concatenate([[k] * len(c.terms) for k, c in enumerate(self.clusters)]) if names else []
+        ds = xr.Dataset(
+            {
+                "estimate": ("term", self.params.to_numpy(), {"units": f"{self.units} per unit of term",
+                                                              "long_name": "term weight"}),
+                "stderr": ("term", self.stderr.to_numpy(), {"units": f"{self.units} per unit of term",
+                                                            "long_name": "standard error of the weight"}),
+                "cluster": ("term", np.asarray(clus, dtype=int), {"units": "1", "long_name": "cluster of the term"}),
+            },
+            coords={"term": names},
+            attrs={"method": self.method, "target": self.target, "parameters": ",".join(self.parameters),
+                   "n_clusters": len(self.clusters),
+                   "r2": ",".join(f"{c.r2:.6g}" for c in self.clusters),
+                   "r2_adj": ",".join(f"{c.r2_adj:.6g}" for c in self.clusters),
+                   "n_train": ",".join(str(c.n) for c in self.clusters)},
+        )
+        return ds
+
+    def summary(self) -> str:
+        """Readable table of the clusters, their terms, weights and fit quality."""
+        names = self.input_names()
+        lines = [f"{self.method} model of {self.target!r} on {self.parameters} ({len(self.clusters)} cluster(s))"]
+        for k, c in enumerate(self.clusters):
+            lines.append(f"cluster {k}: n={c.n}, R^2={c.r2:.4g}, adj. R^2={c.r2_adj:.4g}"
+                         + (f", {self._cluster_label(k)}" if self._cluster_label(k) else ""))
+            se = (np.sqrt(np.clip(np.diag(c.cov), 0, None)) if c.cov is not None
+                  else np.full(len(c.terms), np.nan))
+            for t, b, s in zip(c.terms, c.coef, se, strict=True):
+                lines.append(f"  {t.name(names):<28s} {b: .6e}  (se {s:.2e})")
+        return "\n".join(lines)
+
+    def _cluster_label(self, k: int) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} {self.method} {self.target!r} ~ {self.parameters}, "
+                f"{len(self.clusters)} cluster(s)>")
+
+
+def check_training_frame(frame: pd.DataFrame, target: str, parameters: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Training inputs and target as float arrays; clear errors for missing columns and values."""
+    cols = [*parameters, target]
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise MissingParameterError(f"training data lacks column(s) {missing}; it has {list(frame.columns)}")
+    X = frame[list(parameters)].to_numpy(dtype=float)
+    y = frame[target].to_numpy(dtype=float)
+    for j, p in enumerate(parameters):
+        bad = ~np.isfinite(X[:, j])
+        if bad.any():
+            raise MissingParameterError(f"parameter {p!r} is missing (NaN/inf) in {int(bad.sum())} of {len(X)} rows")
+    bad = ~np.isfinite(y)
+    if bad.any():
+        raise MissingParameterError(f"target {target!r} is missing (NaN/inf) in {int(bad.sum())} of {len(y)} rows")
+    return X, y
