@@ -282,6 +282,8 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
             elif h == 44:
                 a = comm_map[v[0]]
             if fill:
+                if n_side >= s_label.size:
+                    return 10, rec, label, 0, n_ev, n_aux, n_side, ignored
                 s_label[n_side] = label
                 s_off[n_side] = args
                 s_a[n_side] = a
@@ -290,6 +292,8 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
         if h == 0 or h >= 30:
             if unknown_mode == 1:
                 if fill:
+                    if n_ev >= o_call.size:
+                        return 10, rec, label, 0, n_ev, n_aux, n_side, ignored
                     o_call[n_ev] = _OTHER
                     o_peer[n_ev] = label
                     o_nbytes[n_ev] = 0
@@ -328,7 +332,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
             if sizes[v[5]] < 0:
                 return 4, rec, label, v[5], n_ev, n_aux, n_side, ignored
             src = _ANY_SOURCE if v[6] == -1 else (_PROC_NULL if v[6] < 0 else v[6])
-            if fill:
+            if fill and n_aux + 3 <= o_aux.size:
                 o_aux[n_aux] = src
                 o_aux[n_aux + 1] = v[4] * sizes[v[5]]
                 o_aux[n_aux + 2] = _ANY_TAG if v[7] == -1 else v[7]
@@ -362,7 +366,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
                 r = _i32(b, pos + 4 * i)
                 if r in pending:
                     del pending[r]
-                    if fill:
+                    if fill and n_aux < o_aux.size:
                         o_aux[n_aux] = r
                     n_aux += 1
                 else:
@@ -392,7 +396,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
             for k in range(alen[0]):
                 c = _i32(b, apos[0] + 4 * k)
                 cnt += c
-                if fill:
+                if fill and n_aux < o_aux.size:
                     o_aux[n_aux] = c * sizes[dt]
                 n_aux += 1
         if dt >= 0:
@@ -405,6 +409,8 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
             if lc < 0:
                 return 5, rec, label, comm, n_ev, n_aux, n_side, ignored
         if fill:
+            if n_ev >= o_call.size or n_aux > o_aux.size:
+                return 10, rec, label, 0, n_ev, n_aux, n_side, ignored
             o_call[n_ev] = cc
             o_peer[n_ev] = peer
             o_nbytes[n_ev] = nbytes
