@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..core import NO_TIME, Call, Trace, TraceError
+from ..core import Call, Trace, TraceError
 from .dumpi_bin_comms import comm_table, rank_sides
 from .dumpi_bin_layout import LABEL, RECORDS
 from .dumpi_bin_scan import ERR, H, layout_tokens, scan
@@ -95,7 +95,8 @@ for _name, (_h, _c) in _CALLS.items():
     _HANDLER[LABEL[_name]], _CODE[LABEL[_name]] = H[_h], int(_c)
 _TOK, _TOK_PTR, _HAS = layout_tokens([lay for _, lay in RECORDS])
 _COLS = (("call", np.uint8), ("peer", np.int32), ("nbytes", np.int64), ("tag", np.int32), ("comm", np.int32),
-         ("request", np.int64), ("t_entry", np.int64), ("t_exit", np.int64), ("line", np.int64))
+         ("request", np.int64), ("t_entry", np.int64), ("t_exit", np.int64), ("line", np.int64),
+         ("compute", np.float64))
 
 
 class DumpiBinError(TraceError):
@@ -285,7 +286,7 @@ def _ranks(files: Sequence[Path], nprocs: int | None, explicit: bool) -> tuple[l
 
 def read_dumpi_bin(path: str | os.PathLike | Sequence[str | os.PathLike], nprocs: int | None = None,
                    datatype_sizes: Mapping[int, int] | None = None, unknown: str = "skip",
-                   progress: bool = False) -> Trace:
+                   progress: bool = False, validate: bool = True) -> Trace:
     """Read a DUMPI binary trace into a :class:`~perfmod.trace.core.Trace`.
 
     Parameters
@@ -310,6 +311,10 @@ def read_dumpi_bin(path: str | os.PathLike | Sequence[str | os.PathLike], nprocs
         in ``meta["unknown_calls"]`` either way.
     progress : bool
         Show a progress bar over the rank files.
+    validate : bool
+        Check the trace (:meth:`~perfmod.trace.core.Trace.validate`: peers,
+        communicators, which call each wait completes) as every reader
+        does; its temporary arrays take more memory than the reading.
 
     Returns
     -------
@@ -356,34 +361,33 @@ def read_dumpi_bin(path: str | os.PathLike | Sequence[str | os.PathLike], nprocs
     ax_ptr = np.concatenate([[0], np.cumsum(n_aux)])
     total = int(ev_ptr[-1])
     cols = {name: np.empty(total, dt) for name, dt in _COLS}
-    aux_len = np.empty(total, np.int64)
+    aux_ptr = np.zeros(total + 1, np.int64)  # each event's aux length first, summed up below
     aux = np.empty(int(ax_ptr[-1]), np.int64)
+    rank = np.empty(total, np.int32)
+    seq = np.empty(total, np.int32)
     ignored = 0
     states = []
     for k, rf in enumerate(tqdm(rfs, desc="DUMPI .bin", disable=not progress)):
         a, b = int(ev_ptr[k]), int(ev_ptr[k + 1])
-        out = [cols[name][a:b] for name, _ in _COLS] + [aux_len[a:b]]
+        out = [cols[name][a:b] for name, _ in _COLS] + [aux_ptr[1 + a:1 + b]]
         _, _, _, ign, side = rf.run(True, mode, override, out, aux[int(ax_ptr[k]):int(ax_ptr[k + 1])],
                                     sized[k][2], counts)
         ignored += ign
+        rank[a:b] = rf.rank
+        seq[a:b] = np.arange(b - a, dtype=np.int32)
         states.append(rank_sides(rf.rank, rf.path, rf.buf, rf.end, *side))
+    np.cumsum(aux_ptr, out=aux_ptr)
     ids, comms = comm_table(states, n)
-    rank = np.repeat(np.array([rf.rank for rf in rfs], np.int32), n_ev)
     _global_comms(cols["comm"], ev_ptr, states, ids, rfs)
     other_names = _other_names(cols)
-    aux_ptr = np.zeros(total + 1, np.int64)
-    np.cumsum(aux_len, out=aux_ptr[1:])
-    del aux_len
-    seq = (np.arange(total, dtype=np.int64) - np.repeat(ev_ptr[:-1], n_ev)).astype(np.int32)
-    compute = _compute(rank, cols["t_entry"], cols["t_exit"])
     unknown_calls = {RECORDS[i][0]: int(c) for i, c in enumerate(counts.tolist()) if c}
     meta = {"format": "dumpi-bin", "files": [rf.path for rf in rfs], "version": ".".join(map(str, rfs[0].version)),
             "unknown_calls": unknown_calls, "ignored_requests": int(ignored), "notes": notes}
     source = str(path) if isinstance(path, str | os.PathLike) and len(rfs) > 1 else rfs[0].path
     trace = Trace(n, rank, seq, cols["call"], cols["peer"], cols["nbytes"], cols["tag"], cols["comm"],
-                  cols["request"], compute, aux_ptr, aux, t_entry=cols["t_entry"], t_exit=cols["t_exit"],
+                  cols["request"], cols["compute"], aux_ptr, aux, t_entry=cols["t_entry"], t_exit=cols["t_exit"],
                   line=cols["line"], comms=comms, other_names=other_names, source=source, meta=meta)
-    return trace.validate()
+    return trace.validate() if validate else trace
 
 
 def _global_comms(comm: np.ndarray, ev_ptr: np.ndarray, states: Sequence, ids: Mapping[tuple, int],
@@ -414,12 +418,3 @@ def _other_names(cols: Mapping[str, np.ndarray]) -> tuple[str, ...]:
     cols["peer"][other] = index[labels]
     return tuple(RECORDS[int(u)][0] for u in uniq)
 
-
-def _compute(rank: np.ndarray, t_entry: np.ndarray, t_exit: np.ndarray) -> np.ndarray:
-    """Seconds between an event's entry and the previous event's exit on the same rank (0 for a rank's first)."""
-    compute = np.zeros(rank.size, np.float64)
-    if rank.size > 1:
-        ok = (rank[1:] == rank[:-1]) & (t_entry[1:] != NO_TIME) & (t_exit[:-1] != NO_TIME)
-        gap = (t_entry[1:] - t_exit[:-1]).astype(np.float64) * 1e-9
-        compute[1:][ok] = np.maximum(gap[ok], 0.0)
-    return compute

@@ -16,7 +16,8 @@ Each record of the stream (sst-dumpi ``dumpi/common/iodefs.h``,
 :func:`scan` walks the records from ``start`` to ``end`` once.  For the
 calls perfmod models it writes one event (call code, peer, bytes, tag,
 local communicator index, request, entry and exit wall time in integer ns,
-byte offset of the record, and the ``aux`` list), following requests and
+byte offset of the record, seconds since the rank's previous event ended,
+and the ``aux`` list), following requests and
 datatype sizes as the text reader (:mod:`perfmod.trace.dumpi`) does; the
 calls that define communicators and groups are listed as side records for
 the caller to resolve across ranks.  With ``fill=False`` it only counts, so
@@ -186,7 +187,7 @@ def _skip_fields(b, p, end, tok, t0, t1, mask, v, apos, alen):  # noqa: ANN001, 
 
 @numba.njit(cache=True)
 def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locked, comm_map, unknown_mode, fill,
-         o_call, o_peer, o_nbytes, o_tag, o_comm, o_req, o_t0, o_t1, o_off, o_auxlen, o_aux,
+         o_call, o_peer, o_nbytes, o_tag, o_comm, o_req, o_t0, o_t1, o_off, o_compute, o_auxlen, o_aux,
          s_label, s_off, s_a, s_b, unknown_counts):  # noqa: ANN001, ANN201
     """Walk the records in ``b[start:end]`` (see the module docstring).
 
@@ -209,6 +210,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
     ignored = 0
     next_local = 1
     finalized = False
+    prev_t1 = np.int64(0)
     p = start
     while p < end:
         rec = p
@@ -303,8 +305,10 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
                     o_t0[n_ev] = t0
                     o_t1[n_ev] = t1
                     o_off[n_ev] = rec
+                    o_compute[n_ev] = 0.0 if n_ev == 0 else max(np.float64(t0 - prev_t1) * 1e-9, 0.0)
                     o_auxlen[n_ev] = 0
                 n_ev += 1
+                prev_t1 = t1
             continue
         # ------------------------------------------------------------- an event
         peer = np.int64(_NO_PEER)
@@ -420,8 +424,10 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
             o_t0[n_ev] = t0
             o_t1[n_ev] = t1
             o_off[n_ev] = rec
+            o_compute[n_ev] = 0.0 if n_ev == 0 else max(np.float64(t0 - prev_t1) * 1e-9, 0.0)
             o_auxlen[n_ev] = n_aux - aux0
         n_ev += 1
+        prev_t1 = t1
         if label == 125:  # MPI_Finalize: an older stream ended at the next label 0 (libundumpi)
             finalized = True
         elif finalized and label == 0:
