@@ -182,3 +182,13 @@ def test_random_corruption_never_escapes_as_anything_but_trace_error(tmp_path):
             read_dumpi_bin([p], nprocs=4)
         except TraceError as err:
             assert str(p) in str(err)
+
+
+@pytest.mark.skipif(shutil.which("dumpi2ascii") is None, reason="sst-dumpi's dumpi2ascii is not installed")
+@pytest.mark.parametrize("folder", [P2P, CREATE])
+def test_committed_text_is_what_dumpi2ascii_prints(folder):
+    import subprocess
+
+    for b in sorted(folder.glob("*.bin")):
+        out = subprocess.run(["dumpi2ascii", "-S", "-X", str(b)], capture_output=True, text=True, check=True).stdout
+        assert out == b.with_suffix(".txt").read_text()
