@@ -23,6 +23,7 @@ except ImportError:
 DATA = Path(__file__).parent / "data" / "dumpi-bin"
 P2P = DATA / "p2p_coll"
 CREATE = DATA / "comm_create"
+MISC = DATA / "misc_calls"
 P2P_META = next(P2P.glob("*.meta"))
 COLUMNS = ("rank", "seq", "call", "peer", "nbytes", "tag", "comm", "request", "compute", "aux_ptr", "aux",
            "t_entry", "t_exit")
@@ -54,6 +55,16 @@ def test_equals_text_reader_event_by_event(unknown):
     assert b.nbytes[isend].tolist() == [48] * 4
     assert b.comms[2].tolist() == [2, 0] and b.comms[3].tolist() == [3, 1]  # Comm_split(rank % 2, key -rank)
     assert np.all(b.t_exit >= b.t_entry) and b.t_entry.dtype == np.int64
+
+
+@pytest.mark.parametrize("unknown", ["skip", "keep"])
+def test_steps_over_calls_it_does_not_model(unknown):
+    b = read_dumpi_bin(MISC, unknown=unknown)
+    _assert_same(b, read_dumpi(next(MISC.glob("*.meta")), unknown=unknown))
+    assert b.meta["unknown_calls"]["MPI_Get_processor_name"] == 4 and b.meta["unknown_calls"]["MPI_Gatherv"] == 4
+    irecv = b.call == Call.IRECV
+    assert b.nbytes[irecv].tolist() == [48] * 4  # Type_vector(2, 3, 4, MPI_DOUBLE)
+    assert b.comms == {1: b.comms[1]} and b.comms[1].tolist() == [0, 1, 2, 3]  # Cart_create, not reordered
 
 
 def test_directory_and_files_read_alike():
@@ -185,7 +196,7 @@ def test_random_corruption_never_escapes_as_anything_but_trace_error(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("dumpi2ascii") is None, reason="sst-dumpi's dumpi2ascii is not installed")
-@pytest.mark.parametrize("folder", [P2P, CREATE])
+@pytest.mark.parametrize("folder", [P2P, MISC, CREATE])
 def test_committed_text_is_what_dumpi2ascii_prints(folder):
     import subprocess
 
