@@ -82,6 +82,31 @@ def _i32(b: np.ndarray, p: int) -> int:
     return v - 4294967296 if v >= 2147483648 else v
 
 
+_SMALL = 1 << 16  # request ids below this are tracked in a flag array, others in a dict
+
+
+@numba.njit(inline="always")
+def _add(small, pending, r):  # noqa: ANN001, ANN202
+    if 0 <= r < _SMALL:
+        small[r] = 1
+    else:
+        pending[r] = 1
+
+
+@numba.njit(inline="always")
+def _take(small, pending, r):  # noqa: ANN001, ANN202
+    """Remove request ``r`` from the pending ones; True when it was pending."""
+    if 0 <= r < _SMALL:
+        if small[r]:
+            small[r] = 0
+            return True
+        return False
+    if r in pending:
+        del pending[r]
+        return True
+    return False
+
+
 @numba.njit(cache=True)
 def _skip_fields(b, p, end, tok, t0, t1, mask, v, apos, alen):  # noqa: ANN001, ANN202
     """Read the arguments ``tok[t0:t1]`` at ``p``: scalars into ``v``, arrays' (data offset, count) into apos/alen.
@@ -204,6 +229,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
     apos = np.zeros(8, np.int64)
     alen = np.zeros(8, np.int64)
     pending = Dict.empty(key_type=types.int64, value_type=types.int64)
+    small = np.zeros(_SMALL, np.uint8)
     n_ev = 0
     n_aux = 0
     n_side = 0
@@ -328,7 +354,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
                 peer = _PROC_NULL
             if cc == _ISEND or cc == _IRECV or cc == _ISSEND:
                 req = v[5]
-                pending[req] = 1
+                _add(small, pending, req)
         elif h == 2:  # sendrecv
             cnt, dt, comm = v[0], v[1], v[8]
             peer = _PROC_NULL if v[2] < 0 else v[2]
@@ -344,8 +370,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
         elif h == 3 or h == 4:  # wait / test: one request
             if h == 3 or v[1] != 0:
                 r = v[0]
-                if r in pending:
-                    del pending[r]
+                if _take(small, pending, r):
                     req = r
                 else:
                     ignored += 1
@@ -368,8 +393,7 @@ def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locke
                 else:
                     i = k
                 r = _i32(b, pos + 4 * i)
-                if r in pending:
-                    del pending[r]
+                if _take(small, pending, r):
                     if fill and n_aux < o_aux.size:
                         o_aux[n_aux] = r
                     n_aux += 1
