@@ -31,8 +31,11 @@ communicators are rebuilt by :mod:`perfmod.trace.formats.dumpi_bin_comms`
 (``MPI_Comm_dup``, ``MPI_Comm_split``, ``MPI_Cart_create`` and, which the
 text reader does not follow, ``MPI_Comm_create`` with its group).
 
-Decoding is one compiled pass per file over the memory-mapped bytes, which
-counts first and then writes straight into the trace's columns.
+Decoding is compiled (numba) and runs over the memory-mapped bytes of each
+file twice: once to count, once to write straight into the trace's
+columns, so reading takes no memory beyond the trace itself
+(``tests/test_bench_dumpi_bin.py``: about 3 M events/s decoding, 1.9 M
+with :meth:`~perfmod.trace.core.Trace.validate`, 81 bytes per event).
 """
 
 from __future__ import annotations
