@@ -13,12 +13,8 @@ import numpy as np
 import pytest
 
 from perfmod.trace.core import Call, TraceError
+from perfmod.trace.formats.dumpi import read_dumpi
 from perfmod.trace.formats.dumpi_bin import DumpiBinError, read_dumpi_bin
-
-try:  # the text reader moves into perfmod.trace.formats (issue 7)
-    from perfmod.trace.formats.dumpi import read_dumpi
-except ImportError:
-    from perfmod.trace.dumpi import read_dumpi
 
 DATA = Path(__file__).parent / "data" / "dumpi-bin"
 P2P = DATA / "p2p_coll"
@@ -203,3 +199,14 @@ def test_committed_text_is_what_dumpi2ascii_prints(folder):
     for b in sorted(folder.glob("*.bin")):
         out = subprocess.run(["dumpi2ascii", "-S", "-X", str(b)], capture_output=True, text=True, check=True).stdout
         assert out == b.with_suffix(".txt").read_text()
+
+
+def test_read_trace_picks_the_binary_reader_for_bin_files():
+    from perfmod.trace import detect_format, read_trace
+
+    meta = next((DATA / "p2p_coll").glob("*.meta"))
+    assert detect_format(meta) == "dumpi"
+    via_api = read_trace(meta)
+    direct = read_dumpi_bin(meta)
+    assert via_api.nprocs == direct.nprocs == 4
+    assert np.array_equal(via_api.call, direct.call) and np.array_equal(via_api.t_entry, direct.t_entry)

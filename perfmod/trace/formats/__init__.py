@@ -1,14 +1,14 @@
 """Trace file formats behind one pair of verbs: :func:`read_trace` and :func:`write_trace`.
 
-==========  ======================================  ===============================
+==========  ======================================  ==============================================
 format      files                                   module
-==========  ======================================  ===============================
+==========  ======================================  ==============================================
 ``npz``     perfmod's own ``.npz``                  :mod:`perfmod.trace.formats.npz`
-``dumpi``   DUMPI ``.meta``, a directory or text    :mod:`perfmod.trace.formats.dumpi`
+``dumpi``   DUMPI ``.meta``, directory, .bin, text  :mod:`.dumpi_bin` (binary), :mod:`.dumpi` (text)
 ``otf2``    OTF2 anchor file (``.otf2``)            :mod:`perfmod.trace.formats.otf2`
 ``tit``     SimGrid time-independent trace/index    :mod:`perfmod.trace.formats.tit`
 ``goal``    GOAL schedule (LogGOPSim, Schedgen)     :mod:`perfmod.trace.formats.goal`
-==========  ======================================  ===============================
+==========  ======================================  ==============================================
 
 :func:`detect_format` decides by extension first and then by content (the
 first bytes of the file), so a renamed file is still read by the right
@@ -24,6 +24,7 @@ from typing import Any
 
 from perfmod.trace.core import Trace, TraceError
 from perfmod.trace.formats.dumpi import read_dumpi
+from perfmod.trace.formats.dumpi_bin import read_dumpi_bin
 from perfmod.trace.formats.goal import GoalSchedule, read_goal, write_goal
 from perfmod.trace.formats.npz import read_npz, write_npz
 from perfmod.trace.formats.otf2 import read_otf2, write_otf2
@@ -33,9 +34,19 @@ __all__ = ["FORMATS", "detect_format", "read_trace", "write_trace"]
 
 FORMATS = ("npz", "dumpi", "otf2", "tit", "goal")
 
-_READERS = {"npz": read_npz, "dumpi": read_dumpi, "otf2": read_otf2, "tit": read_tit, "goal": read_goal}
 _WRITERS = {"npz": write_npz, "otf2": write_otf2, "tit": write_tit, "goal": write_goal}
-_EXTENSIONS = {".npz": "npz", ".meta": "dumpi", ".otf2": "otf2", ".goal": "goal", ".tit": "tit"}
+_EXTENSIONS = {".npz": "npz", ".meta": "dumpi", ".bin": "dumpi", ".otf2": "otf2", ".goal": "goal", ".tit": "tit"}
+
+
+def _read_dumpi(path: str | os.PathLike, **options: Any) -> Trace:
+    """DUMPI binary (``.bin`` files present) by the native reader, else the ``dumpi2ascii`` text reader."""
+    p = Path(path)
+    where = p if p.is_dir() else p.parent
+    binary = p.suffix == ".bin" or (p.suffix in (".meta", "") and any(where.glob("*.bin")))
+    return read_dumpi_bin(path, **options) if binary else read_dumpi(path, **options)
+
+
+_READERS = {"npz": read_npz, "dumpi": _read_dumpi, "otf2": read_otf2, "tit": read_tit, "goal": read_goal}
 
 
 def _head(path: Path, n: int = 4096) -> bytes:

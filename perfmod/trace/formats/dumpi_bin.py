@@ -48,15 +48,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..core import Call, Trace, TraceError
+from .dumpi import DUMPI_TYPE_SIZES
 from .dumpi_bin_comms import comm_table, rank_sides
 from .dumpi_bin_files import find_files, rank_files
 from .dumpi_bin_layout import LABEL, RECORDS
 from .dumpi_bin_scan import ERR, H, layout_tokens, scan
-
-try:  # the text reader, wherever it lives (it is moving into perfmod.trace.formats)
-    from .dumpi import DUMPI_TYPE_SIZES
-except ImportError:  # pragma: no cover - layout before the move
-    from ..dumpi import DUMPI_TYPE_SIZES
 
 __all__ = ["DumpiBinError", "read_dumpi_bin", "DUMPI_MAGIC", "MIN_VERSION"]
 
