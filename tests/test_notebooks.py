@@ -78,3 +78,13 @@ def test_strip_outputs_round_trip(tmp_path):
     assert nbs.strip_outputs(path) is True
     nbs.check_notebook(path)
     assert nbs.strip_outputs(path) is False
+
+
+def test_study_parameters_pass_the_notebook_namespace_through():
+    def run(nprocs: list[int], reps: int = 3, *, progress: bool = True, **extra):
+        return nprocs, reps, progress
+
+    ns = {"nprocs": [1, 2], "progress": False, "dataset_path": "x.nc", "np": object()}
+    assert nbs.study_parameters(run, ns) == {"nprocs": [1, 2], "progress": False}
+    with pytest.raises(nbs.NotebookShapeError, match="needs parameter 'nprocs'"):
+        nbs.study_parameters(run, {"reps": 2})

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "check_notebook",
     "strip_outputs",
     "run_notebook",
+    "study_parameters",
     "main",
 ]
 
@@ -122,6 +124,35 @@ def check_notebook(nb: str | Path) -> None:
     for i, cell in enumerate(node.cells):
         if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
             raise NotebookShapeError(f"{name}: cell {i} has outputs; strip them before committing")
+
+
+def study_parameters(run: Any, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of a study's ``run`` taken from a notebook's namespace (its parameters cell).
+
+    A study notebook passes its parameters through instead of re-typing them::
+
+        ds = study.run(**study_parameters(study.run, globals()))
+
+    Every parameter of ``run`` that the namespace defines is passed; ``run``'s
+    defaults apply to the others.  A parameter of ``run`` without a default
+    that the namespace lacks is an error naming it.
+
+    Raises
+    ------
+    NotebookShapeError
+        A required argument of ``run`` is not defined in the notebook.
+    """
+    sig = inspect.signature(run)
+    out: dict[str, Any] = {}
+    for name, par in sig.parameters.items():
+        if par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+            continue
+        if name in namespace:
+            out[name] = namespace[name]
+        elif par.default is par.empty:
+            raise NotebookShapeError(f"{run.__module__}.{run.__qualname__} needs parameter {name!r}, "
+                                     "which the notebook's parameters cell does not define")
+    return out
 
 
 def strip_outputs(nb: str | Path) -> bool:
