@@ -19,9 +19,13 @@ def _split(spec: str) -> tuple[str, str]:
 
 def _pyproject() -> dict[str, str]:
     data = tomllib.loads((repo_root() / "pyproject.toml").read_text())
-    specs = data["project"]["dependencies"] + data["project"]["optional-dependencies"]["dev"]
+    extras = data["project"]["optional-dependencies"]
+    # the conda environment is the full working set: the library, its MPI and notebook extras, dev tools
+    specs = data["project"]["dependencies"] + extras["mpi"] + extras["notebooks"] + extras["dev"]
     out = {}
     for spec in specs:
+        if spec.startswith("perfmod["):
+            continue
         name, ver = _split(spec)
         if name in EXTRAS:
             base, extra = EXTRAS[name]
@@ -51,3 +55,4 @@ def test_environment_mirrors_pyproject():
 def test_environment_pins_python_311():
     env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     assert "python=3.11" in env["dependencies"]
+
