@@ -10,7 +10,7 @@ PYTHON_SYS ?= python3
 VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.perfmod-installed
-NBRUN      := $(PY) -m perfmod.workflow.notebooks run
+PERFMOD    := $(VENV)/bin/perfmod
 PROCESSED  := data/processed
 LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
@@ -57,7 +57,7 @@ all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, f
 
 # every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
 $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
-	$(NBRUN) $< -p dataset_path ../$@
+	$(PERFMOD) run $< --canonical
 
 # after calibration (it writes data/platforms/local.toml, the platform this study predicts with); the H100 data
 $(PROCESSED)/local_jacobi2d.nc: $(PROCESSED)/local_calibration.nc $(wildcard data/raw/gpu-h100/*.json)

@@ -528,15 +528,16 @@ def test_sequential_swaps_chain_where_the_phase_model_sums_own_sends():
 
 def test_command_line(tmp_path, capsys):
     from perfmod.core.io import read_dataset
-    from perfmod.replay.__main__ import main
     from perfmod.trace import write_trace as write_npz
+    from perfmod.workflow.cli import main
 
     path = write_npz(synthetic("jacobi2d", 12, 2), tmp_path / "j.npz")
-    assert main([str(path), "--platform", "lassen", "--model", "postal", "-o", str(tmp_path / "r.nc")]) == 0
+    assert main(["replay", str(path), "--platform", "lassen", "--model", "postal", "-o", str(tmp_path / "r.nc")]) == 0
     out = capsys.readouterr().out
     assert "on lassen, postal: slowest rank" in out and "comm_time" in out
     ds = read_dataset(tmp_path / "r.nc")
     assert np.allclose(ds.comm_time, replay(synthetic("jacobi2d", 12, 2), "lassen", "postal").comm_time)
-    assert main(["--synthetic", "minimd:8:1", "--model", "kmodel"]) == 0
-    assert main(["--synthetic", "lulesh:8:1"]) == 1
+    assert main(["replay", "--synthetic", "minimd:8:1", "--model", "kmodel"]) == 0
+    assert main(["replay", "--synthetic", "lulesh:8:1"]) != 0
+    assert "lulesh" in capsys.readouterr().err
     assert "unknown app 'lulesh'" in capsys.readouterr().err

@@ -1,0 +1,212 @@
+"""The ``perfmod`` command: run studies, replay traces, list what perfmod knows.
+
+::
+
+    perfmod run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml] [--smoke] [--out DIR] [--canonical]
+    perfmod replay TRACE [--platform NAME] [--model NAME] [-o out.nc]
+    perfmod list [studies | platforms | devices | tables]
+
+``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
+parameters, or a smoke run, writes into a run directory of its own
+(``runs/<study>-<time>/`` under the current directory, or ``--out``); only
+``--canonical`` (what the Makefile uses) writes the study's canonical
+outputs in ``data/processed``, ``figures`` and ``data/platforms``.  Errors
+are one line and a non-zero exit status; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfmod.apps.traces import synthetic
+from perfmod.core.io import write_dataset
+from perfmod.core.paperdata import available as paper_tables
+from perfmod.machine.devices import load_devices
+from perfmod.machine.platforms import available as platform_names
+from perfmod.replay.costs import REPLAY_MODELS
+from perfmod.replay.engine import replay
+from perfmod.trace import read_trace
+from perfmod.workflow.notebooks import declared_parameters, notebooks_dir, run_notebook, study_notebooks
+from perfmod.workflow.params import (
+    ParameterError,
+    check_type,
+    coerce,
+    default_run_dir,
+    place_outputs,
+    resolve_paths,
+)
+
+__all__ = ["CLIError", "resolve_notebook", "main"]
+
+RUN_TIMES = ("comm_time", "send_time", "recv_time", "wait_time", "collective_time", "compute_time", "total_time")
+
+
+class CLIError(Exception):
+    """A usage error reported as one line."""
+
+
+def resolve_notebook(name: str) -> Path:
+    """A notebook path, or the study notebook called ``name`` (with or without ``.ipynb``)."""
+    p = Path(name)
+    if p.suffix == ".ipynb" or p.exists():
+        if not p.is_file():
+            raise CLIError(f"no notebook {name}")
+        return p.resolve()
+    cand = notebooks_dir() / f"{name}.ipynb"
+    if cand.is_file():
+        return cand
+    known = ", ".join(nb.stem for nb in study_notebooks())
+    raise CLIError(f"no notebook or study named {name!r}; studies: {known}")
+
+
+def _read_param_file(path: str, declared: dict[str, str]) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise CLIError(f"{path}: not valid YAML: {e}".replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise CLIError(f"{path}: expected a mapping of parameter names to values")
+    return {str(k): v for k, v in data.items()}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    nb = resolve_notebook(args.notebook)
+    declared = declared_parameters(nb)
+    given: dict[str, Any] = {}
+    if args.file:
+        given.update(_read_param_file(args.file, declared))
+    for name, text in args.param:
+        if name not in declared:
+            raise CLIError(f"{nb.name} has no parameter {name!r}; parameters: {', '.join(declared)}")
+        given[name] = coerce(name, text, declared[name])
+    for name, value in given.items():
+        if name not in declared:
+            raise CLIError(f"{nb.name} has no parameter {name!r}; parameters: {', '.join(declared)}")
+        given[name] = check_type(name, value, declared[name])
+    given = resolve_paths(given)
+    if args.canonical:
+        if given or args.smoke or args.out:
+            raise CLIError("--canonical runs a study with its defaults into data/processed and figures; "
+                           "drop -p/-f/--smoke/--out, or drop --canonical to write a run directory")
+        params: dict[str, Any] = {}
+        executed = None
+    else:
+        run_dir = (Path(args.out).resolve() if args.out else default_run_dir(nb.stem))
+        params = place_outputs(declared, given, run_dir, args.smoke) | given
+        run_dir.mkdir(parents=True, exist_ok=True)
+        executed = run_dir / nb.name
+    out = run_notebook(nb, params, smoke=args.smoke, output=executed, progress=not args.quiet)
+    print(f"executed notebook: {out}")
+    for name in ("dataset_path", "figures_dir", "platform_out"):
+        if name in params:
+            print(f"{name}: {params[name]}")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.synthetic:
+        try:
+            app, nprocs, iters = args.synthetic.split(":")
+            trace = synthetic(app, int(nprocs), int(iters))
+        except ValueError as e:
+            raise CLIError(f"--synthetic {args.synthetic}: {e}") from None
+    elif args.trace:
+        trace = read_trace(args.trace)
+    else:
+        raise CLIError("give a TRACE file or --synthetic APP:NPROCS:ITERATIONS")
+    ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown)
+    comm = ds.comm_time.values
+    order = np.argsort(comm)[::-1][: args.top]
+    print(f"{trace!r} on {args.platform}, {args.model}: slowest rank {int(order[0])}")
+    print("rank  " + "  ".join(f"{v:>16s}" for v in RUN_TIMES))
+    for r in order:
+        print(f"{int(r):4d}  " + "  ".join(f"{float(ds[v][r]):16.6e}" for v in RUN_TIMES))
+    print("mean  " + "  ".join(f"{float(ds[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
+    if args.output:
+        print(f"wrote {write_dataset(ds, args.output)}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    what = args.what
+    if what in ("studies", "all"):
+        print("studies:")
+        for nb in study_notebooks():
+            print(f"  {nb.stem}")
+    if what in ("platforms", "all"):
+        print("platforms:\n" + "\n".join(f"  {p}" for p in platform_names()))
+    if what in ("devices", "all"):
+        print("devices:\n" + "\n".join(f"  {d}" for d in load_devices().names))
+    if what in ("tables", "all"):
+        print("paper tables:\n" + "\n".join(f"  {t}" for t in paper_tables()))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="perfmod", description=__doc__.splitlines()[0])
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="run a study notebook (papermill)",
+                         description="Run a study notebook. Without --canonical, outputs go to a run directory.")
+    run.add_argument("notebook", help="notebook path or study name (perfmod list studies)")
+    run.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                     help="set a parameter; VALUE is read as its declared type (e.g. -p nprocs '[1, 2]')")
+    run.add_argument("-f", "--file", help="YAML file of parameters (papermill's format)")
+    run.add_argument("--smoke", action="store_true", help="start from the notebook's smoke parameters (seconds)")
+    run.add_argument("--out", help="run directory (default runs/<study>-<time> under the current directory)")
+    run.add_argument("--canonical", action="store_true",
+                     help="write the canonical outputs (data/processed, figures, data/platforms); used by make")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+    rep = sub.add_parser("replay", help="replay an MPI trace (any format read_trace reads)",
+                         description="Replay a trace: DUMPI .meta/directory, OTF2 anchor, TIT, GOAL or .npz.")
+    rep.add_argument("trace", nargs="?", help="trace file or directory")
+    rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="a synthetic trace, e.g. jacobi2d:1536:100")
+    rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
+    rep.add_argument("--model", default="kmodel", choices=REPLAY_MODELS, help="communication model")
+    rep.add_argument("--mapping", default="block", choices=("block", "round_robin"), help="rank placement")
+    rep.add_argument("--unknown", default="skip", choices=("skip", "error"), help="unknown MPI calls")
+    rep.add_argument("--top", type=int, default=5, help="slowest ranks to print (default 5)")
+    rep.add_argument("-o", "--output", help="write the per-rank dataset here (netCDF)")
+    rep.set_defaults(func=_cmd_replay)
+    lst = sub.add_parser("list", help="list studies, platforms, devices or paper tables")
+    lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables"))
+    lst.set_defaults(func=_cmd_list)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``perfmod`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("perfmod: interrupted", file=sys.stderr)
+        return 130
+    except (CLIError, ParameterError, ValueError, OSError, LookupError) as err:
+        if args.debug:
+            raise
+        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"perfmod {args.cmd}: {msg}", file=sys.stderr)
+        return 2 if isinstance(err, CLIError | ParameterError) else 1
+    except Exception as err:  # papermill's cell failure and other run errors: one line, the details on --debug
+        if args.debug:
+            raise
+        name = type(err).__name__
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(f"perfmod {args.cmd}: {name}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

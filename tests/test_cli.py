@@ -1,0 +1,110 @@
+"""The ``perfmod`` command: typed parameters, run directories that never touch canonical outputs, replay, list."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import xarray as xr
+
+from perfmod.core.paths import data_dir, repo_root
+from perfmod.workflow.cli import main
+from perfmod.workflow.params import ParameterError, check_type, coerce, place_outputs, resolve_paths
+
+DUMPI = Path(__file__).parent / "data" / "dumpi-bin" / "p2p_coll"
+
+
+def _fingerprint() -> dict[str, str]:
+    """Hash of every canonical output: data/processed, figures, data/platforms/local.toml."""
+    root = repo_root()
+    files = [*(data_dir() / "processed").glob("*"), *(root / "figures").rglob("*"),
+             data_dir() / "platforms" / "local.toml"]
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+@pytest.mark.parametrize(("text", "annotation", "value"), [
+    ("3", "int", 3), ("2.5", "float", 2.5), ("4", "float", 4.0), ("lassen", "str", "lassen"), ("1", "str", "1"),
+    ("[1, 2]", "list[int]", [1, 2]), ("['a']", "list[str]", ["a"]), ("True", "bool", True),
+    ("[[1, 2, 3]]", "list[list[int]]", [[1, 2, 3]]), ("None", "str | None", None),
+])
+def test_coerce_reads_the_declared_type(text, annotation, value):
+    assert coerce("x", text, annotation) == value
+
+
+@pytest.mark.parametrize(("text", "annotation", "message"), [
+    ("sixteen", "int", "parameter x expects int, got 'sixteen'"),
+    ("summit", "list[str]", "parameter x expects list[str], got 'summit' (write ['summit'])"),
+    ("[1, 'a']", "list[int]", "parameter x expects list[int], got [1, 'a']"),
+    ("True", "int", "parameter x expects int, got True"),
+])
+def test_coerce_rejects_with_one_line(text, annotation, message):
+    with pytest.raises(ParameterError) as err:
+        coerce("x", text, annotation)
+    assert str(err.value) == message
+
+
+def test_check_type_of_yaml_values():
+    assert check_type("n", [1, 2], "list[int]") == [1, 2]
+    with pytest.raises(ParameterError, match="expects dict"):
+        check_type("d", [1], "dict[str, int]")
+
+
+def test_relative_paths_resolve_against_the_callers_directory(tmp_path):
+    out = resolve_paths({"pingpong_path": "pp.nc", "dataset_path": "/abs/x.nc", "reps": 3, "raw_out": ""}, tmp_path)
+    assert out == {"pingpong_path": str(tmp_path / "pp.nc"), "dataset_path": "/abs/x.nc", "reps": 3, "raw_out": ""}
+
+
+def test_outputs_of_a_non_canonical_run_go_to_the_run_directory(tmp_path):
+    declared = {"dataset_path": "str", "figures_dir": "str", "raw_out": "str", "platform_out": "str", "reps": "int"}
+    run_dir = tmp_path / "local_calibration-20260101T000000Z"
+    placed = place_outputs(declared, {"reps": 2}, run_dir, smoke=True)
+    assert placed == {"dataset_path": str(run_dir / "local_calibration.nc"), "figures_dir": str(run_dir / "figures"),
+                      "platform_out": str(run_dir / "local.toml"), "raw_out": str(run_dir / "raw")}
+    # a real run keeps raw data in data/raw; a user-given output path is kept
+    assert "raw_out" not in place_outputs(declared, {}, run_dir, smoke=False)
+    assert "dataset_path" not in place_outputs(declared, {"dataset_path": "/x.nc"}, run_dir, smoke=False)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "choi2020_what_if", "-p", "total_gpus", "sixteen"], "perfmod run: parameter total_gpus expects int"),
+    (["run", "choi2020_comm_models", "-p", "platforms", "summit"], "expects list[str], got 'summit'"),
+    (["run", "no_such_study"], "no notebook or study named 'no_such_study'; studies: "),
+    (["run", "choi2020_what_if", "-p", "nope", "1"], "has no parameter 'nope'"),
+    (["run", "choi2020_what_if", "--canonical", "--smoke"], "--canonical runs a study with its defaults"),
+    (["replay", "no/such/trace.npz"], "perfmod replay: "),
+])
+def test_errors_are_one_line_and_a_nonzero_status(argv, message, capsys):
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_smoke_and_parameter_runs_leave_canonical_outputs_byte_identical(tmp_path, monkeypatch, capsys):
+    before = _fingerprint()
+    monkeypatch.chdir(tmp_path)
+    params = tmp_path / "p.yaml"
+    params.write_text("models: [postal]\n")
+    assert main(["run", "choi2020_what_if", "--smoke", "-f", str(params), "-q"]) == 0
+    out = capsys.readouterr().out
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.startswith("choi2020_what_if-") and str(run_dir) in out
+    ds = xr.open_dataset(run_dir / "choi2020_what_if.nc")
+    assert list(ds["fat_model"].values) == ["postal"]  # the YAML file's value reached the study
+    assert any((run_dir / "figures").glob("*.png"))
+    assert _fingerprint() == before
+
+
+def test_list_names_studies_and_platforms(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "  sharif_gol" in out and "  summit" in out and "  choi2020_table2_postal" in out
+
+
+def test_replay_a_dumpi_directory_prints_the_slowest_ranks(tmp_path, capsys):
+    assert main(["replay", str(DUMPI), "--platform", "lassen", "--model", "postal", "--top", "2",
+                 "-o", str(tmp_path / "r.nc")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "on lassen, postal: slowest rank" in out[0] and out[1].split()[:2] == ["rank", "comm_time"]
+    assert len(out) == 2 + 2 + 1 + 1  # header, two ranks, mean, wrote
+    assert xr.open_dataset(tmp_path / "r.nc").sizes["rank"] == 4
