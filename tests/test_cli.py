@@ -58,12 +58,13 @@ def test_relative_paths_resolve_against_the_callers_directory(tmp_path):
 def test_outputs_of_a_non_canonical_run_go_to_the_run_directory(tmp_path):
     declared = {"dataset_path": "str", "figures_dir": "str", "raw_out": "str", "platform_out": "str", "reps": "int"}
     run_dir = tmp_path / "local_calibration-20260101T000000Z"
-    placed = place_outputs(declared, {"reps": 2}, run_dir, smoke=True)
+    placed = place_outputs(declared, {"reps": 2}, run_dir, smoke=True, study="local_calibration")
     assert placed == {"dataset_path": str(run_dir / "local_calibration.nc"), "figures_dir": str(run_dir / "figures"),
                       "platform_out": str(run_dir / "local.toml"), "raw_out": str(run_dir / "raw")}
     # a real run keeps raw data in data/raw; a user-given output path is kept
-    assert "raw_out" not in place_outputs(declared, {}, run_dir, smoke=False)
-    assert "dataset_path" not in place_outputs(declared, {"dataset_path": "/x.nc"}, run_dir, smoke=False)
+    assert "raw_out" not in place_outputs(declared, {}, run_dir, smoke=False, study="x")
+    assert "dataset_path" not in place_outputs(declared, {"dataset_path": "/x.nc"}, run_dir, smoke=False,
+                                              study="x")
 
 
 @pytest.mark.parametrize(("argv", "message"), [

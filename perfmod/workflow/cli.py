@@ -4,6 +4,7 @@
 
     perfmod run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml] [--smoke] [--out DIR] [--canonical]
     perfmod replay TRACE [--platform NAME] [--model NAME] [-o out.nc]
+    perfmod sweep NOTEBOOK --grid GRID.yaml --out DIR [--workers N | --scheduler ADDRESS] [--resume] [--smoke]
     perfmod list [studies | platforms | devices | tables]
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
@@ -102,7 +103,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         executed = None
     else:
         run_dir = (Path(args.out).resolve() if args.out else default_run_dir(nb.stem))
-        params = place_outputs(declared, given, run_dir, args.smoke) | given
+        params = place_outputs(declared, given, run_dir, args.smoke, nb.stem) | given
         run_dir.mkdir(parents=True, exist_ok=True)
         executed = run_dir / nb.name
     out = run_notebook(nb, params, smoke=args.smoke, output=executed, progress=not args.quiet)
@@ -135,6 +136,20 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.output:
         print(f"wrote {write_dataset(ds, args.output)}")
     return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from perfmod.workflow.sweep import sweep
+
+    nb = resolve_notebook(args.notebook)
+    ds = sweep(nb, args.grid, out=args.out, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
+               smoke=args.smoke, progress=not args.quiet)
+    status = ds["status"].values.ravel()
+    ok = int((status == "ok").sum())
+    print(f"{ok} of {status.size} points ok; combined dataset: {Path(args.out) / 'sweep.nc'}")
+    for err in sorted({str(e) for e, s in zip(ds["error"].values.ravel(), status, strict=True) if s != "ok"}):
+        print(f"  failed: {err}")
+    return 0 if ok == status.size else 1
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -179,6 +194,19 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--top", type=int, default=5, help="slowest ranks to print (default 5)")
     rep.add_argument("-o", "--output", help="write the per-rank dataset here (netCDF)")
     rep.set_defaults(func=_cmd_replay)
+    swp = sub.add_parser("sweep", help="sweep a study notebook over a parameter grid (dask.distributed)",
+                         description="Run one papermill process per grid point on dask workers; combine the "
+                                     "points' datasets into DIR/sweep.nc with the swept parameters as dimensions.")
+    swp.add_argument("notebook", help="notebook path or study name")
+    swp.add_argument("--grid", required=True, help="YAML grid: fixed parameters, product: and zip: blocks")
+    swp.add_argument("--out", required=True, help="sweep directory (one subdirectory per point, sweep.nc)")
+    where = swp.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, help="LocalCluster worker processes (default: the cores)")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler")
+    swp.add_argument("--resume", action="store_true", help="skip points already done with the same key")
+    swp.add_argument("--smoke", action="store_true", help="start every point from the smoke parameters")
+    swp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    swp.set_defaults(func=_cmd_sweep)
     lst = sub.add_parser("list", help="list studies, platforms, devices or paper tables")
     lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables"))
     lst.set_defaults(func=_cmd_list)

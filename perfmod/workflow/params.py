@@ -117,16 +117,17 @@ def default_run_dir(study: str, root: Path | None = None) -> Path:
     return Path(root or Path.cwd()) / "runs" / f"{study}-{stamp}"
 
 
-def place_outputs(declared: Mapping[str, str], given: Mapping[str, Any], run_dir: Path, smoke: bool) -> dict[str, Any]:
+def place_outputs(declared: Mapping[str, str], given: Mapping[str, Any], run_dir: Path, smoke: bool,
+                  study: str) -> dict[str, Any]:
     """Output parameters of a non-canonical run: under ``run_dir`` unless the user gave them.
 
-    The dataset goes to ``run_dir/<name>.nc``, figures to ``run_dir/figures``,
+    The dataset goes to ``run_dir/<study>.nc``, figures to ``run_dir/figures``,
     a fitted platform to ``run_dir/local.toml``; raw measurements of a smoke
     run to ``run_dir/raw`` (a real run keeps its raw data in ``data/raw``,
     where every file has its own timestamped name).
     """
     places = {
-        "dataset_path": str(run_dir / f"{run_dir.name.rsplit('-', 1)[0]}.nc"),
+        "dataset_path": str(run_dir / f"{study}.nc"),
         "figures_dir": str(run_dir / "figures"),
         "platform_out": str(run_dir / "local.toml"),
         "raw_out": str(run_dir / "raw"),

@@ -1,0 +1,103 @@
+"""Parameter sweeps on dask.distributed: grids, one process per point, failures recorded, resume, a remote scheduler."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmod.workflow.sweep import SweepError, grid_points, sweep
+
+FIXTURE = Path(__file__).parent / "data" / "notebooks" / "sweep_fixture.ipynb"
+NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
+
+
+def test_grid_points_product_times_zip_plus_fixed():
+    pts = grid_points({"b": 1, "product": {"a": [1, 2], "c": [[1], [2, 3]]}, "zip": {"n": [2, 3], "m": ["x", "y"]}})
+    assert len(pts) == 2 * 2 * 2
+    assert pts[0].params == {"b": 1, "a": 1, "c": [1], "n": 2, "m": "x"}
+    assert pts[0].index == {"a": 1, "c": "[1]", "zip": 0}  # list values become their JSON text as coordinates
+    assert pts[-1].params == {"b": 1, "a": 2, "c": [2, 3], "n": 3, "m": "y"}
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ({"zip": {"n": [1, 2], "m": [1]}}, "zip: lists of different lengths"),
+    ({"a": 1, "product": {"a": [1, 2]}}, "a is both fixed and swept"),
+    ({"product": {"a": []}}, "product.a: expected a non-empty list"),
+    ({"product": {"a": [1]}, "zip": {"a": [2]}}, "in both product and zip"),
+])
+def test_bad_grids_name_the_key(grid, message):
+    with pytest.raises(SweepError, match=message):
+        grid_points(grid, "g.yaml")
+
+
+def test_unknown_or_mistyped_parameters_fail_before_anything_runs(tmp_path):
+    with pytest.raises(SweepError, match="has no parameter 'nope'"):
+        sweep(FIXTURE, {"product": {"nope": [1]}}, out=tmp_path, workers=1, progress=False)
+    with pytest.raises(ValueError, match="parameter n expects int, got 'two'"):
+        sweep(FIXTURE, {"product": {"n": ["two"]}}, out=tmp_path, workers=1, progress=False)
+    assert not any(tmp_path.iterdir())
+
+
+def test_sweep_records_a_killed_point_and_resume_reruns_only_it(tmp_path):
+    flag = tmp_path / "die"
+    flag.write_text("")
+    grid = {"b": 1, "product": {"a": [1.0, 2.0]}, "zip": {"n": [2, 3], "die_if": ["", str(flag)]}}
+    ds = sweep(FIXTURE, grid, out=tmp_path / "sw", workers=2, progress=False)
+    assert ds.sizes["a"] == 2 and ds.sizes["zip"] == 2
+    assert (ds.status.sel(zip=0) == "ok").all() and (ds.status.sel(zip=1) == "failed").all()
+    assert ds.error.sel(zip=1, a=1.0).item()  # the kernel's death is named
+    assert np.allclose(ds.y.sel(zip=0).isel(x=slice(0, 2)).values, [[1, 1], [2, 3]])  # y = a x + 1
+    assert np.isnan(ds.y.sel(zip=1)).all()  # failed points are NaN, not dropped
+    assert (tmp_path / "sw" / "sweep.nc").is_file()
+    done = {d: (d / "status.json").stat().st_mtime_ns for d in (tmp_path / "sw").iterdir() if d.is_dir()}
+    flag.unlink()
+    time.sleep(0.01)
+    ds2 = sweep(FIXTURE, grid, out=tmp_path / "sw", workers=2, resume=True, progress=False)
+    assert (ds2.status == "ok").all()
+    assert np.allclose(ds2.y.sel(zip=1).values, [[1, 2, 3], [1, 3, 5]])
+    rerun = [d for d, t in done.items() if (d / "status.json").stat().st_mtime_ns != t]
+    assert len(rerun) == 2 and all(json.loads((d / "status.json").read_text())["params"]["die_if"] for d in rerun)
+
+
+@pytest.mark.slow
+def test_what_if_two_by_two(tmp_path):
+    grid = {"product": {"total_gpus": [16, 64], "models": [["postal"], ["maxrate"]]}}
+    ds = sweep(NOTEBOOKS / "choi2020_what_if.ipynb", grid, out=tmp_path, workers=2, smoke=True, progress=False)
+    assert dict(ds.sizes) | {} and ds.sizes["total_gpus"] == 2 and ds.sizes["models"] == 2
+    assert (ds.status == "ok").all()
+    assert set(ds["fat_model"].values) == {"postal", "maxrate"}
+
+
+@pytest.mark.slow
+def test_sweep_on_a_separately_started_scheduler(tmp_path):
+    dask = shutil.which("dask", path=str(Path(sys.executable).parent))
+    if dask is None:
+        pytest.skip("the dask command is not installed beside this Python")
+    sched_file = tmp_path / "scheduler.json"
+    sched = subprocess.Popen([dask, "scheduler", "--scheduler-file", str(sched_file), "--host", "127.0.0.1",
+                              "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        for _ in range(200):
+            if sched_file.is_file() and sched_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        worker = subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ds = sweep(FIXTURE, {"product": {"b": [0, 5]}}, out=tmp_path / "sw", scheduler=address, progress=False)
+        assert (ds.status == "ok").all()
+        assert np.allclose(ds.y.values, [[0, 5], [1, 6], [2, 7]])
+        assert ds.attrs["executor"] == address
+    finally:
+        for p in (worker, sched):
+            if p is not None:
+                p.terminate()
+                p.wait(timeout=30)
