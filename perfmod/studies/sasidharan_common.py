@@ -87,8 +87,8 @@ def model_table(models: Mapping[str, LinearModel]) -> pd.DataFrame:
 def validation_table(model: LinearModel, test: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Measured response, fit and the ``level`` confidence interval per validation run (Tables 4, 7, 12)."""
     pred = model.predict(test, interval="confidence", level=level)
-    out = pd.DataFrame({"measured": test[model.design.response].to_numpy()}, index=test.index)
-    return out.join(pred[["fit", "lower", "upper"]])
+    return pd.DataFrame({"measured": test[model.design.response].to_numpy(), "fit": pred["predicted"].values,
+                         "lower": pred["lower"].values, "upper": pred["upper"].values}, index=test.index)
 
 
 
