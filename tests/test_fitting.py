@@ -181,3 +181,23 @@ def test_fit_tables():
     assert np.allclose(f.predict(SIZES)["predicted"], postal(SIZES, 1e-6, 1e-10))
     with pytest.raises(AttributeError):
         f.model = "maxrate"  # frozen
+
+
+def test_maxrate_delta_method_intervals_cover():
+    """Eq. 2 is nonlinear in R_Cb, R_Ci: its intervals (delta method) still cover at their level."""
+    rng = np.random.default_rng(5)
+    n0, k0, trials = np.array([3000.0, 40000.0]), np.array([2.0, 5.0]), 150
+    truth = maxrate(n0, k0, **SUMMIT_EAGER)
+    hits = {"confidence": 0, "prediction": 0}
+    for _ in range(trials):
+        f = F.fit_maxrate(NN, KK, maxrate(NN, KK, **SUMMIT_EAGER) * (1 + 0.03 * rng.standard_normal(NN.size)))
+        assert f.model == "maxrate"
+        conf = f.predict(n0, interval="confidence", level=0.9, k=k0)
+        hits["confidence"] += int(np.all((conf.lower <= truth) & (truth <= conf.upper)))
+        new = truth * (1 + 0.03 * rng.standard_normal(2))
+        pred = f.predict(n0, interval="prediction", level=0.9, k=k0)
+        hits["prediction"] += int(((pred.lower <= new) & (new <= pred.upper)).sum())
+        assert np.all(pred.upper - pred.lower > conf.upper - conf.lower)
+    # both points inside: ~0.9^2 (correlated, so a little more); each new observation: ~0.9
+    assert 0.72 <= hits["confidence"] / trials <= 0.92
+    assert 0.84 <= hits["prediction"] / (2 * trials) <= 0.95
