@@ -40,7 +40,7 @@ def _runs(rng, noise=0.0):
 def test_exact_recovery():
     fit = bsp.fit_bsp(*_runs(None), reduction=True)
     for name in ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r"):
-        assert getattr(fit.params, name) == pytest.approx(getattr(TRUE, name), rel=1e-6), name
+        assert getattr(fit.params_for(), name) == pytest.approx(getattr(TRUE, name), rel=1e-6), name
 
 
 def test_prediction_interval_coverage():
@@ -50,12 +50,12 @@ def test_prediction_interval_coverage():
     truth = bsp.bsp_times(*new, TRUE)["t_t"]
     for _ in range(trials):
         fit = bsp.fit_bsp(*_runs(rng, noise=1.0), reduction=True)
-        p = fit.predict(*new)
+        p = fit.predict(dict(zip("CPIH", new, strict=True)), interval="prediction").sel(component="t_t")
         # a new run carries the same noise as the fitted ones
         t_new = truth + sum(np.ravel(x)[0] for x in (
             new[2] / new[1] * _noise(rng, 1, "t_w", 1.0), new[2] * _noise(rng, 1, "t_c", 1.0),
             _noise(rng, 1, "t_o", 1.0)))
-        hits += bool(p["t_t_lower"][0] <= t_new <= p["t_t_upper"][0])
+        hits += bool(p["lower"][0] <= t_new <= p["upper"][0])
     assert 0.90 <= hits / trials <= 0.99
 
 
@@ -115,13 +115,16 @@ def test_per_scenario_kw_recovery_and_prediction():
     assert fit.k_w_by_scenario == pytest.approx(kw, rel=1e-6)
     assert fit.params_for("b").o_w == pytest.approx(TRUE.o_w, rel=1e-6)
     assert fit.params_for(k_w=3e8).k_w == 3e8
-    pred = fit.predict(2e7, 4, 100, 2 * np.sqrt(2e7), scenario="c")
+    pred = fit.predict({"C": 2e7, "P": 4, "I": 100, "H": 2 * np.sqrt(2e7), "scenario": "c"})
     want = bsp.bsp_times(2e7, 4, 100, 2 * np.sqrt(2e7), bsp.BSPParams(**{**vars(TRUE), "k_w": 4e8}))
-    assert pred["t_t"][0] == pytest.approx(want["t_t"], rel=1e-6)
-    with pytest.raises(ValueError, match="per scenario"):
-        fit.params  # noqa: B018
-    with pytest.raises(ValueError, match="pass scenario"):
-        fit.predict(2e7, 4, 100, 0.0)
+    assert pred.predicted.sel(component="t_t").item() == pytest.approx(want["t_t"], rel=1e-6)
+    with pytest.raises(KeyError, match="not in the fit"):
+        fit.params_for()
+    assert list(fit.params.index[:3]) == ["1/K_w[a]", "1/K_w[b]", "1/K_w[c]"]
+    assert fit.params["1/K_w[b]"] == pytest.approx(1 / kw["b"], rel=1e-6)
+    assert fit.params.attrs["units"]["1/K_w[b]"] == "s/cell"
+    with pytest.raises(ValueError, match="give a scenario column"):
+        fit.predict({"C": 2e7, "P": 4, "I": 100, "H": 0.0})
     with pytest.raises(KeyError, match="not in the fit"):
         fit.params_for("z")
 
@@ -135,14 +138,16 @@ def test_scaled_iterations_broadcasts():
 def test_fixed_parameters_are_held():
     C, P, I, H, tw, tc, to = _runs(None)  # noqa: E741
     fit = bsp.fit_bsp(C, P, I, H, tw, tc, to, reduction=True, fixed={"O_i": TRUE.o_i, "K_r": TRUE.k_r})
-    assert fit.params.o_i == TRUE.o_i and fit.params.k_r == TRUE.k_r
-    assert fit.params.o_c == pytest.approx(TRUE.o_c, rel=1e-6) and fit.params.k_b == pytest.approx(TRUE.k_b, rel=1e-6)
-    assert fit.stderr()["O_i"] == 0
+    p = fit.params_for()
+    assert p.o_i == TRUE.o_i and p.k_r == TRUE.k_r
+    assert p.o_c == pytest.approx(TRUE.o_c, rel=1e-6) and p.k_b == pytest.approx(TRUE.k_b, rel=1e-6)
+    assert fit.params["O_i"] == TRUE.o_i and fit.stderr["O_i"] == 0
     # T_o of runs with one iteration count cannot separate O_i from O_s, unless O_i is fixed
     same_i = I * 0 + 100
     with pytest.raises(bsp.IdentifiabilityError, match="O_i, O_s"):
         bsp.fit_bsp(C, P, same_i, H, tw, tc, to)
     ok = bsp.fit_bsp(C, P, same_i, H, tw, tc, to - (I - same_i) * TRUE.o_i, fixed={"O_i": TRUE.o_i})
-    assert ok.params.o_s == pytest.approx(TRUE.o_s, rel=1e-6) and ok.params.o_c == pytest.approx(TRUE.o_c, rel=1e-6)
+    assert ok.params["O_s"] == pytest.approx(TRUE.o_s, rel=1e-6) and ok.params["O_c"] == pytest.approx(TRUE.o_c,
+                                                                                                  rel=1e-6)
     with pytest.raises(ValueError, match="cannot fix"):
         bsp.fit_bsp(C, P, I, H, tw, tc, to, fixed={"O_x": 0.0})

@@ -322,7 +322,7 @@ def test_result_protocol():
     assert isinstance(model.params, pd.Series) and isinstance(model.stderr, pd.Series)
     assert list(model.params.index) == list(model.stderr.index) and (model.stderr > 0).all()
     ds = model.to_dataset()
-    assert isinstance(ds, xr.Dataset) and list(ds["term"].values) == list(model.params.index)
+    assert isinstance(ds, xr.Dataset) and list(ds["parameter"].values) == list(model.params.index)
     assert "|n|^1" in model.summary()
     pred = model.predict(pd.DataFrame({"n": [2e3, 2e4]}))
     assert pred["predicted"].attrs["units"] == "s" and "lower" not in pred

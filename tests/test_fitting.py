@@ -63,7 +63,7 @@ def test_maxrate_recovers_table4_summit_internode_eager():
     assert f.model == "maxrate" and f.form == "3-parameter (Eq. 2)" and f.fallback == ""
     for k, v in SUMMIT_EAGER.items():
         assert f.params[k] == pytest.approx(v, rel=1e-8), k
-    assert np.allclose(f.predict(NN, KK), t, rtol=1e-10)
+    assert np.allclose(f.predict(NN, k=KK)["predicted"], t, rtol=1e-10)
     rng = np.random.default_rng(2)
     noisy = F.fit_maxrate(NN, KK, t * (1 + 0.01 * rng.standard_normal(t.size)))
     for k, v in SUMMIT_EAGER.items():
@@ -91,7 +91,7 @@ def test_maxrate_falls_back_when_a_parameter_is_negative():
     f = F.fit_maxrate(nn, kk, t)
     assert f.model == "maxrate2" and f.form.startswith("2-parameter (Eq. 3)")
     assert "negative r_ci" in f.fallback and f.fallback in f.form
-    assert set(f.params) == {"alpha", "beta"} and f.params["alpha"] > 0 and f.params["beta"] > 0
+    assert set(f.params.index) == {"alpha", "beta"} and f.params["alpha"] > 0 and f.params["beta"] > 0
 
 
 def test_maxrate2_exact_and_single_k():
@@ -178,6 +178,26 @@ def test_fit_tables():
     df = f.to_frame()
     assert list(df.index) == ["alpha", "beta"] and df.loc["beta", "units"] == "s/B"
     assert df.loc["alpha", "estimate"] == pytest.approx(1e-6)
-    assert np.allclose(f.predict(SIZES), postal(SIZES, 1e-6, 1e-10))
+    assert np.allclose(f.predict(SIZES)["predicted"], postal(SIZES, 1e-6, 1e-10))
     with pytest.raises(AttributeError):
         f.model = "maxrate"  # frozen
+
+
+def test_maxrate_delta_method_intervals_cover():
+    """Eq. 2 is nonlinear in R_Cb, R_Ci: its intervals (delta method) still cover at their level."""
+    rng = np.random.default_rng(5)
+    n0, k0, trials = np.array([3000.0, 40000.0]), np.array([2.0, 5.0]), 150
+    truth = maxrate(n0, k0, **SUMMIT_EAGER)
+    hits = {"confidence": 0, "prediction": 0}
+    for _ in range(trials):
+        f = F.fit_maxrate(NN, KK, maxrate(NN, KK, **SUMMIT_EAGER) * (1 + 0.03 * rng.standard_normal(NN.size)))
+        assert f.model == "maxrate"
+        conf = f.predict(n0, interval="confidence", level=0.9, k=k0)
+        hits["confidence"] += int(np.all((conf.lower <= truth) & (truth <= conf.upper)))
+        new = truth * (1 + 0.03 * rng.standard_normal(2))
+        pred = f.predict(n0, interval="prediction", level=0.9, k=k0)
+        hits["prediction"] += int(((pred.lower <= new) & (new <= pred.upper)).sum())
+        assert np.all(pred.upper - pred.lower > conf.upper - conf.lower)
+    # both points inside: ~0.9^2 (correlated, so a little more); each new observation: ~0.9
+    assert 0.72 <= hits["confidence"] / trials <= 0.92
+    assert 0.84 <= hits["prediction"] / (2 * trials) <= 0.95

@@ -55,10 +55,10 @@ def test_simple_regression_closed_form():
     p = m.predict({"x": [4.5]}, interval="confidence")
     q = stats.t.ppf(0.975, 8)
     h = 1 / 10 + (4.5 - x.mean()) ** 2 / sxx
-    assert p.fit[0] == pytest.approx(b0 + 4.5 * b1, rel=1e-12)
-    assert p.upper[0] - p.fit[0] == pytest.approx(q * s * np.sqrt(h), rel=1e-10)
+    assert p.predicted.item() == pytest.approx(b0 + 4.5 * b1, rel=1e-12)
+    assert (p.upper - p.predicted).item() == pytest.approx(q * s * np.sqrt(h), rel=1e-10)
     pi = m.predict({"x": [4.5]}, interval="prediction", level=0.9)
-    assert pi.upper[0] - pi.fit[0] == pytest.approx(stats.t.ppf(0.95, 8) * s * np.sqrt(1 + h), rel=1e-10)
+    assert (pi.upper - pi.predicted).item() == pytest.approx(stats.t.ppf(0.95, 8) * s * np.sqrt(1 + h), rel=1e-10)
 
 
 def test_r_term_names_and_order_for_the_papers_models(sedov_like):
@@ -181,8 +181,10 @@ def test_log_response_back_transforms(sedov_like):
     assert m.coef["X1"] == pytest.approx(0.1, abs=0.01)
     p = m.predict({"X1": [5.0]}, interval="prediction")
     logp = m.predict({"X1": [5.0]}, interval="prediction", scale="model")
-    np.testing.assert_allclose(p.to_numpy(), np.exp(logp.to_numpy()))
-    assert (p.lower > 0).all() and p.fit[0] == pytest.approx(np.exp(1.5), rel=0.05)
+    for v in ("predicted", "lower", "upper"):
+        np.testing.assert_allclose(p[v].values, np.exp(logp[v].values))
+    assert (p.lower > 0).all() and p.predicted.item() == pytest.approx(np.exp(1.5), rel=0.05)
+    assert p.predicted.attrs["units"] == "[time]" and logp.predicted.attrs["units"] == "[log(time)]"
     assert lm("log(time) ~ X1", d).coef.equals(m.coef)
 
 
@@ -201,9 +203,9 @@ def test_predict_on_an_xarray_grid(sedov_like):
     m = lm("time ~ (X1 + I(X1^2)) * X2", sedov_like)
     grid = xr.Dataset(coords={"X1": [1.0, 5.0, 20.0], "X2": [512.0, 3584.0]})
     out = m.predict(grid, interval="prediction")
-    assert out.fit.dims == ("X1", "X2") and set(out.data_vars) == {"fit", "lower", "upper"}
+    assert out.predicted.dims == ("X1", "X2") and set(out.data_vars) == {"predicted", "lower", "upper"}
     flat = m.predict(pd.DataFrame({"X1": [5.0], "X2": [3584.0]}), interval="prediction")
-    assert float(out.upper.sel(X1=5.0, X2=3584.0)) == pytest.approx(flat.upper[0], rel=1e-12)
+    assert float(out.upper.sel(X1=5.0, X2=3584.0)) == pytest.approx(flat.upper.item(), rel=1e-12)
 
 
 def test_dot_formula_and_numpy_in_formulas(sedov_like):

@@ -54,7 +54,7 @@ def test_holdout_scores_the_training_fit_on_held_out_rows(runs):
     cv = holdout("time ~ (X1 + I(X1^2)) * X2", runs, 43, seed=5)
     tr, te = holdout_split(runs, 43, seed=5)
     m = lm("time ~ (X1 + I(X1^2)) * X2", runs.loc[tr])
-    err = runs.loc[te, "time"] - m.predict(runs.loc[te]).fit
+    err = runs.loc[te, "time"] - m.predict(runs.loc[te]).predicted.values
     assert cv.rmse_validation == pytest.approx(np.sqrt(np.mean(err**2)), rel=1e-12)
     assert cv.rse_train == pytest.approx(m.rse) and cv.model.coef.equals(m.coef)
     assert cv.predictions.index.equals(te)
@@ -84,7 +84,8 @@ def test_compare_models_chooses_by_validation_error(runs):
 def test_log_response_validation_on_the_original_scale(runs):
     cv = holdout("time ~ X1 + I(X1^2) + X2", runs, 43, log_response=True)
     m = lm("time ~ X1 + I(X1^2) + X2", runs.loc[holdout_split(runs, 43)[0]], log_response=True)
-    np.testing.assert_allclose(cv.predictions.fit, np.exp(m.predict(runs.loc[cv.predictions.index], scale="model").fit))
+    logp = m.predict(runs.loc[cv.predictions.index], scale="model").predicted.values
+    np.testing.assert_allclose(cv.predictions.fit, np.exp(logp))
     assert cv.predictions.measured.equals(runs.loc[cv.predictions.index, "time"])
 
 
@@ -120,16 +121,16 @@ def test_gam_recovers_a_smooth_curve():
     d = pd.DataFrame({"x": x, "y": np.sin(6 * x) + rng.normal(0, 0.1, 200)})
     g = gam("y", d, ["x"])
     assert g.rse == pytest.approx(0.1, rel=0.2) and 4 < g.edf < 10
-    p = g.predict(pd.DataFrame({"x": [0.25, 0.5]}))
-    np.testing.assert_allclose(p.fit, np.sin([1.5, 3.0]), atol=0.06)
-    assert ((p.lower < p.fit) & (p.fit < p.upper)).all()
+    p = g.predict(pd.DataFrame({"x": [0.25, 0.5]}), interval="confidence")
+    np.testing.assert_allclose(p.predicted, np.sin([1.5, 3.0]), atol=0.06)
+    assert ((p.lower < p.predicted) & (p.predicted < p.upper)).all()
 
 
 def test_gam_on_linear_data_shrinks_to_the_line(runs):
     g = gam("time", runs.assign(time=3 + 2 * runs.X1 + np.random.default_rng(1).normal(0, .1, 275)), ["X1"])
     assert g.edf < 3  # intercept + slope, the penalty removes the curvature
     m = lm("time ~ X1", runs.assign(time=3 + 2 * runs.X1 + np.random.default_rng(1).normal(0, .1, 275)))
-    np.testing.assert_allclose(g.predict(runs.head(5)).fit, m.predict(runs.head(5)).fit, atol=0.02)
+    np.testing.assert_allclose(g.predict(runs.head(5)).predicted, m.predict(runs.head(5)).predicted, atol=0.02)
 
 
 def test_gam_beside_lm_and_its_errors(runs):

@@ -88,7 +88,7 @@ def test_predict_intervals(models):
     nd = pd.read_csv(REF / "newdata.csv", comment="#")
     for (name, interval, level), r in _read("reference_predict.csv").groupby(["model", "interval", "level"]):
         p = models[name].predict(nd, interval=interval, level=level, se_fit=True)
-        for mine, theirs in (("fit", "fit"), ("lower", "lwr"), ("upper", "upr"), ("se_fit", "se_fit")):
+        for mine, theirs in (("predicted", "fit"), ("lower", "lwr"), ("upper", "upr"), ("se_fit", "se_fit")):
             np.testing.assert_allclose(p[mine].to_numpy(), r[theirs].to_numpy(), rtol=RTOL,
                                        err_msg=f"{name} {interval} {mine}")
 

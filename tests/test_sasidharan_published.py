@@ -193,7 +193,13 @@ def test_validation_dataset_in_si_units():
     assert float(ds.t_iter_predicted[0]) == pytest.approx(101.9065e-3)
     p = sp.validation_dataset(13)
     assert p.power_max_measured.attrs["units"] == "W" and float(p.power_max_measured[0]) == pytest.approx(81.829)
-    assert (p.power_max_pi_upper > p.power_max_ci_upper).all()
+    up = p.power_max_upper
+    assert up.dims == ("case", "interval") and up.attrs["level"] == 0.95
+    assert (up.sel(interval="prediction") > up.sel(interval="confidence")).all()
+    # the printed (confidence) interval, in SI units, and the rebuilt prediction interval
+    v = sp.validation_table(13)
+    np.testing.assert_array_equal(p.power_max_lower.sel(interval="confidence").values, v.lower.to_numpy() * 1e-3)
+    np.testing.assert_array_equal(p.power_max_upper.sel(interval="prediction").values, v.pi_upper.to_numpy() * 1e-3)
 
 
 def test_compare_coefficients_aligns_terms():
@@ -212,9 +218,10 @@ def test_compare_coefficients_aligns_terms():
 
 def test_validation_figure(tmp_path):
     from perfmod.viz.plots import save
-    from perfmod.viz.regression import plot_validation_datasets
+    from perfmod.viz.validation import plot_validation
 
-    fig = plot_validation_datasets([sp.validation_dataset(t) for t in (4, 13)], titles=["Table 4", "Table 13"])
+    fig = plot_validation(sp.validation_dataset(4))
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert any("9/15 contain the measurement" in t for t in legend)
+    assert any("confidence interval (9/15 contain the measurement)" in t for t in legend)
+    assert any("prediction interval (" in t for t in legend)
     assert save(fig, tmp_path, "validation").stat().st_size > 10_000

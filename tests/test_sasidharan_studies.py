@@ -37,10 +37,10 @@ def test_validation_table_is_fit_with_confidence_interval():
     m = lm("y ~ x", train)
     test = pd.DataFrame({"x": [20.0, 30.0], "y": [41.0, 62.0]})
     tab = sc.validation_table(m, test)
-    np.testing.assert_allclose(tab["fit"], m.predict(test)["fit"])
+    np.testing.assert_allclose(tab["fit"], m.predict(test)["predicted"])
     assert list(tab.columns) == ["measured", "fit", "lower", "upper"]
     ci = m.predict(test, interval="confidence")
-    np.testing.assert_allclose(tab[["lower", "upper"]], ci[["lower", "upper"]])
+    np.testing.assert_allclose(tab[["lower", "upper"]], ci[["lower", "upper"]].to_dataframe())
     assert tab.measured.tolist() == [41.0, 62.0]
 
 

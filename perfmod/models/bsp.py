@@ -26,7 +26,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+import pandas as pd
+import xarray as xr
+from scipy import optimize
+
+from perfmod.core.results import (
+    FitResult,
+    Table,
+    as_table,
+    check_interval,
+    interval_bounds,
+    param_series,
+    prediction_dataset,
+)
 
 __all__ = [
     "BSPParams",
@@ -37,6 +49,8 @@ __all__ = [
     "kw_from_coarse_run",
     "scaled_iterations",
     "IdentifiabilityError",
+    "UNITS",
+    "COMPONENTS",
 ]
 
 
@@ -83,12 +97,9 @@ class BlockFit:
         """Standard errors of the coefficients."""
         return np.sqrt(np.clip(np.diag(self.cov), 0, None))
 
-    def predict(self, x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Point prediction and prediction-interval half width for design rows ``x``."""
-        y = x @ self.coef
-        var = np.einsum("ij,jk,ik->i", x, self.cov, x) + self.sigma2
-        q = stats.t.ppf(0.5 + level / 2, max(self.df, 1))
-        return y, q * np.sqrt(var)
+    def mean_and_variance(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Point prediction for design rows ``x`` and the variance of the mean response there."""
+        return x @ self.coef, np.einsum("ij,jk,ik->i", x, self.cov, x)
 
 
 def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: bool, what: str,
@@ -137,9 +148,23 @@ def _design(C: np.ndarray, P: np.ndarray, I: np.ndarray, H: np.ndarray, reductio
     return xw, xc, xo
 
 
+#: units of the linear coefficients (the names :func:`fit_bsp` gives them)
+UNITS = {"1/K_w": "s/cell", "O_h": "s/cell", "O_w": "s", "1/K_b": "s/cell", "O_l": "s", "K_r": "s",
+         "O_i": "s", "O_c": "s/cell", "O_s": "s"}
+
+#: the components :meth:`BSPFit.predict` returns, in order
+COMPONENTS = ("t_w", "t_c", "t_o", "t_t")
+
+
 @dataclass(frozen=True)
-class BSPFit:
-    """The three block fits and the parameters they give."""
+class BSPFit(FitResult):
+    """The three block fits and the parameters they give (the result protocol of :mod:`perfmod.core.results`).
+
+    ``params`` and ``stderr`` are the linear coefficients the blocks fit
+    (``1/K_w`` or ``1/K_w[<scenario>]``, ``O_h``, ``O_w``, ``1/K_b``, ``O_l``,
+    [``K_r``], ``O_i``, ``O_c``, ``O_s``); :meth:`params_for` turns them into
+    Table I's :class:`BSPParams`.
+    """
 
     compute: BlockFit
     comm: BlockFit
@@ -153,7 +178,7 @@ class BSPFit:
         return {s: 1 / self.compute.coef[i] for i, s in enumerate(self.scenarios)}
 
     def params_for(self, scenario: str | None = None, k_w: float | None = None) -> BSPParams:
-        """The fitted parameters with the K_w of ``scenario``, or with ``k_w`` given (a new scenario)."""
+        """Table I's parameters, with the K_w of ``scenario`` (a per-scenario fit) or ``k_w`` given (a new one)."""
         w, c, o = self.compute.coef, self.comm.coef, self.other.coef
         nw = max(len(self.scenarios), 1)
         if k_w is None:
@@ -168,56 +193,97 @@ class BSPFit:
             o_i=o[0], o_c=o[1], o_s=o[2], k_r=c[2] if self.reduction else 0.0,
         )
 
+    def _names(self) -> list[str]:
+        return [n for b in (self.compute, self.comm, self.other) for n in b.names]
+
+    def _units(self) -> dict[str, str]:
+        return {n: UNITS[n.split("[")[0]] for n in self._names()}
+
     @property
-    def params(self) -> BSPParams:
-        """The fitted parameters (Table I); a per-scenario fit needs :meth:`params_for`."""
-        if self.scenarios:
-            raise ValueError(f"K_w was fitted per scenario ({', '.join(self.scenarios)}): use params_for()")
-        return self.params_for()
+    def params(self) -> pd.Series:
+        """The linear coefficients (1/K_w, O_h, O_w, 1/K_b, O_l, [K_r], O_i, O_c, O_s), SI units."""
+        vals = np.concatenate([b.coef for b in (self.compute, self.comm, self.other)])
+        return param_series(vals, self._names(), self._units(), "estimate")
 
-    def stderr(self) -> dict[str, float]:
-        """Standard errors of the linear coefficients (1/K_w, O_h, O_w, 1/K_b, O_l, [K_r], O_i, O_c, O_s)."""
-        out = {}
-        for b in (self.compute, self.comm, self.other):
-            out |= dict(zip(b.names, b.stderr.tolist(), strict=True))
-        return out
+    @property
+    def stderr(self) -> pd.Series:
+        """Standard errors of :attr:`params` (0 for a parameter held fixed)."""
+        vals = np.concatenate([b.stderr for b in (self.compute, self.comm, self.other)])
+        return param_series(vals, self._names(), self._units(), "stderr")
 
-    def predict(self, C: Any, P: Any, I: Any, H: Any, level: float = 0.95,  # noqa: E741
-                scenario: Any = None) -> dict[str, np.ndarray]:
-        """Predicted T_w, T_c, T_o, T_t (s) with ``<name>_lower``/``<name>_upper`` prediction bounds.
+    def predict(self, x: Any, interval: str | None = None, level: float = 0.95) -> xr.Dataset:
+        """Predicted T_w, T_c, T_o and T_t (s) of the runs in ``x``.
 
-        The bounds of a block come from its own fit (t quantile, the
-        coefficient covariance plus the residual variance, scaled back from
-        the per-iteration forms); T_t's from the sum of the three variances,
-        with the smallest of the three residual degrees of freedom.
+        Parameters
+        ----------
+        x : DataFrame, mapping or xarray Dataset
+            Columns ``C``, ``P``, ``I``, ``H`` (cells, processes, iterations, halo
+            cells per process), and ``scenario`` for a per-scenario fit.
+        interval : {None, "confidence", "prediction"}
+            A block's interval comes from its own least-squares fit (closed form:
+            the design row's ``x' Cov x``, plus the residual variance for a
+            prediction, t quantile with the block's residual df), scaled back from
+            the per-iteration forms; T_t's from the sum of the three variances
+            (the blocks are fitted independently), with the smallest of the three
+            residual df.
+        level : float
+            Coverage of the interval.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``predicted`` (and ``lower`` / ``upper``) over dimension ``point`` (or a
+            Dataset input's dimensions) and ``component`` (``t_w``, ``t_c``, ``t_o``, ``t_t``).
         """
-        C, P, I, H = (np.atleast_1d(np.asarray(v, dtype=float)) for v in np.broadcast_arrays(C, P, I, H))  # noqa: E741
+        check_interval(interval, level)
+        table = as_table(x)
+        f = table.frame
+        missing = [c for c in ("C", "P", "I", "H") if c not in f.columns]
+        if missing:
+            raise KeyError(f"BSP prediction needs columns C, P, I, H; missing {missing} (have {list(f.columns)})")
+        C, P, I, H = (f[c].to_numpy(dtype=float) for c in ("C", "P", "I", "H"))  # noqa: E741
         labels = None
         if self.scenarios:
-            if scenario is None:
-                raise ValueError(f"K_w was fitted per scenario ({', '.join(self.scenarios)}): pass scenario=")
-            labels = np.broadcast_to(np.asarray(scenario, dtype=object), C.shape)
-            unknown = sorted(set(labels.ravel()) - set(self.scenarios))
+            if "scenario" not in f.columns:
+                raise ValueError(f"K_w was fitted per scenario ({', '.join(self.scenarios)}): give a scenario column")
+            labels = f["scenario"].to_numpy().astype(str)
+            unknown = sorted(set(labels) - set(self.scenarios))
             if unknown:
                 raise KeyError(f"scenarios {unknown} not in the fit; fitted: {', '.join(self.scenarios)}")
         xw, xc, xo = _design(C, P, I, H, self.reduction, labels, self.scenarios)
-        out: dict[str, np.ndarray] = {}
-        var_t = np.zeros_like(C)
-        tt = np.zeros_like(C)
-        z = stats.norm.ppf(0.5 + level / 2)
-        for name, block, x, factor in (("t_w", self.compute, xw, I / P), ("t_c", self.comm, xc, I),
-                                       ("t_o", self.other, xo, np.ones_like(I))):
-            y, half = block.predict(x, level)
-            q = stats.t.ppf(0.5 + level / 2, max(block.df, 1))
-            out[name] = y * factor
-            out[f"{name}_lower"], out[f"{name}_upper"] = (y - half) * factor, (y + half) * factor
-            var_t += (half / q * factor) ** 2 if q > 0 else 0
-            tt += y * factor
-        df = min(b.df for b in (self.compute, self.comm, self.other))
-        q = stats.t.ppf(0.5 + level / 2, max(df, 1)) if df > 0 else z
-        out["t_t"] = tt
-        out["t_t_lower"], out["t_t_upper"] = tt - q * np.sqrt(var_t), tt + q * np.sqrt(var_t)
+        blocks = ((self.compute, xw, I / P), (self.comm, xc, I), (self.other, xo, np.ones_like(I)))
+        pred = np.zeros((len(f), 4))
+        lower, upper = np.zeros_like(pred), np.zeros_like(pred)
+        var_t, new_t = np.zeros(len(f)), np.zeros(len(f))
+        for j, (block, xb, factor) in enumerate(blocks):
+            y, var = block.mean_and_variance(xb)
+            pred[:, j] = y * factor
+            var_t += var * factor**2
+            new_t += block.sigma2 * factor**2
+            if interval is not None:
+                lo, hi = interval_bounds(y, var, block.sigma2, block.df, interval, level)
+                lower[:, j], upper[:, j] = lo * factor, hi * factor
+        pred[:, 3] = pred[:, :3].sum(axis=1)
+        if interval is not None:
+            df = min(b.df for b in (self.compute, self.comm, self.other))
+            lower[:, 3], upper[:, 3] = interval_bounds(pred[:, 3], var_t, new_t, df, interval, level)
+        layout = Table(f, (*table.dims, "component"), (*table.shape, 4),
+                       {**table.coords, "component": list(COMPONENTS)})
+        return prediction_dataset(layout, pred, units="s", long_name="time (BSP model, paper 003 Eq. 1-3)",
+                                  lower=lower, upper=upper, interval=interval, level=level)
+
+    def _diagnostics(self) -> dict[str, tuple[float, str, str]]:
+        out: dict[str, tuple[float, str, str]] = {}
+        for key, b, unit in (("compute", self.compute, "s2"), ("comm", self.comm, "s2"), ("other", self.other, "s2")):
+            out[f"sigma2_{key}"] = (b.sigma2, unit, f"residual variance of the {key} block (per-iteration form)")
+            out[f"df_{key}"] = (b.df, "1", f"residual degrees of freedom of the {key} block")
         return out
+
+    def to_dataset(self) -> xr.Dataset:
+        """The protocol's dataset; attrs say whether K_r and per-scenario K_w were fitted."""
+        ds = super().to_dataset()
+        ds.attrs.update(reduction=int(self.reduction), scenarios=",".join(self.scenarios))
+        return ds
 
 
 def fit_bsp(

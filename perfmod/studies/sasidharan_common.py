@@ -25,6 +25,7 @@ import xarray as xr
 from perfmod.core.io import annotate, write_dataset
 from perfmod.core.paths import host_name, raw_dir
 from perfmod.models.regression import LinearModel, lm
+from perfmod.viz.validation import plot_validation as viz_plot_validation
 
 __all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
            "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
@@ -87,8 +88,10 @@ def model_table(models: Mapping[str, LinearModel]) -> pd.DataFrame:
 def validation_table(model: LinearModel, test: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Measured response, fit and the ``level`` confidence interval per validation run (Tables 4, 7, 12)."""
     pred = model.predict(test, interval="confidence", level=level)
-    out = pd.DataFrame({"measured": test[model.design.response].to_numpy()}, index=test.index)
-    return out.join(pred[["fit", "lower", "upper"]])
+    out = pd.DataFrame({"measured": test[model.design.response].to_numpy(), "fit": pred["predicted"].values,
+                        "lower": pred["lower"].values, "upper": pred["upper"].values}, index=test.index)
+    out.attrs.update(interval="confidence", level=level)
+    return out
 
 
 
@@ -125,15 +128,22 @@ def plot_scatter(frame: pd.DataFrame, x: str, y: str, by: Sequence[str], xlabel:
 
 
 def plot_validation(table: pd.DataFrame, xvals: np.ndarray, xlabel: str, ylabel: str, title: str = "") -> plt.Figure:
-    """Validation runs: measured, fit and its interval against one variable (Figures 5, 9, 13)."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    order = np.argsort(xvals, kind="stable")
-    xs = np.asarray(xvals)[order]
-    t = table.iloc[order]
-    ax.errorbar(xs, t["fit"], yerr=[t["fit"] - t["lower"], t["upper"] - t["fit"]], fmt="o", mfc="none",
-                capsize=3, label="fit, 95 % confidence interval")
-    ax.plot(xs, t["measured"], "kx", label="measured")
-    return _finish(fig, ax, xlabel, ylabel, title, legend_size=8)
+    """Validation runs: measured, fit and its interval against one variable (Figures 5, 9, 13).
+
+    A :func:`validation_table` drawn by :func:`perfmod.viz.validation.plot_validation`.
+    """
+    kind, level = table.attrs.get("interval", "confidence"), table.attrs.get("level", 0.95)
+    ds = xr.Dataset({"y_measured": ("x", table["measured"].to_numpy(float)),
+                     "y_predicted": ("x", table["fit"].to_numpy(float)),
+                     **{f"y_{b}": ("x", table[b].to_numpy(float), {"interval": kind, "level": level})
+                        for b in ("lower", "upper")}},
+                    coords={"x": np.asarray(xvals, dtype=float)}).sortby("x")
+    fig = viz_plot_validation(ds, x="x")
+    ax = fig.axes[0]
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return fig
 
 
 def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
@@ -144,7 +154,8 @@ def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
     ----------
     validations : mapping name -> (validation table, units, long name of the response)
         Each becomes ``<name>_measured``, ``<name>_predicted``, ``<name>_lower``,
-        ``<name>_upper`` over dimension ``<name>_run``.
+        ``<name>_upper`` over dimension ``<name>_run`` (the bounds' attrs give the
+        interval kind and level of :func:`validation_table`).
     tables : mapping name -> (DataFrame, units per column)
         Numeric columns become ``<name>_<column>`` over dimension ``<name>_model``
         (index: model names); columns without units get "1".
@@ -152,12 +163,14 @@ def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
     ds = xr.Dataset()
     for name, (tab, units, long_name) in validations.items():
         dim = f"{name}_run"
+        kind, level = tab.attrs.get("interval", "confidence"), tab.attrs.get("level", 0.95)
         for col, suffix in (("measured", "measured"), ("fit", "predicted"), ("lower", "lower"), ("upper", "upper")):
             what = {"measured": "measured", "predicted": "predicted (model fit)",
-                    "lower": "lower bound of the 95 % confidence interval of",
-                    "upper": "upper bound of the 95 % confidence interval of"}[suffix]
+                    "lower": f"lower bound of the {level:.0%} {kind} interval of",
+                    "upper": f"upper bound of the {level:.0%} {kind} interval of"}[suffix]
+            bound = {"interval": kind, "level": level} if suffix in ("lower", "upper") else {}
             ds[f"{name}_{suffix}"] = xr.DataArray(tab[col].to_numpy(float), dims=dim,
-                                                  attrs={"units": units, "long_name": f"{what} {long_name}"})
+                                                  attrs={"units": units, "long_name": f"{what} {long_name}", **bound})
     for name, (tab, units) in tables.items():
         dim = f"{name}_model"
         ds = ds.assign_coords({dim: [str(i) for i in tab.index]})

@@ -312,24 +312,30 @@ QUANTITY: dict[int, tuple[str, str, str, float]] = {
 def validation_dataset(table: int, level: float = 0.95) -> xr.Dataset:
     """A validation table as a dataset in SI units (``<q>_measured``, ``<q>_predicted``, bounds), dim ``case``.
 
-    Variables: ``<q>_measured``, ``<q>_predicted`` (the printed fit), ``<q>_ci_lower``,
-    ``<q>_ci_upper`` (the printed, confidence, interval), ``<q>_pi_lower``,
-    ``<q>_pi_upper`` (prediction interval rebuilt by :func:`validation_table`);
-    ``q`` is ``t_iter``, ``t_track``, ``power_max`` or ``energy`` (s, s, W, J).
+    Variables: ``<q>_measured``, ``<q>_predicted`` (the printed fit), and
+    ``<q>_lower`` / ``<q>_upper`` over ``case`` and ``interval``: ``confidence``
+    (the printed interval) and ``prediction`` (rebuilt by :func:`validation_table`),
+    ``level`` in their attrs; ``q`` is ``t_iter``, ``t_track``, ``power_max`` or
+    ``energy`` (s, s, W, J).
     """
     g = validation_table(table, level)
     q, long, unit, k = QUANTITY[table]
-    cols = {"measured": "measured", "predicted": "fit", "ci_lower": "lower", "ci_upper": "upper",
-            "pi_lower": "pi_lower", "pi_upper": "pi_upper"}
-    ds = xr.Dataset({f"{q}_{name}": ("case", g[col].to_numpy() * k) for name, col in cols.items()},
-                    coords={"case": g.index.to_numpy()})
-    words = {"measured": "measured", "predicted": "predicted (fit)", "ci_lower": "lower 95 % confidence bound",
-             "ci_upper": "upper 95 % confidence bound", "pi_lower": "lower 95 % prediction bound (rebuilt)",
-             "pi_upper": "upper 95 % prediction bound (rebuilt)"}
-    meta = {f"{q}_{n}": (unit, f"{words[n]} {long}") for n in cols}
-    meta["case"] = ("1", f"row of Table {table}")
-    return annotate(ds, study="sasidharan_published", source=f"{PAPER} Table {table}",
-                    parameters={"table": table, "level": level, "model": VALIDATION[table][0]}, meta=meta)
+    kinds = ["confidence", "prediction"]
+    bounds = {b: np.stack([g[b].to_numpy(), g[f"pi_{b}"].to_numpy()], axis=1) * k for b in ("lower", "upper")}
+    ds = xr.Dataset({f"{q}_measured": ("case", g["measured"].to_numpy() * k),
+                     f"{q}_predicted": ("case", g["fit"].to_numpy() * k),
+                     **{f"{q}_{b}": (("case", "interval"), v) for b, v in bounds.items()}},
+                    coords={"case": g.index.to_numpy(), "interval": kinds})
+    meta = {f"{q}_measured": (unit, f"measured {long}"), f"{q}_predicted": (unit, f"predicted (fit) {long}"),
+            "case": ("1", f"row of Table {table}"),
+            "interval": ("1", "interval kind: confidence (printed), prediction (rebuilt from the printed one)")}
+    for b in ("lower", "upper"):
+        meta[f"{q}_{b}"] = (unit, f"{b} bound of the {level:.0%} interval of {long}")
+    ds = annotate(ds, study="sasidharan_published", source=f"{PAPER} Table {table}",
+                  parameters={"table": table, "level": level, "model": VALIDATION[table][0]}, meta=meta)
+    for b in ("lower", "upper"):
+        ds[f"{q}_{b}"].attrs.update(interval="confidence, prediction (dimension interval)", level=level)
+    return ds
 
 
 def compare_coefficients(model: LinearModel, table: int) -> pd.DataFrame:

@@ -94,16 +94,19 @@ def fit_gol(train: xr.Dataset, nonneg: bool = False, include_oversubscribed: boo
 
 
 def predict_gol(fit: BSPFit, test: xr.Dataset, level: float = 0.95) -> xr.Dataset:
-    """Add ``<q>_predicted`` (and ``_lower``/``_upper``) beside the measured times of ``test``."""
+    """Add ``<q>_predicted``, ``<q>_lower`` and ``<q>_upper`` (prediction interval) beside the measured times."""
     f = _flat(test)
-    pred = fit.predict(f["C"], f["P"], f["I"], f["H"], level)
+    pred = fit.predict({k: f[k] for k in ("C", "P", "I", "H")}, interval="prediction", level=level)
     shape = (test.sizes["case"], test.sizes["nprocs"])
     out = test.copy()
     for q, key in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("total_time", "t_t")):
-        for suffix, src in (("predicted", key), ("lower", f"{key}_lower"), ("upper", f"{key}_upper")):
-            out[f"{q}_{suffix}"] = (("case", "nprocs"), pred[src].reshape(shape),
-                                    {"units": "s", "long_name": f"{suffix} {LONG[q]} ({level:.0%} interval)"
-                                     if suffix != "predicted" else f"predicted {LONG[q]}"})
+        part = pred.sel(component=key)
+        for suffix in ("predicted", "lower", "upper"):
+            attrs = {k: v for k, v in part[suffix].attrs.items() if k in ("interval", "level")}
+            long_name = (f"predicted {LONG[q]}" if suffix == "predicted"
+                         else f"{suffix} bound of the {level:.0%} prediction interval of {LONG[q]}")
+            out[f"{q}_{suffix}"] = (("case", "nprocs"), part[suffix].values.reshape(shape),
+                                    {"units": "s", "long_name": long_name, **attrs})
     for q in ("t_w", "t_c", "total_time"):
         med = out[f"{q}_measured"].median("rep")
         out[f"{q}_error"] = ((out[f"{q}_predicted"] - med) / med).assign_attrs(

@@ -1,2 +1,2 @@
-"""Figures: study plots (:mod:`.plots`), the roofline (:mod:`.roofline`) and regression fits
-(:mod:`.regression`)."""
+"""Figures: measured against predicted with intervals (:mod:`.validation`), study plots (:mod:`.plots`)
+and the roofline (:mod:`.roofline`)."""

@@ -1,4 +1,7 @@
-"""Figures shared by the notebooks (matplotlib; saved as PNG by :func:`save`)."""
+"""Figures shared by the notebooks (matplotlib; saved as PNG by :func:`save`).
+
+Measured against predicted: :func:`perfmod.viz.validation.plot_validation`.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration", "plot_measured_vs_predicted",
-           "plot_event_predictions", "plot_error_by_experiment", "plot_halo_by_rank"]
+__all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration", "plot_error_by_experiment",
+           "plot_halo_by_rank"]
 
 MODE_LABELS = {"intra_socket": "intra-socket", "inter_socket": "inter-socket", "inter_node": "inter-node"}
 
@@ -95,70 +98,6 @@ def plot_calibration(curve: xr.Dataset) -> plt.Figure:
     axr.set_ylabel("residual [%]")
     axr.set_xlabel("message size [B]")
     axr.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-def _rank_axis(ax: plt.Axes, p: np.ndarray, over: np.ndarray, ylabel: str) -> None:
-    """MPI ranks on x (a tick per rank count), oversubscribed rank counts shaded, ``ylabel`` on y."""
-    if over.any():
-        ax.axvspan(p[over].min() - 0.3, p.max() + 0.3, color="grey", alpha=0.12, label="oversubscribed")
-    ax.set_xticks(p)
-    ax.set_xlabel("MPI ranks")
-    ax.set_ylabel(ylabel)
-
-
-def plot_measured_vs_predicted(ds: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "total_time")
-                               ) -> plt.Figure:
-    """Measured (median, min-max bar) and predicted (with interval) time vs ranks, a panel per quantity and case."""
-    cases = list(ds.case.values)
-    fig, axes = plt.subplots(len(cases), len(quantities), figsize=(4 * len(quantities), 3.2 * len(cases)),
-                             squeeze=False)
-    p = ds.nprocs.values
-    for i, case in enumerate(cases):
-        sub = ds.sel(case=case)
-        for j, q in enumerate(quantities):
-            ax = axes[i][j]
-            m = sub[f"{q}_measured"]
-            mean = m.median("rep").values
-            ax.errorbar(p, mean, yerr=[mean - m.min("rep").values, m.max("rep").values - mean], fmt="o",
-                        color="C0", label="measured")
-            ax.plot(p, sub[f"{q}_predicted"], "s--", color="C1", label="predicted")
-            ax.fill_between(p, sub[f"{q}_lower"], sub[f"{q}_upper"], color="C1", alpha=0.2, label="95 % interval")
-            _rank_axis(ax, p, ds.oversubscribed.values, f"{q} [s]")
-            ax.set_title(f"case {case}: {int(sub.ny)} x {int(sub.nx)}, {int(sub.generations)} gen.", fontsize=9)
-            ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def plot_event_predictions(res: xr.Dataset, quantities: tuple[str, ...] = ("t_w", "t_c", "total_time")) -> plt.Figure:
-    """TRITON experiments (Figures 3-4 counterpart): measured and predicted time vs ranks, a row per target event.
-
-    One colour per resolution; the coarse run that gave K_w is circled; oversubscribed rank counts shaded.
-    """
-    events = list(res.event.values)
-    fig, axes = plt.subplots(len(events), len(quantities), figsize=(4 * len(quantities), 2.9 * len(events)),
-                             squeeze=False)
-    p = res.nprocs.values
-    for i, ev in enumerate(events):
-        sub = res.sel(event=ev)
-        for j, q in enumerate(quantities):
-            ax = axes[i][j]
-            for k, f in enumerate(sub.factor.values):
-                s = sub.sel(factor=f)
-                lab = f"{float(s.cell_size):g} m ({int(s.cells):,} cells)"
-                ax.plot(p, s[f"{q}_measured"], "o", color=f"C{k}", label=f"measured, {lab}")
-                ax.plot(p, s[f"{q}_predicted"], "s--", color=f"C{k}", mfc="none", label=f"predicted, {lab}")
-                used = s.used_for_kw.values.astype(bool)
-                ax.plot(p[used], s[f"{q}_measured"].values[used], "o", ms=13, mfc="none", color="k",
-                        label="coarse run (K_w, I)" if k == 0 else None)
-            _rank_axis(ax, p, res.oversubscribed.values, f"{q} [s]")
-            ax.set_yscale("log")
-            ax.set_title(f"target {ev}", fontsize=9)
-            ax.grid(True, alpha=0.3)
-    axes[0][-1].legend(fontsize=6)
     fig.tight_layout()
     return fig
 

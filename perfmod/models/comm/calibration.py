@@ -243,7 +243,7 @@ def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
     for name, lo, hi in zip(names, edges[:-1], edges[1:], strict=True):
         sel = (n > lo) & (n <= hi)
         proto[sel] = name
-        pred[sel] = cal.fits[name].predict(n[sel])
+        pred[sel] = cal.fits[name].predict(n[sel])["predicted"].values
     params = ["alpha", "beta"]
     est = np.array([[cal.fits[p].params[k] for k in params] for p in names])
     se = np.array([[cal.fits[p].stderr[k] for k in params] for p in names])

@@ -9,7 +9,9 @@ Here:
 
 - :func:`fit_postal` (Eq. 1), :func:`fit_maxrate2` (Eq. 3, the short
   protocol) and :func:`fit_maxrate` (Eq. 2 with the Eq. 3 fallback) return a
-  :class:`Fit` with parameters, standard errors and diagnostics;
+  :class:`Fit` with parameters, standard errors and diagnostics, and
+  predictions with delta-method confidence and prediction intervals (the
+  result protocol of :mod:`perfmod.core.results`);
 - :func:`find_breakpoints` finds the protocol thresholds as the breakpoints
   of a piecewise-linear fit of time against size (each segment its own
   alpha and beta; exhaustive search over splits between measured sizes;
@@ -36,6 +38,7 @@ import pandas as pd
 import xarray as xr
 from scipy.optimize import curve_fit
 
+from perfmod.core.results import FitResult, Table, check_interval, interval_bounds, param_series, prediction_dataset
 from perfmod.models.comm.models import maxrate, maxrate2, postal
 
 __all__ = [
@@ -52,9 +55,9 @@ __all__ = [
 UNITS = {"alpha": "s", "beta": "s/B", "r_cb": "B/s", "r_ci": "B/s"}
 
 
-@dataclass(frozen=True)
-class Fit:
-    """A fitted communication model.
+@dataclass(frozen=True, eq=False)
+class Fit(FitResult):
+    """A fitted communication model (the result protocol of :mod:`perfmod.core.results`).
 
     Attributes
     ----------
@@ -62,9 +65,12 @@ class Fit:
         The equation fitted: Eq. 1, Eq. 3 or Eq. 2 of paper 000.
     form : str
         Human-readable form, e.g. ``"3-parameter (Eq. 2)"``.
-    params, stderr : dict
-        Parameters (SI units: alpha s, beta s/B, r_cb and r_ci B/s) and their
-        standard errors.
+    names : tuple of str
+        Parameter names (``alpha``, ``beta``; ``alpha``, ``r_cb``, ``r_ci``).
+    coef : numpy.ndarray
+        Their estimates (SI units: alpha s, beta s/B, r_cb and r_ci B/s); see :attr:`params`.
+    cov : numpy.ndarray
+        Their covariance (curve_fit's, scaled by the residual variance).
     n : int
         Points fitted.
     rss : float
@@ -85,8 +91,9 @@ class Fit:
 
     model: str
     form: str
-    params: dict[str, float]
-    stderr: dict[str, float]
+    names: tuple[str, ...]
+    coef: np.ndarray = field(repr=False)
+    cov: np.ndarray = field(repr=False)
     n: int
     rss: float
     r2: float
@@ -94,16 +101,102 @@ class Fit:
     max_rel_err: float
     fallback: str = ""
     weights: str = "relative"
-    residuals: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+    residuals: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
-    def predict(self, nbytes: Any, k: Any = 1) -> Any:
-        """Model time (s) at ``nbytes`` bytes (and k pairs for the max-rate forms); broadcasts."""
-        p = self.params
+    @property
+    def params(self) -> pd.Series:
+        """Fitted parameters (alpha s, beta s/B, r_cb and r_ci B/s)."""
+        return param_series(self.coef, self.names, UNITS, "estimate")
+
+    @property
+    def stderr(self) -> pd.Series:
+        """Standard errors of :attr:`params`."""
+        return param_series(np.sqrt(np.clip(np.diag(self.cov), 0, None)), self.names, UNITS, "stderr")
+
+    @property
+    def dof(self) -> int:
+        """Residual degrees of freedom, points minus parameters."""
+        return self.n - len(self.names)
+
+    @property
+    def sigma2(self) -> float:
+        """Residual variance of one point: of the relative error (relative weights) or of the time (s^2)."""
+        return self.rss / self.dof
+
+    def _time_and_gradient(self, n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        p = dict(zip(self.names, self.coef, strict=True))
         if self.model == "postal":
-            return postal(nbytes, p["alpha"], p["beta"])
+            return postal(n, p["alpha"], p["beta"]), [np.ones_like(n), n]
         if self.model == "maxrate2":
-            return maxrate2(nbytes, k, p["alpha"], p["beta"])
-        return maxrate(nbytes, k, p["alpha"], p["r_cb"], p["r_ci"])
+            return maxrate2(n, k, p["alpha"], p["beta"]), [np.ones_like(n), k * n]
+        d = p["r_cb"] + (k - 1) * p["r_ci"]
+        return (maxrate(n, k, p["alpha"], p["r_cb"], p["r_ci"]),
+                [np.ones_like(n), -k * n / d**2, -k * n * (k - 1) / d**2])
+
+    def predict(self, x: Any, interval: str | None = None, level: float = 0.95, k: Any = 1) -> xr.Dataset:
+        """Model time at message sizes ``x`` (B), with ``k`` pairs at once for the max-rate forms.
+
+        Parameters
+        ----------
+        x : array_like or xarray.DataArray
+            Message sizes in bytes; a DataArray keeps its dimensions (a sweep
+            broadcasts against ``k``), a 1-d array gives dimension ``point``.
+        interval : {None, "confidence", "prediction"}
+            Delta method: the model's gradient g in its parameters at each
+            point, ``var_mean = g' cov g``; a new observation adds the residual
+            variance (``sigma2 * t^2`` for relative weights, ``sigma2``
+            otherwise); t quantile with ``n - p`` degrees of freedom.  For
+            the postal and 2-parameter forms (linear in the parameters) this is
+            the closed-form interval of (weighted) least squares.
+        level : float
+            Coverage of the interval.
+        k : int or array_like
+            Pairs communicating at once (ignored by the postal form).
+
+        Returns
+        -------
+        xarray.Dataset
+            ``predicted`` one-way time (s), and ``lower`` / ``upper`` with an interval.
+        """
+        check_interval(interval, level)
+        n = x if isinstance(x, xr.DataArray) else xr.DataArray(
+            np.atleast_1d(np.asarray(x, dtype=float)), dims=None if np.ndim(x) > 1 else ("point",))
+        kk = k if isinstance(k, xr.DataArray) else (
+            xr.DataArray(np.asarray(k, dtype=float), dims=n.dims) if np.ndim(k) else xr.DataArray(float(k)))
+        n, kk = xr.broadcast(n.astype(float), kk.astype(float))
+        if np.any(~(n.values > 0)):
+            raise ValueError(f"message sizes must be positive (bytes); got {n.values[~(n.values > 0)][:5].tolist()}")
+        t, grad = self._time_and_gradient(n.values, kk.values)
+        table = Table(pd.DataFrame(), n.dims, n.shape, {c: v.variable for c, v in n.coords.items()})
+        lower = upper = None
+        if interval is not None:
+            g = np.stack([np.asarray(gi, dtype=float) for gi in grad], axis=-1)
+            var_mean = np.einsum("...i,ij,...j->...", g, self.cov, g)
+            new = self.sigma2 * (t**2 if self.weights == "relative" else 1.0)
+            lower, upper = interval_bounds(t, var_mean, new, self.dof, interval, level)
+        return prediction_dataset(table, t, units="s", long_name=f"one-way time ({self.model}, {self.form})",
+                                  lower=lower, upper=upper, interval=interval, level=level,
+                                  attrs={"model": self.model})
+
+    def _diagnostics(self) -> dict[str, tuple[float, str, str]]:
+        rss_unit = "1" if self.weights == "relative" else "s2"
+        return {"n": (self.n, "1", "points fitted"),
+                "rss": (self.rss, rss_unit, f"residual sum of squares ({self.weights} residuals)"),
+                "r2": (self.r2, "1", "coefficient of determination of the times"),
+                "rel_rms": (self.rel_rms, "1", "root mean square relative error"),
+                "max_rel_err": (self.max_rel_err, "1", "largest absolute relative error")}
+
+    def to_dataset(self) -> xr.Dataset:
+        """The protocol's dataset; attrs name the model, form, fallback and weights."""
+        ds = super().to_dataset()
+        ds.attrs.update(model=self.model, form=self.form, fallback=self.fallback, weights=self.weights)
+        return ds
+
+    def summary(self) -> str:
+        """Model and form, then the parameter table and diagnostics."""
+        head = f"{self.model}: {self.form}, {self.weights} weights" + (
+            f" (fallback: {self.fallback})" if self.fallback else "")
+        return head + "\n" + super().summary().split("\n", 1)[1]
 
     def to_series(self) -> pd.Series:
         """Parameters, standard errors (``<name>_se``) and diagnostics as one Series."""
@@ -115,10 +208,9 @@ class Fit:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per parameter: estimate, standard error, relative SE, units."""
-        rows = {k: {"estimate": v, "stderr": self.stderr[k],
-                    "rel_stderr": self.stderr[k] / abs(v) if v else np.nan, "units": UNITS.get(k, "")}
-                for k, v in self.params.items()}
-        df = pd.DataFrame.from_dict(rows, orient="index")
+        p, se = self.params, self.stderr
+        df = pd.DataFrame({"estimate": p, "stderr": se, "rel_stderr": se / p.abs().where(p != 0),
+                           "units": pd.Series(p.attrs["units"])})
         df.index.name = "parameter"
         df.attrs.update(model=self.model, form=self.form, fallback=self.fallback, n=self.n, r2=self.r2,
                         rel_rms=self.rel_rms)
@@ -156,10 +248,8 @@ def _finish(model: str, form: str, names: tuple[str, ...], popt: np.ndarray, pco
     rss = float(np.sum(res**2)) if relative else float(np.sum((t - fitted) ** 2))
     ss_tot = float(np.sum((t - t.mean()) ** 2))
     r2 = 1.0 - float(np.sum((t - fitted) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
-    se = np.sqrt(np.clip(np.diag(pcov), 0, None))
-    return Fit(model, form, dict(zip(names, map(float, popt), strict=True)),
-               dict(zip(names, map(float, se), strict=True)), t.size, rss, r2,
-               float(np.sqrt(np.mean(res**2))), float(np.max(np.abs(res))), fallback,
+    return Fit(model, form, tuple(names), np.asarray(popt, dtype=float), np.asarray(pcov, dtype=float), t.size,
+               rss, r2, float(np.sqrt(np.mean(res**2))), float(np.max(np.abs(res))), fallback,
                "relative" if relative else "absolute", res)
 
 

@@ -6,19 +6,29 @@ the per-cluster fit and the base class that turns it into the result protocol:
 ``params`` / ``stderr`` as pandas Series indexed by term name, ``predict(data,
 interval=None | "confidence" | "prediction", level=0.95)`` returning an
 ``xarray.Dataset`` (``predicted``, and ``lower`` / ``upper`` with an interval),
-``to_dataset()`` and ``summary()``.
+``to_dataset()`` and ``summary()``, built on the shared pieces of
+:mod:`perfmod.core.results`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
+
+from perfmod.core.results import (
+    FitResult,
+    as_table,
+    check_interval,
+    interval_bounds,
+    param_series,
+    per_term_unit,
+    prediction_dataset,
+)
 
 from .errors import MissingParameterError, UnknownParameterError
 from .pool import Term, evaluate_terms
@@ -69,20 +79,11 @@ class ClusterFit:
 
 
 def as_frame(data: Any) -> pd.DataFrame:
-    """Accept a DataFrame, a mapping of arrays/scalars or an xarray Dataset."""
-    if isinstance(data, pd.DataFrame):
-        return data
-    if isinstance(data, xr.Dataset):
-        return data.to_dataframe().reset_index()
-    if isinstance(data, pd.Series):
-        return data.to_frame().T
-    if isinstance(data, Mapping):
-        vals = {k: np.atleast_1d(np.asarray(v)) for k, v in data.items()}
-        return pd.DataFrame(vals)
-    raise TypeError(f"cannot predict from {type(data).__name__}; give a DataFrame, a mapping or an xarray Dataset")
+    """Accept a DataFrame, a mapping of arrays/scalars, a Series (one row) or an xarray Dataset."""
+    return as_table(data).frame
 
 
-class TermModel:
+class TermModel(FitResult):
     """Base of the fitted compute models (subclasses set the inputs and clusters).
 
     Subclasses define ``parameters`` (input column names the user gives),
@@ -136,37 +137,40 @@ class TermModel:
                 out.append(f"c{k}:{t.name(names)}" if multi else t.name(names))
         return out
 
+    def _units(self) -> dict[str, str]:
+        names = self.input_names()
+        multi = len(self.clusters) > 1
+        return {(f"c{k}:{t.name(names)}" if multi else t.name(names)): per_term_unit(self.units, t.name(names))
+                for k, c in enumerate(self.clusters) for t in c.terms}
+
     @property
     def params(self) -> pd.Series:
         """Fitted weights, indexed by term name (units: target units per unit of the term)."""
         vals = np.concatenate([np.asarray(c.coef, dtype=float) for c in self.clusters]) if self.clusters else []
-        s = pd.Series(vals, index=self.term_names(), name="estimate", dtype=float)
-        s.attrs["units"] = f"{self.units} per unit of term"
-        return s
+        return param_series(vals, self.term_names(), self._units(), "estimate")
 
     @property
     def stderr(self) -> pd.Series:
         """Standard errors of :attr:`params` (NaN where unknown)."""
-        vals = []
+        vals: list[float] = []
         for c in self.clusters:
             if c.cov is None:
                 vals.extend([np.nan] * len(c.terms))
             else:
                 vals.extend(np.sqrt(np.clip(np.diag(np.asarray(c.cov, dtype=float)), 0, None)))
-        s = pd.Series(np.asarray(vals, dtype=float), index=self.term_names(), name="stderr")
-        s.attrs["units"] = f"{self.units} per unit of term"
-        return s
+        return param_series(vals, self.term_names(), self._units(), "stderr")
 
-    def predict(self, data: Any, interval: str | None = None, level: float = 0.95,
+    def predict(self, x: Any, interval: str | None = None, level: float = 0.95,
                 strict: bool = True) -> xr.Dataset:
-        """Predicted target for each row of ``data``.
+        """Predicted target for each row of ``x``.
 
         Parameters
         ----------
-        data : DataFrame, mapping or xarray Dataset
+        x : DataFrame, mapping or xarray Dataset
             Columns named like the model's parameters (the target column is ignored).
         interval : {None, "confidence", "prediction"}
-            Interval of the mean response, or of a new observation.
+            Interval of the mean response, or of a new observation (:mod:`perfmod.core.results`;
+            a relative fit's new observation has variance ``sigma^2 predicted^2``).
         level : float
             Coverage of the interval.
         strict : bool
@@ -175,15 +179,13 @@ class TermModel:
         Returns
         -------
         xarray.Dataset
-            Over dimension ``point``: ``predicted`` (target units), ``cluster``,
-            ``extrapolated`` (a parameter outside the training range), and with
-            an interval ``lower`` / ``upper`` (kind and level in attrs).
+            Over dimension ``point`` (or a Dataset input's dimensions): ``predicted``
+            (target units), ``cluster``, ``extrapolated`` (a parameter outside the
+            training range), and with an interval ``lower`` / ``upper``.
         """
-        if interval not in (None, "none", "confidence", "prediction"):
-            raise ValueError(f"interval must be None, 'confidence' or 'prediction', not {interval!r}")
-        if interval == "none":
-            interval = None
-        frame = as_frame(data)
+        check_interval(interval, level)
+        table = as_table(x)
+        frame = table.frame
         X, cl, extra = self._inputs(frame, strict=strict)
         n = len(frame)
         pred = np.full(n, np.nan)
@@ -202,67 +204,48 @@ class TermModel:
                         f"cluster {k} of the {self.method} model has no residual variance (read from a file, or no "
                         "degrees of freedom left); intervals are unavailable")
                 var_mean = np.einsum("ij,jk,ik->i", D, np.asarray(c.cov), D)
-                var = var_mean
-                if interval == "prediction":
-                    var = var_mean + c.sigma2 * (yhat**2 if c.relative else 1.0)
-                half = stats.t.ppf(0.5 + level / 2.0, c.dof) * np.sqrt(np.clip(var, 0, None))
-                lower[rows] = yhat - half
-                upper[rows] = yhat + half
+                lower[rows], upper[rows] = interval_bounds(
+                    yhat, var_mean, c.sigma2 * (yhat**2 if c.relative else 1.0), c.dof, interval, level)
         pred = self._postprocess(pred)
-        coords = {p: ("point", frame[p].to_numpy()) for p in self.parameters if p in frame.columns}
-        ds = xr.Dataset(
-            {
-                "predicted": ("point", pred, {"units": self.units, "long_name": f"predicted {self.target}"}),
-                "cluster": ("point", cl.astype(int), {"units": "1", "long_name": "cluster or segment used"}),
-                "extrapolated": ("point", extra.astype(bool),
-                                 {"units": "1", "long_name": "a parameter lies outside the training range"}),
-            },
-            coords={"point": np.arange(n), **coords},
+        ds = prediction_dataset(
+            table, pred, units=self.units, long_name=self.target, lower=lower, upper=upper, interval=interval,
+            level=level,
+            extra={"cluster": (cl.astype(int), {"units": "1", "long_name": "cluster or segment used"}),
+                   "extrapolated": (extra.astype(bool),
+                                    {"units": "1", "long_name": "a parameter lies outside the training range"})},
             attrs={"method": self.method, "target": self.target,
-                   "n_extrapolated": int(extra.sum()), "n_negative": int(np.sum(pred < 0))},
-        )
-        if interval is not None:
-            for name, arr in (("lower", lower), ("upper", upper)):
-                ds[name] = ("point", arr, {"units": self.units, "long_name": f"{interval} interval {name} bound",
-                                           "interval": interval, "level": level})
-            ds.attrs.update(interval=interval, level=level)
+                   "n_extrapolated": int(extra.sum()), "n_negative": int(np.sum(pred < 0))})
+        if table.dims == ("point",):
+            ds = ds.assign_coords({p: ("point", frame[p].to_numpy()) for p in self.parameters if p in frame.columns})
         return ds
 
     def _postprocess(self, pred: np.ndarray) -> np.ndarray:
         return pred
 
     def to_dataset(self) -> xr.Dataset:
-        """Coefficient table over dimension ``term`` (estimate, stderr, cluster) with fit diagnostics."""
-        names = self.term_names()
-        clus = np.concatenate([[k] * len(c.terms) for k, c in enumerate(self.clusters)]) if names else []
-        ds = xr.Dataset(
-            {
-                "estimate": ("term", self.params.to_numpy(), {"units": f"{self.units} per unit of term",
-                                                              "long_name": "term weight"}),
-                "stderr": ("term", self.stderr.to_numpy(), {"units": f"{self.units} per unit of term",
-                                                            "long_name": "standard error of the weight"}),
-                "cluster": ("term", np.asarray(clus, dtype=int), {"units": "1", "long_name": "cluster of the term"}),
-            },
-            coords={"term": names},
-            attrs={"method": self.method, "target": self.target, "parameters": ",".join(self.parameters),
-                   "n_clusters": len(self.clusters),
-                   "r2": ",".join(f"{c.r2:.6g}" for c in self.clusters),
-                   "r2_adj": ",".join(f"{c.r2_adj:.6g}" for c in self.clusters),
-                   "n_train": ",".join(str(c.n) for c in self.clusters)},
-        )
+        """The protocol's dataset, plus each term's ``cluster`` and per-cluster fit quality."""
+        ds = super().to_dataset()
+        clus = [k for k, c in enumerate(self.clusters) for _ in c.terms]
+        ds["cluster"] = ("parameter", np.asarray(clus, dtype=int), {"units": "1", "long_name": "cluster of the term"})
+        for name, vals, long_name in (("r2", [c.r2 for c in self.clusters], "training R^2"),
+                                      ("r2_adj", [c.r2_adj for c in self.clusters], "training adjusted R^2"),
+                                      ("n_train", [c.n for c in self.clusters], "training rows")):
+            ds[name] = ("cluster_index", np.asarray(vals), {"units": "1", "long_name": f"{long_name} of the cluster"})
+        ds.attrs.update(method=self.method, target=self.target, parameters=",".join(self.parameters),
+                        n_clusters=len(self.clusters))
         return ds
 
     def summary(self) -> str:
         """Readable table of the clusters, their terms, weights and fit quality."""
-        names = self.input_names()
         lines = [f"{self.method} model of {self.target!r} on {self.parameters} ({len(self.clusters)} cluster(s))"]
+        names = iter(self.term_names())
         for k, c in enumerate(self.clusters):
             lines.append(f"cluster {k}: n={c.n}, R^2={c.r2:.4g}, adj. R^2={c.r2_adj:.4g}"
                          + (f", {self._cluster_label(k)}" if self._cluster_label(k) else ""))
             se = (np.sqrt(np.clip(np.diag(c.cov), 0, None)) if c.cov is not None
                   else np.full(len(c.terms), np.nan))
-            for t, b, s in zip(c.terms, c.coef, se, strict=True):
-                lines.append(f"  {t.name(names):<28s} {b: .6e}  (se {s:.2e})")
+            for b, s in zip(c.coef, se, strict=True):
+                lines.append(f"  {next(names):<28s} {b: .6e}  (se {s:.2e})")
         return "\n".join(lines)
 
     def _cluster_label(self, k: int) -> str:

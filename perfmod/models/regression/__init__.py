@@ -9,7 +9,7 @@
 ``gam``, ``compare_with_lm``      penalized-spline GAM of the same variables (statsmodels GLMGam), beside lm
 ``t_comp``, ``t_comm``, ...       Eq. 4-7 responses and Eq. 8-11 energy from per-device timing arrays
 ``PublishedModel``                a published coefficient table as a model that evaluates at given X
-``plots.plot_measured_vs_fit``    measured against predicted with confidence and prediction bars
+``viz.validation``                measured against predicted with intervals (one plot for every study)
 ================================  =====================================================================
 
 Formulas are R's, as the paper writes them: ``time ~ (X1 + I(X1^2)) * X2 * X3``

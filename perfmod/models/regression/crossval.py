@@ -125,9 +125,9 @@ def _run(formula: str, df: pd.DataFrame, splits, log_response: bool) -> CVResult
             m = lm(formula, df.loc[tr], log_response=log_response)
         except DataError as e:
             raise DataError(f"fold {i}: {e}") from None
-        fit = m.predict(df.loc[te])["fit"].to_numpy()
+        fit = m.predict(df.loc[te])["predicted"].to_numpy()
         y = df.loc[te, _raw_response(formula)].to_numpy(float)
-        fit_tr = m.predict()["fit"].to_numpy()
+        fit_tr = m.predict()["predicted"].to_numpy()
         y_tr = df.loc[tr, _raw_response(formula)].to_numpy(float)
         rows.append({"fold": i, "n_train": len(tr), "n_test": len(te), "rse_train": m.rse,
                      "rmse_train": float(np.sqrt(np.mean((y_tr - fit_tr) ** 2))),

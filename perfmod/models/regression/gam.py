@@ -21,13 +21,24 @@ naming the variable, its range and the rows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
+from perfmod.core.results import (
+    FitResult,
+    as_table,
+    check_interval,
+    interval_bounds,
+    param_series,
+    per_term_unit,
+    prediction_dataset,
+)
 from perfmod.models.regression.formula import DataError, FormulaError, as_frame, check_finite
 
 __all__ = ["GAMFit", "gam", "compare_with_lm", "PENALTY_GRID"]
@@ -37,8 +48,8 @@ PENALTY_GRID = tuple(10.0 ** np.arange(-6, 4.5, 0.5))
 
 
 @dataclass
-class GAMFit:
-    """A fitted GAM (what :func:`gam` returns).
+class GAMFit(FitResult):
+    """A fitted GAM (what :func:`gam` returns), with the result protocol of :mod:`perfmod.core.results`.
 
     Attributes
     ----------
@@ -84,19 +95,75 @@ class GAMFit:
         lin = np.column_stack([np.ones(len(df))] + [df[v].to_numpy(float) for v in self.linear])
         return lin, df[list(self.smooth)].to_numpy(float)
 
-    def predict(self, newdata: Any = None, level: float = 0.95) -> pd.DataFrame:
-        """Fitted values with a ``level`` confidence interval: columns ``fit``, ``lower``, ``upper``."""
-        if newdata is None:
+    def _names(self) -> list[str]:
+        out = []
+        for nm in self.results.model.exog_names:
+            smooth = re.fullmatch(r"x(\d+)_s(\d+)", nm)
+            lin = re.fullmatch(r"x(\d+)", nm)
+            if nm == "const":
+                out.append("(Intercept)")
+            elif smooth:
+                out.append(f"s({self.smooth[int(smooth[1])]}).{smooth[2]}")
+            elif lin:
+                out.append(self.linear[int(lin[1]) - 1])
+            else:
+                raise ValueError(f"unexpected GLMGam coefficient name {nm!r}")
+        return out
+
+    def _units(self) -> dict[str, str]:
+        # B-spline basis functions are dimensionless: their weights carry the response's unit
+        return {n: per_term_unit(f"[{self.response}]", n if n in self.linear else "1") for n in self._names()}
+
+    @property
+    def params(self) -> pd.Series:
+        """Coefficients: intercept, linear terms, then each smooth's B-spline weights ``s(<x>).<j>``."""
+        return param_series(np.asarray(self.results.params), self._names(), self._units(), "estimate")
+
+    @property
+    def stderr(self) -> pd.Series:
+        """Standard errors of :attr:`params` (statsmodels' penalized covariance)."""
+        return param_series(np.asarray(self.results.bse), self._names(), self._units(), "stderr")
+
+    @property
+    def df_resid(self) -> float:
+        """Residual degrees of freedom, n - edf."""
+        return float(self.results.df_resid)
+
+    def predict(self, x: Any = None, interval: str | None = None, level: float = 0.95) -> xr.Dataset:
+        """Fitted values at ``x`` (the training data when omitted), with a ``level`` interval.
+
+        Intervals: the mean's standard error from the penalized covariance,
+        ``se^2 = g' Cov g`` for the basis row g, plus ``rse^2`` for a prediction
+        interval; t quantile with n - edf degrees of freedom.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``predicted`` (and ``lower`` / ``upper``) over dimension ``point``
+            (or a Dataset input's dimensions).
+        """
+        check_interval(interval, level)
+        if x is None:
             f = self.results.get_prediction()
-            index = None
+            table = as_table(pd.DataFrame(index=pd.RangeIndex(len(f.predicted_mean))))
         else:
-            df = as_frame(newdata)
-            lin, sm = self._exog(df)
+            table = as_table(x)
+            lin, sm = self._exog(table.frame)
             f = self.results.get_prediction(exog=lin, exog_smooth=sm)
-            index = df.index
-        sf = f.summary_frame(alpha=1 - level)
-        return pd.DataFrame({"fit": sf["mean"].to_numpy(), "lower": sf["mean_ci_lower"].to_numpy(),
-                             "upper": sf["mean_ci_upper"].to_numpy()}, index=index)
+        fit = np.asarray(f.predicted_mean, dtype=float)
+        lower = upper = None
+        if interval is not None:
+            lower, upper = interval_bounds(fit, np.asarray(f.se_mean) ** 2, self.rse**2, self.df_resid, interval,
+                                           level)
+        return prediction_dataset(table, fit, units=f"[{self.response}]", long_name=f"{self.response} (GAM)",
+                                  lower=lower, upper=upper, interval=interval, level=level)
+
+    def _diagnostics(self) -> dict[str, tuple[float, str, str]]:
+        y = f"[{self.response}]"
+        return {"edf": (self.edf, "1", "effective degrees of freedom"),
+                "rss": (self.rss, f"{y}^2", "residual sum of squares"),
+                "rse": (self.rse, y, "residual standard error sqrt(RSS / (n - edf))"),
+                "gcv": (self.gcv, f"{y}^2", "generalized cross-validation score")}
 
     def __repr__(self) -> str:
         return (f"GAMFit({self.response} ~ s({'), s('.join(self.smooth)})"
@@ -196,8 +263,8 @@ def compare_with_lm(formula: str, data: Any, smooth: Sequence[str], linear: Sequ
     if test.empty:
         raise DataError("no held-out row lies inside the GAM's training range; use a larger or grouped split")
     y = test[g.response].to_numpy(float)
-    p_lm = m.predict(test)["fit"].to_numpy()
-    p_gam = g.predict(test)["fit"].to_numpy()
+    p_lm = m.predict(test)["predicted"].to_numpy()
+    p_gam = g.predict(test)["predicted"].to_numpy()
     rel = np.abs(p_lm - p_gam) / np.abs(p_gam)
     common = {"n_validation": len(test), "n_outside": int((~inside).sum()), "max_rel_diff": float(rel.max()),
               "median_rel_diff": float(np.median(rel))}

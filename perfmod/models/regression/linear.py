@@ -27,6 +27,15 @@ import pandas as pd
 import xarray as xr
 from scipy import linalg, stats
 
+from perfmod.core.results import (
+    FitResult,
+    as_table,
+    check_interval,
+    interval_bounds,
+    param_series,
+    per_term_unit,
+    prediction_dataset,
+)
 from perfmod.models.regression.formula import DataError, Design, FormulaError, build_design, design_matrix
 from perfmod.models.regression.rformat import format_summary
 
@@ -38,8 +47,12 @@ ALIAS_TOL = 1e-7
 
 
 @dataclass
-class LinearModel:
-    """A fitted linear model (what :func:`lm` returns).
+class LinearModel(FitResult):
+    """A fitted linear model (what :func:`lm` returns), with the result protocol of :mod:`perfmod.core.results`.
+
+    ``params`` / ``stderr`` are :attr:`coef` and its standard errors with
+    units in brackets (``[time]/[X1]``: the data carry no units);
+    ``predict`` has R's closed-form intervals.
 
     Attributes
     ----------
@@ -102,10 +115,33 @@ class LinearModel:
     def has_intercept(self) -> bool:
         return "(Intercept)" in self.coef.index
 
+    def _units(self) -> dict[str, str]:
+        return {c: per_term_unit(f"[{self.design.response}]", c) for c in self.coef.index}
+
+    @property
+    def params(self) -> pd.Series:
+        """The estimates (:attr:`coef`) with units ``[response]/[term]``."""
+        return param_series(self.coef.to_numpy(), self.coef.index, self._units(), "estimate")
+
     @property
     def stderr(self) -> pd.Series:
         """Standard errors of the estimates."""
-        return pd.Series(self.rse * np.sqrt(np.diag(self.cov_unscaled.to_numpy())), index=self.coef.index)
+        return param_series(self.rse * np.sqrt(np.diag(self.cov_unscaled.to_numpy())), self.coef.index,
+                            self._units(), "stderr")
+
+    def _diagnostics(self) -> dict[str, tuple[float, str, str]]:
+        y = f"[{self.design.response}]"
+        return {"nobs": (self.nobs, "1", "observations"), "df_resid": (self.df_resid, "1", "residual df"),
+                "rss": (self.rss, f"{y}^2", "residual sum of squares"),
+                "rse": (self.rse, y, "residual standard error"), "r2": (self.r2, "1", "multiple R^2"),
+                "adj_r2": (self.adj_r2, "1", "adjusted R^2"), "fstat": (self.fstat, "1", "F statistic"),
+                "f_pvalue": (self.f_pvalue, "1", "p-value of the F test")}
+
+    def to_dataset(self) -> xr.Dataset:
+        """The protocol's dataset; attrs name the formula and whether the response is logged."""
+        ds = super().to_dataset()
+        ds.attrs.update(formula=self.formula, log_response=int(self.log_response))
+        return ds
 
     @property
     def fvalue(self) -> float:
@@ -143,24 +179,24 @@ class LinearModel:
     # ---- prediction ------------------------------------------------------------------------------
     def predict(
         self,
-        newdata: Any = None,
-        interval: Literal["none", "confidence", "prediction"] = "none",
+        x: Any = None,
+        interval: Literal["confidence", "prediction"] | None = None,
         level: float = 0.95,
         scale: Literal["original", "model"] | None = None,
         se_fit: bool = False,
-    ) -> pd.DataFrame:
-        """Predictions with 95 % (or ``level``) intervals, like R's ``predict(m, newdata, interval=)``.
+    ) -> xr.Dataset:
+        """Predictions with ``level`` intervals, like R's ``predict(m, newdata, interval=)``.
 
         Parameters
         ----------
-        newdata : DataFrame, xarray.Dataset or mapping, optional
-            Values of the right-hand side's variables; the training data when omitted.
-            A Dataset may hold them as data variables or coordinates (a sweep grid):
-            the result is then a Dataset over the same dimensions.
-        interval : {"none", "confidence", "prediction"}
+        x : DataFrame, xarray.Dataset or mapping, optional
+            Values of the right-hand side's variables (R's ``newdata``); the training data
+            when omitted.  A Dataset may hold them as data variables or coordinates (a
+            sweep grid): the result is then over the same dimensions.
+        interval : {None, "confidence", "prediction"}
             ``confidence``: interval of the mean response at x,
             fit +- t * s * sqrt(x'(X'X)^-1 x); ``prediction``: interval of a new
-            observation, fit +- t * s * sqrt(1 + x'(X'X)^-1 x).
+            observation, fit +- t * s * sqrt(1 + x'(X'X)^-1 x); t with the residual df.
         level : float
             Coverage, 0.95 by default.
         scale : {"original", "model"}, optional
@@ -168,41 +204,32 @@ class LinearModel:
             fit and bounds (median and interval in response units), ``model`` the
             log scale.  Ignored otherwise.
         se_fit : bool
-            Add the column ``se_fit``, s * sqrt(x'(X'X)^-1 x) (model scale).
+            Add the variable ``se_fit``, s * sqrt(x'(X'X)^-1 x) (model scale).
 
         Returns
         -------
-        pandas.DataFrame or xarray.Dataset
-            ``fit`` (and ``lower``, ``upper`` with an interval), indexed like ``newdata``.
+        xarray.Dataset
+            ``predicted`` (and ``lower``, ``upper`` with an interval) over dimension
+            ``point`` (coordinate: the rows' index) or a Dataset input's dimensions.
         """
-        if isinstance(newdata, xr.Dataset):
-            frame = newdata.to_dataframe()
-            res = self.predict(frame.reset_index(), interval, level, scale, se_fit)
-            res.index = frame.index
-            out = res.to_xarray()
-            for v in out.data_vars:
-                out[v].attrs["long_name"] = f"{v} of {self.design.response} ({self.formula})"
-            return out
-        if interval not in ("none", "confidence", "prediction"):
-            raise ValueError(f"interval must be 'none', 'confidence' or 'prediction', not {interval!r}")
-        if not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level}")
-        X = self.design.X if newdata is None else design_matrix(self.design, newdata)
-        x = X.to_numpy(dtype=float)
-        fit = x @ self.coef.to_numpy()
-        out = pd.DataFrame({"fit": fit}, index=X.index)
-        h = np.einsum("ij,jk,ik->i", x, self.cov_unscaled.to_numpy(), x)
-        se = self.rse * np.sqrt(h)
-        if interval != "none":
-            q = stats.t.ppf(0.5 + level / 2, self.df_resid)
-            half = q * (se if interval == "confidence" else np.sqrt(se**2 + self.rse**2))
-            out["lower"] = fit - half
-            out["upper"] = fit + half
+        check_interval(interval, level)
+        table = as_table(self.design.X if x is None else x)
+        X = self.design.X if x is None else design_matrix(self.design, table.frame)
+        xm = X.to_numpy(dtype=float)
+        fit = xm @ self.coef.to_numpy()
+        se = self.rse * np.sqrt(np.einsum("ij,jk,ik->i", xm, self.cov_unscaled.to_numpy(), xm))
+        lower = upper = None
+        if interval is not None:
+            lower, upper = interval_bounds(fit, se**2, self.rse**2, self.df_resid, interval, level)
+        response = self.design.response
         if self.log_response and (scale or "original") == "original":
-            out = np.exp(out)
-        if se_fit:
-            out["se_fit"] = se
-        return out
+            fit, lower, upper = (None if v is None else np.exp(v) for v in (fit, lower, upper))
+            response = response[len("log("):-1]
+        extra = {"se_fit": (se, {"units": f"[{self.design.response}]",
+                                 "long_name": "standard error of the fit (model scale)"})} if se_fit else None
+        return prediction_dataset(table, fit, units=f"[{response}]", long_name=f"{response} ({self.formula})",
+                                  lower=lower, upper=upper, interval=interval, level=level, extra=extra,
+                                  attrs={"formula": self.formula})
 
     def statsmodels(self) -> Any:
         """The same fit as a statsmodels ``OLSResults`` (for its diagnostics), built once."""
