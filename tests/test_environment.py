@@ -56,3 +56,23 @@ def test_environment_pins_python_311():
     env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     assert "python=3.11" in env["dependencies"]
 
+
+
+# import name of each library dependency, where it differs from the distribution name
+IMPORT_NAMES = {"scikit-learn": "sklearn", "tomli-w": "tomli_w", "h5netcdf[h5py]": "h5netcdf"}
+
+
+def test_every_library_dependency_is_used():
+    data = tomllib.loads((repo_root() / "pyproject.toml").read_text())
+    source = "\n".join(p.read_text() for p in (repo_root() / "perfmod").rglob("*.py"))
+    unused = []
+    for spec in data["project"]["dependencies"]:
+        name, _ = _split(spec)
+        mod = IMPORT_NAMES.get(name, name.replace("-", "_"))
+        if mod == "h5netcdf":
+            used = '"h5netcdf"' in source  # used as xarray's netCDF engine
+        else:
+            used = re.search(rf"^\s*(import|from) {re.escape(mod)}\b", source, re.M) is not None
+        if not used:
+            unused.append(name)
+    assert not unused, f"declared in pyproject.toml but never imported by perfmod: {unused}"
