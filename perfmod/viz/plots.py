@@ -7,12 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
 
 __all__ = ["save", "plot_model_curves", "plot_weak_scaling", "plot_calibration", "plot_error_by_experiment",
            "plot_halo_by_rank"]
