@@ -19,6 +19,10 @@ The poster sweeps 1 to 4 nodes (4 ranks per node on Lassen, 2 on Bridges).
 It publishes prediction errors (iteration time 6-7 % on Lassen, 1-2 % on
 Bridges; allreduce 1-17 %, halo 9 % on Lassen; kernels 8-10 % / 2-6 %),
 not the times themselves, so there are no absolute numbers to compare with.
+
+Study contract (notebook ``notebooks/choi2019_minife.ipynb``): :func:`run`
+returns the dataset the notebook writes, :func:`figures` draws its figures
+from that dataset alone.
 """
 
 from __future__ import annotations
@@ -31,13 +35,20 @@ import xarray as xr
 
 from perfmod.apps.exchange import DOUBLE
 from perfmod.apps.registry import analytic_comm, app_kernels
+from perfmod.core.io import annotate
 from perfmod.machine.platforms import load
 from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import end_to_end
 from perfmod.models.roofline import load_devices, predict
 from perfmod.studies.choi2020_end_to_end import ITERATIONS, paper_overhead
 
-__all__ = ["DOTS_PER_ITERATION", "cg_iteration", "plot_cg_iteration"]
+__all__ = ["STUDY", "SOURCE", "DOTS_PER_ITERATION", "run", "figures", "cg_iteration", "plot_cg_iteration"]
+
+STUDY = "choi2019_minife"
+"""Study name: the notebook ``notebooks/choi2019_minife.ipynb`` and the dataset's ``study`` attribute."""
+
+SOURCE = "model: 002 §1-3 (recursive-doubling allreduce, halo exchange, QRoof, overheads 820/1001 us)"
+"""The dataset's ``source`` attribute."""
 
 DOTS_PER_ITERATION = 2  # dot -> waxpby -> matvec -> dot -> waxpby -> waxpby (000 §4.2)
 
@@ -89,6 +100,47 @@ def cg_iteration(
     ds["nodes"].attrs.update(units="1", long_name="nodes")
     ds["kernel"].attrs.update(units="1", long_name="kernel")
     return ds
+
+
+def run(
+    platforms: Sequence[str] = ("lassen", "bridges"),
+    nodes: Sequence[int] = (1, 2, 3, 4),
+    halo_model: str = "postal",
+    box: int = 200,
+) -> xr.Dataset:
+    """The study's dataset: :func:`cg_iteration` with its provenance.
+
+    Parameters
+    ----------
+    platforms : sequence of str
+        Platforms of the poster (``data/platforms``).
+    nodes : sequence of int
+        Node counts (poster Figures 2 and 3: 1 to 4).
+    halo_model : str
+        Point-to-point model of the halo exchange (002 §1.2: latency-bandwidth, ``"postal"``).
+    box : int
+        MiniFE elements per rank and dimension (000 §4.2: 200).
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of :func:`cg_iteration` (times in s) with the global
+        attributes of :func:`perfmod.core.io.provenance_attrs`.
+    """
+    ds = cg_iteration(platforms, nodes, halo_model, box)
+    return annotate(ds, study=STUDY, source=SOURCE,
+                    parameters=dict(platforms=platforms, nodes=nodes, halo_model=halo_model, box=box))
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures, drawn from the dataset of :func:`run` alone.
+
+    Returns
+    -------
+    dict of str to matplotlib.figure.Figure
+        ``cg_iteration``: :func:`plot_cg_iteration`.
+    """
+    return {"cg_iteration": plot_cg_iteration(ds)}
 
 
 def plot_cg_iteration(ds: xr.Dataset) -> plt.Figure:

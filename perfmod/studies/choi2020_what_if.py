@@ -13,6 +13,11 @@ Lassen ranks (the configuration of §6).
 
 Both sweeps are dimensions of the returned datasets (``gpus_per_node`` x
 ``model``; ``device``), built by broadcasting.
+
+Study contract (notebook ``notebooks/choi2020_what_if.ipynb``): :func:`run`
+returns both sweeps in one dataset, the Figure 14 variables prefixed ``fat_``
+(model dimension ``fat_model``), the Figure 15 ones ``dev_``; :func:`split`
+gives the two sweeps back and :func:`figures` draws from the dataset alone.
 """
 
 from __future__ import annotations
@@ -25,14 +30,21 @@ import numpy as np
 import xarray as xr
 
 from perfmod.apps.registry import app_kernels, exchange, kmodel_counts
+from perfmod.core.io import annotate
 from perfmod.machine.platforms import load
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.endtoend import end_to_end
 from perfmod.models.roofline import devices_dataset, get_device, predict, scale_device
 from perfmod.studies.choi2020_end_to_end import paper_overhead
 
-__all__ = ["DEVICE_VARIANTS", "gpus_per_node_sweep", "device_variants", "device_sweep", "plot_gpus_per_node",
-           "plot_device_sweep"]
+__all__ = ["STUDY", "SOURCE", "DEVICE_VARIANTS", "run", "split", "figures", "gpus_per_node_sweep", "device_variants",
+           "device_sweep", "plot_gpus_per_node", "plot_device_sweep"]
+
+STUDY = "choi2020_what_if"
+"""Study name: the notebook ``notebooks/choi2020_what_if.ipynb`` and the dataset's ``study`` attribute."""
+
+SOURCE = "model: 000 §6 what-if studies (Tables 2-4 Lassen parameters, QRoof on algorithmic MiniFE counts)"
+"""The dataset's ``source`` attribute."""
 
 DEVICE_VARIANTS: dict[str, dict[str, float]] = {
     "A": {"flops": 2.0},
@@ -103,15 +115,88 @@ def device_sweep(base: str = "Tesla V100", app: str = "minife", platform: str = 
     return out
 
 
+def run(
+    gpus_per_node: Sequence[int] = (1, 2, 4, 8, 16),
+    total_gpus: int = 256,
+    platform: str = "lassen",
+    models: Sequence[str] = ("postal", "maxrate"),
+    base_device: str = "Tesla V100",
+) -> xr.Dataset:
+    """The study's dataset: both what-if sweeps of MiniFE with their provenance.
+
+    Parameters
+    ----------
+    gpus_per_node : sequence of int
+        Figure 14 sweep; each must divide ``total_gpus``.
+    total_gpus : int
+        GPUs (one rank each) in total; also the rank count of the Figure 15
+        communication (000 §6: traces at 256 processes).
+    platform : str
+        Network parameters (000 §6.1: Lassen).
+    models : sequence of str
+        Communication models of Figure 14.
+    base_device : str
+        Device the variants A-D are derived from, and the kernel device of
+        Figure 14 (000 §6.2: Tesla V100).
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`gpus_per_node_sweep` with every variable prefixed ``fat_`` and
+        ``model`` renamed ``fat_model``, :func:`device_sweep` with every
+        variable prefixed ``dev_``; times in s; provenance attributes.
+    """
+    fat = gpus_per_node_sweep(gpus_per_node, total_gpus, platform, models, device=base_device)
+    dev = device_sweep(base_device, nprocs=total_gpus, platform=platform)
+    ds = xr.merge([
+        fat.rename({v: f"fat_{v}" for v in fat.data_vars}).rename({"model": "fat_model"}),
+        dev.rename({v: f"dev_{v}" for v in dev.data_vars}),
+    ])
+    return annotate(ds, study=STUDY, source=SOURCE,
+                    parameters=dict(gpus_per_node=gpus_per_node, total_gpus=total_gpus, platform=platform,
+                                    models=models, base_device=base_device))
+
+
+def split(ds: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
+    """The two sweeps of a :func:`run` dataset, with their original names.
+
+    Returns
+    -------
+    (xarray.Dataset, xarray.Dataset)
+        Figure 14 (:func:`gpus_per_node_sweep`: over ``gpus_per_node`` and
+        ``model``) and Figure 15 (:func:`device_sweep`: over ``device`` and
+        ``kernel``).
+    """
+    fat_vars = [v for v in ds.data_vars if str(v).startswith("fat_")]
+    dev_vars = [v for v in ds.data_vars if str(v).startswith("dev_")]
+    fat = ds[fat_vars].rename({v: str(v).removeprefix("fat_") for v in fat_vars}).rename({"fat_model": "model"})
+    dev = ds[dev_vars].rename({v: str(v).removeprefix("dev_") for v in dev_vars})
+    return fat.drop_attrs(deep=False), dev.drop_attrs(deep=False)
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures, drawn from the dataset of :func:`run` alone.
+
+    Returns
+    -------
+    dict of str to matplotlib.figure.Figure
+        ``gpus_per_node`` (Figure 14, :func:`plot_gpus_per_node`) and
+        ``devices`` (Figure 15, :func:`plot_device_sweep`).
+    """
+    fat, dev = split(ds)
+    return {"gpus_per_node": plot_gpus_per_node(fat), "devices": plot_device_sweep(dev)}
+
+
 def plot_gpus_per_node(ds: xr.Dataset) -> plt.Figure:
     """Figure 14 counterpart: communication (left) and iteration time (right) against GPUs per node."""
+    total = sorted({int(g * n) for g, n in zip(ds["gpus_per_node"].values, ds["nodes"].values, strict=True)})
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
     for model in ds["model"].values:
         a.plot(ds["gpus_per_node"], ds["t_comm"].sel(model=model) * 1e6, marker="o", label=str(model))
         b.plot(ds["gpus_per_node"], ds["t_iter_predicted"].sel(model=model) * 1e3, marker="o", label=str(model))
     for ax, label in ((a, "communication per iteration (us)"), (b, "time per iteration (ms)")):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("GPUs per node (256 GPUs in total)")
+        ax.set_xlabel(f"GPUs per node ({', '.join(map(str, total))} GPUs in total)")
         ax.set_ylabel(label)
         ax.legend()
     b.set_ylim(bottom=0)
