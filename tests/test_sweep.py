@@ -53,7 +53,7 @@ def test_sweep_records_a_killed_point_and_resume_reruns_only_it(tmp_path):
     assert ds.sizes["a"] == 2 and ds.sizes["zip"] == 2
     assert (ds.status.sel(zip=0) == "ok").all() and (ds.status.sel(zip=1) == "failed").all()
     assert ds.error.sel(zip=1, a=1.0).item()  # the kernel's death is named
-    assert np.allclose(ds.y.sel(zip=0).isel(x=slice(0, 2)).values, [[1, 1], [2, 3]])  # y = a x + 1
+    assert np.allclose(ds.y.sel(zip=0).isel(x=slice(0, 2)).values, [[1, 2], [1, 3]])  # y = a x + 1 (rows: a)
     assert np.isnan(ds.y.sel(zip=1)).all()  # failed points are NaN, not dropped
     assert (tmp_path / "sw" / "sweep.nc").is_file()
     done = {d: (d / "status.json").stat().st_mtime_ns for d in (tmp_path / "sw").iterdir() if d.is_dir()}
