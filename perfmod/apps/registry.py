@@ -55,8 +55,6 @@ def _rpn_of(platform: Any, ranks_per_node: int | None) -> int:
     if platform is None:
         raise ValueError("give a platform (name or object with ranks_per_node) or ranks_per_node")
     if isinstance(platform, str):
-        from perfmod.machine.platforms import load
-
         platform = load(platform)
     if not hasattr(platform, "ranks_per_node"):
         raise ValueError(f"platform {platform!r} has no ranks_per_node")
