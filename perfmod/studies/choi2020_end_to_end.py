@@ -26,7 +26,7 @@ from perfmod.apps.traces import synthetic
 from perfmod.core.paperdata import read_table
 from perfmod.machine.platforms import load
 from perfmod.models.endtoend import comm_from_replay, end_to_end
-from perfmod.models.roofline import load_devices, predict
+from perfmod.models.roofline import predict, read_devices
 from perfmod.replay import replay
 from perfmod.studies.choi2020_comm import nprocs_for, weak_scaling_comm
 
@@ -51,7 +51,7 @@ def kernel_predictions(apps: Sequence[str], devices: Sequence[str] = ("Tesla V10
         Over (``kernel``, ``device``), ``kernel`` labelled ``"<app>.<KERNEL>"``
         with the coordinates ``kernel_app`` and ``kernel_name`` along it.
     """
-    table = load_devices(*extra_devices)
+    table = read_devices(*extra_devices)
     parts = []
     for app in apps:
         pred = predict(app_kernels(app), table, devices)
@@ -82,7 +82,7 @@ def per_iteration(
     """
     comm = weak_scaling_comm(apps, platforms, nodes, models, progress=progress)
     gpus = {p: load(p).gpu for p in platforms}
-    table = load_devices()
+    table = read_devices()
     kern = np.zeros((len(apps), len(platforms)))
     for a, app in enumerate(apps):
         pred = predict(app_kernels(app), table, sorted(set(gpus.values())))
