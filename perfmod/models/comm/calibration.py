@@ -42,7 +42,7 @@ import xarray as xr
 
 from perfmod.core.io import read_dataset
 from perfmod.core.paths import platforms_dir, repo_root
-from perfmod.machine.platforms import MODES, Platform, from_dict, save
+from perfmod.machine.platforms import MODES, Platform, from_dict, write
 from perfmod.models.comm.fitting import Fit, fit_maxrate, fit_maxrate2, fit_protocols, segment_bic
 
 __all__ = ["Calibration", "median_curve", "calibrate", "calibration_dataset"]
@@ -219,7 +219,7 @@ def calibrate(
     plat = from_dict(d)
     path = platforms_dir() / f"{name}.toml" if out is _DEFAULT else out
     if path is not None:
-        path = save(plat, path)
+        path = write(plat, path)
     return Calibration(plat, fits, breaks, maxrate, bic, mode, Path(path) if path is not None else None)
 
 
