@@ -15,7 +15,7 @@ import numpy as np
 
 from perfmod.apps.traces import synthetic
 from perfmod.core.io import write_dataset
-from perfmod.replay.costs import REPLAY_MODELS
+from perfmod.models.comm.registry import model_names
 from perfmod.replay.engine import ReplayError, replay
 from perfmod.trace import read_trace
 
@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="trace file in any format perfmod.trace.read_trace reads (.npz, DUMPI, OTF2, TIT)")
     src.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="e.g. jacobi2d:1536:100")
     ap.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
-    ap.add_argument("--model", default="kmodel", choices=REPLAY_MODELS)
+    ap.add_argument("--model", default="kmodel", choices=model_names())
     ap.add_argument("--mapping", default="block", choices=("block", "round_robin"))
     ap.add_argument("--unknown", default="skip", choices=("skip", "error"), help="unknown MPI calls")
     ap.add_argument("-o", "--output", help="write the per-rank dataset here (netCDF)")

@@ -43,7 +43,8 @@ import xarray as xr
 from perfmod.core.io import read_dataset
 from perfmod.core.paths import platforms_dir, repo_root
 from perfmod.machine.platforms import MODES, Platform, from_dict, write
-from perfmod.models.comm.fitting import Fit, fit_maxrate, fit_maxrate2, fit_protocols, segment_bic
+from perfmod.models.comm.fitting import Fit, fit_protocols, segment_bic
+from perfmod.models.comm.registry import comm_model
 
 __all__ = ["Calibration", "median_curve", "calibrate", "calibration_dataset"]
 
@@ -132,7 +133,7 @@ def _maxrate(ds: xr.Dataset, ks: list[int], edges: list[float], fits: dict[str, 
         sel = (n > edges[i]) & (n <= edges[i + 1])
         nn, kk = np.meshgrid(n[sel], ks)
         tt = med.isel(msg_bytes=np.flatnonzero(sel)).values
-        fitter = fit_maxrate2 if proto == "short" else fit_maxrate
+        fitter = comm_model("maxrate").fitters[proto]
         out[proto] = fitter(nn.ravel(), kk.ravel(), tt.ravel())
     return out
 

@@ -36,7 +36,7 @@ import pandas as pd
 import xarray as xr
 from scipy.optimize import curve_fit
 
-from perfmod.models.comm.models import maxrate, maxrate2, postal
+from perfmod.models.comm.models import FORMULAS, evaluate, maxrate, maxrate2, postal
 
 __all__ = [
     "Fit",
@@ -98,12 +98,7 @@ class Fit:
 
     def predict(self, nbytes: Any, k: Any = 1) -> Any:
         """Model time (s) at ``nbytes`` bytes (and k pairs for the max-rate forms); broadcasts."""
-        p = self.params
-        if self.model == "postal":
-            return postal(nbytes, p["alpha"], p["beta"])
-        if self.model == "maxrate2":
-            return maxrate2(nbytes, k, p["alpha"], p["beta"])
-        return maxrate(nbytes, k, p["alpha"], p["r_cb"], p["r_ci"])
+        return evaluate(FORMULAS[self.model], nbytes, k, self.params)
 
     def to_series(self) -> pd.Series:
         """Parameters, standard errors (``<name>_se``) and diagnostics as one Series."""
