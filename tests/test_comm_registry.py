@@ -117,6 +117,17 @@ def test_a_new_model_with_the_kmodel_k_rule_replays_like_the_kmodel():
     assert "kmodel_twin" not in model_names() and "maxrate" in param_tables()  # a shipped table stays
 
 
+def test_a_model_that_restates_a_shipped_table_leaves_it_on_unregister():
+    register(CommModel("postal_twin", "postal", dict.fromkeys(PROTOCOLS, postal),
+                       params=dict.fromkeys(PROTOCOLS, ("alpha", "beta"))))
+    try:
+        np.testing.assert_array_equal(message_time(SIZES, "inter_node", SUMMIT, model="postal_twin"),
+                                      message_time(SIZES, "inter_node", SUMMIT, model="postal"))
+    finally:
+        unregister("postal_twin")
+    assert "postal" in param_tables() and "postal_twin" not in model_names()
+
+
 @pytest.mark.parametrize(("entry", "match"), [
     (CommModel("postal", "postal", dict.fromkeys(PROTOCOLS, postal)), "registered already"),
     (CommModel("bad", "postal", dict.fromkeys(PROTOCOLS, maxrate), k="default"),

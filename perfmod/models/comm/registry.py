@@ -97,6 +97,7 @@ class CommModel:
 
 
 _MODELS: dict[str, CommModel] = {}
+_ADDED_TABLES: set[str] = set()  # parameter tables register() added to the platforms
 
 
 def _check(m: CommModel) -> None:
@@ -132,17 +133,21 @@ def register(model: CommModel, replace: bool = False) -> CommModel:
         raise ValueError(f"communication model {model.name!r} is registered already")
     _check(model)
     if model.params is not None:
+        new = model.table not in param_tables()
         add_param_table(model.table, model.params)
+        if new:
+            _ADDED_TABLES.add(model.table)
     _MODELS[model.name] = model
     return model
 
 
 def unregister(name: str) -> None:
-    """Remove a model added by :func:`register`, and the parameter table it brought."""
+    """Remove a model added by :func:`register`, and the parameter table it brought when no other model reads it."""
     m = comm_model(name)
     del _MODELS[name]
-    if m.params is not None and not any(o.table == m.table for o in _MODELS.values()):
+    if m.table in _ADDED_TABLES and not any(o.table == m.table for o in _MODELS.values()):
         remove_param_table(m.table)
+        _ADDED_TABLES.discard(m.table)
 
 
 def comm_model(name: str) -> CommModel:
