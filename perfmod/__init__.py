@@ -29,7 +29,7 @@ API: dict[str, dict[str, str]] = {
     "machine": {
         "load_platform": "perfmod.machine.platforms:load",
         "Platform": "perfmod.machine.platforms",
-        "load_devices": "perfmod.machine.devices",
+        "read_devices": "perfmod.machine.devices",
     },
     "traces": {
         "Trace": "perfmod.trace.core",

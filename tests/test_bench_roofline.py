@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 from perfmod.apps.registry import app_kernels
-from perfmod.models.roofline import devices_dataset, load_devices, predict, qroof_time
+from perfmod.models.roofline import devices_dataset, predict, qroof_time, read_devices
 
 
 @pytest.mark.bench
@@ -17,7 +17,7 @@ def test_bench_predict_sweep(benchmark):
     kernels = pd.concat({a: app_kernels(a) for a in ("jacobi2d", "minife", "minimd")})
     kernels.index = [f"{a}.{k}" for a, k in kernels.index]
     kernels.index.name = "kernel"
-    devs = devices_dataset(load_devices())
+    devs = devices_dataset(read_devices())
     factor = xr.DataArray(np.geomspace(0.25, 4, 1000), dims="bw_factor")
     devs["GBSEC - DRAM"] = devs["GBSEC - DRAM"] * factor
     pred = benchmark(predict, kernels, devs)
@@ -29,7 +29,7 @@ def test_bench_predict_sweep(benchmark):
 def test_bench_qroof_time_arrays(benchmark):
     rng = np.random.default_rng(0)
     n = 1_000_000
-    dev = dict(load_devices()["Tesla V100"])
+    dev = dict(read_devices()["Tesla V100"])
     t = benchmark(qroof_time, rng.uniform(1e6, 1e9, n), rng.uniform(1e6, 1e9, n), "fp_64", 0.75,
                   rng.uniform(0.1, 0.5, n), rng.uniform(0.0, 0.4, n), dev)
     assert t.shape == (n,) and np.all(t > 0)

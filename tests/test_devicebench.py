@@ -8,7 +8,7 @@ import pytest
 from perfmod.core.io import check_conventions
 from perfmod.measure.bench import devicebench as db
 from perfmod.measure.bench.xp import BackendUnavailable, array_module, cupy_available, synchronize, to_host
-from perfmod.models.roofline import DEVICE_COLUMNS, load_devices
+from perfmod.models.roofline import DEVICE_COLUMNS, read_devices
 
 SMALL = {"dram": 4096, "dram_inner": 1, "l2": 1024, "l2_inner": 2, "fma": 256, "fma_iters": 4}
 
@@ -54,7 +54,7 @@ def test_device_row_is_work_over_median_time():
 def test_device_csv_round_trip_through_the_roofline_loader(tmp_path):
     ds = db.measure_devices("numpy", reps=2, sizes=SMALL, write=False)
     path = db.write_device_csv(ds, "local-cpu", tmp_path / "local.csv")
-    table = load_devices(path, include_default=False)
+    table = read_devices(path, include_default=False)
     row = db.device_row(ds)
     for c in DEVICE_COLUMNS:
         assert table["local-cpu"][c] == pytest.approx(row[c], rel=1e-5)
@@ -93,5 +93,5 @@ def test_command_line_writes_dataset_and_device_row(tmp_path, capsys):
     out = tmp_path / "cli.nc"
     assert db.main(["--reps", "2", "--sizes", json.dumps(SMALL), "--out", str(out)]) == 0
     assert out.exists()
-    table = load_devices(out.with_suffix(".csv"), include_default=False)
+    table = read_devices(out.with_suffix(".csv"), include_default=False)
     assert len(table.names) == 1 and "GBSEC - DRAM" in capsys.readouterr().out

@@ -9,7 +9,7 @@ from perfmod.apps.minimd import minimd_border_atoms
 from perfmod.apps.registry import analytic_comm, app_counts, app_kernels
 from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import comm_from_replay, end_to_end, kernel_time
-from perfmod.models.roofline import DEVICE_COLUMNS, devices_dataset, load_devices, predict
+from perfmod.models.roofline import DEVICE_COLUMNS, devices_dataset, predict, read_devices
 from perfmod.studies.choi2019_minife import cg_iteration
 from perfmod.studies.choi2020_comm import weak_scaling_comm
 from perfmod.studies.choi2020_end_to_end import ITERATIONS, kernel_predictions, paper_overhead, per_iteration
@@ -42,7 +42,7 @@ def test_end_to_end_sum_and_broadcast():
 
 
 def test_end_to_end_takes_a_prediction_dataset():
-    pred = predict(app_kernels("minife"), load_devices(), ["Tesla V100"])
+    pred = predict(app_kernels("minife"), read_devices(), ["Tesla V100"])
     ds = end_to_end(1e-4, pred, 165e-6, ITERATIONS["minife"])
     assert float(ds.t_kernels.sel(device="Tesla V100")) == pytest.approx(float(pred.t_predicted.sum()))
     assert float(kernel_time(pred).sel(device="Tesla V100")) == float(ds.t_kernels.sel(device="Tesla V100"))
@@ -96,7 +96,7 @@ def test_paper_kernel_counts_closed_form():
 
 
 def test_memory_bound_kernels_take_bytes_over_bandwidth():
-    pred = predict(app_kernels("jacobi2d"), load_devices(), ["Tesla V100", "Tesla P100"])
+    pred = predict(app_kernels("jacobi2d"), read_devices(), ["Tesla V100", "Tesla P100"])
     assert float(pred.t_predicted.sel(kernel="STENCIL", device="Tesla V100")) == pytest.approx(16 * 16384 ** 2 / 900e9)
     assert float(pred.t_predicted.sel(kernel="STENCIL", device="Tesla P100")) == pytest.approx(16 * 16384 ** 2 / 732e9)
 
@@ -122,7 +122,7 @@ def test_what_if_devices_figure15():
 
 
 def test_what_if_broadcasts_over_a_sweep_dimension():
-    devs = devices_dataset(load_devices(), ["Tesla V100"])
+    devs = devices_dataset(read_devices(), ["Tesla V100"])
     factor = xr.DataArray([0.5, 1.0, 2.0, 4.0], dims="bw_factor", coords={"bw_factor": [0.5, 1.0, 2.0, 4.0]})
     devs["GBSEC - DRAM"] = devs["GBSEC - DRAM"] * factor
     pred = predict(app_kernels("minife"), devs)

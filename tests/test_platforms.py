@@ -134,7 +134,7 @@ def test_unknown_names():
 def test_round_trip(tmp_path):
     for name in P.available():
         p = P.load(name)
-        back = P.load(P.save(p, tmp_path / f"{name}.toml"))
+        back = P.load(P.write(p, tmp_path / f"{name}.toml"))
         assert back.replace(path=None) == p.replace(path=None)
         assert back.protocol_source == p.protocol_source
         assert all(getattr(back.comm[k], "source", None) == getattr(p.comm[k], "source", None) for k in p.comm)
@@ -252,3 +252,36 @@ def test_replace_for_what_if():
         s.replace(comm={("postal", "inter_node", "eager"): {"alpha": 1e-6, "beta": 0.0}})
     with pytest.raises(P.PlatformError, match=r"unknown mode 'intra_node'"):
         s.replace(comm={("postal", "intra_node", "eager"): {"alpha": 1e-6, "beta": 1e-9}})
+
+
+def test_as_platform_coerces_names_and_paths_and_passes_platforms_through():
+    summit = P.load("summit")
+    assert P.as_platform("Summit") == summit
+    assert P.as_platform(shipped_platforms_dir() / "summit.toml").ranks_per_node == 6  # 000 Table 1
+    assert P.as_platform(summit) is summit
+    with pytest.raises(P.PlatformError, match="unknown platform 'nowhere'"):
+        P.as_platform("nowhere")
+
+
+def test_param_tables_can_be_added_and_removed():
+    assert P.param_tables() == ("postal", "maxrate", "loggp")
+    names = dict.fromkeys(P.PROTOCOLS, ("t0",))
+    P.add_param_table("extra", names)
+    try:
+        P.add_param_table("extra", names)  # the same again: nothing happens
+        assert P.param_tables() == ("postal", "maxrate", "loggp", "extra")
+        summit = P.load("summit")
+        cell = {("extra", "inter_node", "eager"): {"t0": 1e-6, "source": "test"}}
+        p = summit.replace(comm={**summit.comm, **cell})
+        assert p.params("extra", "inter_node", "eager") == {"t0": 1e-6}
+        with pytest.raises(P.PlatformError, match=r"comm.extra.inter_node.eager.t0: missing"):
+            summit.replace(comm={("extra", "inter_node", "eager"): {"t1": 1e-6}})
+        with pytest.raises(ValueError, match="exists with other names"):
+            P.add_param_table("extra", dict.fromkeys(P.PROTOCOLS, ("t1",)))
+    finally:
+        P.remove_param_table("extra")
+    assert P.param_tables() == ("postal", "maxrate", "loggp")
+    with pytest.raises(ValueError, match="shipped with perfmod"):
+        P.remove_param_table("postal")
+    with pytest.raises(ValueError, match="for each of"):
+        P.add_param_table("half", {"short": ("t0",)})

@@ -541,3 +541,23 @@ def test_command_line(tmp_path, capsys):
     assert main(["replay", "--synthetic", "lulesh:8:1"]) != 0
     assert "lulesh" in capsys.readouterr().err
     assert "unknown app 'lulesh'" in capsys.readouterr().err
+
+
+def test_kernel_takes_the_call_codes_from_trace_as_compile_time_constants():
+    import io
+
+    from perfmod.replay import kernel
+
+    assert (kernel._SEND, kernel._RECV, kernel._SENDRECV, kernel._ISEND, kernel._IRECV, kernel._SSEND,
+            kernel._ISSEND) == (Call.SEND, Call.RECV, Call.SENDRECV, Call.ISEND, Call.IRECV, Call.SSEND, Call.ISSEND)
+    assert (kernel._WAIT_LO, kernel._WAIT_HI, kernel._COLL_LO, kernel._COLL_HI) == (
+        Call.WAIT, Call.TESTSOME, Call.BARRIER, Call.REDUCE_SCATTER)
+    replay(synthetic("jacobi2d", 4, 1), load("summit"))  # compiled (or loaded from numba's cache)
+    buf = io.StringIO()
+    kernel.run_kernel.inspect_types(file=buf)
+    typed = buf.getvalue()
+    for name in ("_SEND", "_SENDRECV", "_ISSEND", "_IRECV", "_WAIT_LO", "_COLL_HI"):
+        value = int(getattr(kernel, name))
+        assert f"global({name}: {value})  :: Literal[int]({value})" in typed, name
+    with pytest.raises(ImportError, match="not contiguous"):
+        kernel._code_range({Call.SEND, Call.ISEND}, "test")

@@ -11,9 +11,9 @@ from perfmod.models.roofline import (
     default_devices_path,
     devices_dataset,
     get_device,
-    load_devices,
     qroof,
     qroof_time,
+    read_devices,
     scale_device,
     write_devices,
 )
@@ -102,7 +102,7 @@ def test_what_if_scaling_identities():
 
 
 def test_broadcasts_over_xarray_devices():
-    table = load_devices()
+    table = read_devices()
     ds = devices_dataset(table, ["Tesla V100", "Tesla P100"])
     ops = xr.DataArray([1e8, 2e8], dims="kernel")
     nbytes = xr.DataArray([8e9, 16e9], dims="kernel")
@@ -113,7 +113,7 @@ def test_broadcasts_over_xarray_devices():
 
 
 def test_device_table_has_sources_and_paper_gpus():
-    table = load_devices()
+    table = read_devices()
     for name in ("Tesla V100", "Tesla P100", "H100 SXM 80GB", "H200", "GeForce GTX 660"):
         assert name in table
     assert table.sources.notna().all().all()
@@ -131,7 +131,7 @@ def test_extra_device_file_in_toolkit_layout(tmp_path):
     extra = tmp_path / "local.csv"
     extra.write_text('"GPU", "GFLOPS - SP", "GFLOPS - DP", "GIOPS - MAD", "GBSEC - DRAM", "GBSEC - L2", '
                      '"GOPS - SHMEM", "GIOPS - ADD"\n"local-cpu", 100.5, 50.25, 40, 12.5, 30, 20, 20\n')
-    table = load_devices(extra)
+    table = read_devices(extra)
     dev = table["local-cpu"]
     assert dev["GBSEC - DRAM"] == 12.5 and dev["GFLOPS - DP"] == 50.25
     assert table.sources.at["local-cpu", "GFLOPS - SP"].endswith("local.csv")
@@ -147,7 +147,7 @@ def test_device_missing_column_is_named(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("GPU,GFLOPS - SP,GFLOPS - DP,GIOPS - MAD,GBSEC - L2,GOPS - SHMEM,GIOPS - ADD\nx,1,1,1,1,1,1\n")
     with pytest.raises(DeviceError, match=r"bad\.csv.*GBSEC - DRAM"):
-        load_devices(bad, include_default=False)
+        read_devices(bad, include_default=False)
     dev = dict(get_device("Tesla V100"))
     del dev["GOPS - SHMEM"]
     with pytest.raises(DeviceError, match="GOPS - SHMEM"):
@@ -158,7 +158,7 @@ def test_device_bad_value_names_line_and_column(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("# comment\nGPU," + ",".join(DEVICE_COLUMNS) + "\nok,1,1,1,1,1,1,1\nx,1,1,1,-5,1,1,1\n")
     with pytest.raises(DeviceError, match=r"line 4: device 'x', column 'GBSEC - DRAM'"):
-        load_devices(bad, include_default=False)
+        read_devices(bad, include_default=False)
 
 
 @pytest.mark.parametrize("field,value,match", [
@@ -181,7 +181,7 @@ def test_write_devices_round_trip(tmp_path):
            "GBSEC - L2": float("nan"), "GOPS - SHMEM": 20.0, "GIOPS - ADD": 20.0}
     path = write_devices(tmp_path / "local.csv", {"local-cpu": row}, "measured: perfmod triad and FMA kernels",
                          header="host x, 2026-11-22")
-    table = load_devices(path, include_default=False)
+    table = read_devices(path, include_default=False)
     dev = table["local-cpu"]
     for c, v in row.items():
         assert (np.isnan(dev[c]) and np.isnan(v)) or dev[c] == v

@@ -14,9 +14,9 @@ from perfmod.models.roofline import (
     from_instruction_counts,
     get_device,
     kernel_table,
-    load_devices,
     predict,
     qroof_time,
+    read_devices,
     read_kernel_table,
     read_ncu,
     read_nvprof_metrics,
@@ -160,7 +160,7 @@ def test_from_instruction_counts_matches_importer():
 
 def test_predict_dataset_and_plot():
     k = read_nvprof_metrics(NVPROF, summary=SUMMARY)
-    pred = predict(k, load_devices(), ["GeForce GTX 660", "Tesla V100", "H200"])
+    pred = predict(k, read_devices(), ["GeForce GTX 660", "Tesla V100", "H200"])
     assert pred["t_predicted"].dims == ("kernel", "device")
     assert float(pred["t_predicted"].sel(kernel=MM, device="GeForce GTX 660")) == pytest.approx(5.2132e-3, rel=1e-4)
     assert str(pred["bound"].sel(kernel=MM, device="GeForce GTX 660").values) == "compute"

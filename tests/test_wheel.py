@@ -26,7 +26,7 @@ where = pathlib.Path(perfmod.__file__).resolve()
 assert "site-packages" in where.parts, where
 assert sorted(platforms.available()) == ["bridges", "lassen", "stampede2", "summit"], platforms.available()
 assert platforms.load("summit").ranks_per_node == 6
-assert "V100" in " ".join(devices.load_devices().names)
+assert "V100" in " ".join(devices.read_devices().names)
 tables = paperdata.available()
 assert "choi2020_table2_postal" in tables and "sharif_table2_cases" in tables, tables
 assert float(paperdata.read_table("overheads")["overhead_s"].max()) > 0

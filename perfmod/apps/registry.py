@@ -17,9 +17,10 @@ import pandas as pd
 from perfmod.apps import jacobi2d, minife, minimd
 from perfmod.apps.exchange import Exchange
 from perfmod.core.checks import positive_int
-from perfmod.machine.platforms import Platform, load
+from perfmod.machine.platforms import Platform, as_platform
 from perfmod.models.comm.kmodel import KCounts, phase_counts
 from perfmod.models.comm.phase import phase_time
+from perfmod.models.comm.registry import comm_model
 from perfmod.models.roofline.metrics import kernel_table
 
 __all__ = [
@@ -54,8 +55,7 @@ def _rpn_of(platform: Any, ranks_per_node: int | None) -> int:
         return positive_int("ranks_per_node", ranks_per_node)
     if platform is None:
         raise ValueError("give a platform (name or object with ranks_per_node) or ranks_per_node")
-    if isinstance(platform, str):
-        platform = load(platform)
+    platform = as_platform(platform)
     if not hasattr(platform, "ranks_per_node"):
         raise ValueError(f"platform {platform!r} has no ranks_per_node")
     return positive_int("ranks_per_node", platform.ranks_per_node)
@@ -181,13 +181,13 @@ def analytic_comm(
     phase counted from its own message list.  ``options`` go to
     :func:`perfmod.apps.registry.exchange` (problem sizes).
     """
-    plat = load(platform) if isinstance(platform, str) else platform
+    plat = as_platform(platform)
     if app not in COMM_PHASES:
         raise KeyError(f"unknown app {app!r}; known: {', '.join(COMM_PHASES)}")
     total = 0.0
     for phase in COMM_PHASES[app]:
         opts = dict(options, phase=phase) if app == "minimd" else dict(options)
         ex = exchange(app, nprocs, **opts)
-        counts = kmodel_counts(ex, plat, nprocs) if model == "kmodel" else None
+        counts = kmodel_counts(ex, plat, nprocs) if comm_model(model).k == "kmodel" else None
         total += float(phase_time(ex, plat, model=model, counts=counts, overlap=overlap)["t_phase"])
     return total

@@ -37,7 +37,7 @@ __all__ = [
     "DeviceError",
     "DeviceTable",
     "default_devices_path",
-    "load_devices",
+    "read_devices",
     "write_devices",
     "get_device",
     "check_device",
@@ -157,7 +157,7 @@ def _read_one(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return values, sources
 
 
-def load_devices(*paths: str | Path, include_default: bool = True) -> DeviceTable:
+def read_devices(*paths: str | Path, include_default: bool = True) -> DeviceTable:
     """Read device tables.
 
     Parameters
@@ -181,7 +181,7 @@ def load_devices(*paths: str | Path, include_default: bool = True) -> DeviceTabl
     """
     files = ([default_devices_path()] if include_default else []) + [Path(p) for p in paths]
     if not files:
-        raise DeviceError("load_devices: no device table given")
+        raise DeviceError("read_devices: no device table given")
     vals, srcs = [], []
     for f in files:
         v, s = _read_one(f)
@@ -205,7 +205,7 @@ def write_devices(
     Parameters
     ----------
     path : str or Path
-        Destination CSV (readable by :func:`load_devices`).
+        Destination CSV (readable by :func:`read_devices`).
     rows : mapping name -> mapping column -> value
         Values in the toolkit's G-units for every column of
         :data:`DEVICE_COLUMNS` (NaN allowed for ``GBSEC - L2`` only).
@@ -232,7 +232,7 @@ def write_devices(
     text = "".join(f"# {line}\n" for line in header.splitlines()) + out.to_csv()
     with atomic_path(path, overwrite=overwrite) as tmp:
         tmp.write_text(text, encoding="utf-8")
-    load_devices(path, include_default=False)  # what was written must read back
+    read_devices(path, include_default=False)  # what was written must read back
     return Path(path)
 
 
@@ -244,7 +244,7 @@ def get_device(name: str, table: DeviceTable | None = None) -> Mapping[str, Any]
     KeyError
         Unknown device; the message lists the known ones.
     """
-    table = table if table is not None else load_devices()
+    table = table if table is not None else read_devices()
     if name not in table.values.index:
         raise KeyError(f"unknown device {name!r}; known devices: {', '.join(table.names)} "
                        f"(from {', '.join(table.files)})")

@@ -61,8 +61,10 @@ from perfmod.machine.mapping import MODES
 __all__ = [
     "MODES",
     "PROTOCOLS",
-    "MODELS",
     "PARAM_NAMES",
+    "param_tables",
+    "add_param_table",
+    "remove_param_table",
     "PlatformError",
     "ParameterNotAvailable",
     "NotAvailable",
@@ -70,13 +72,17 @@ __all__ = [
     "Platform",
     "available",
     "load",
+    "as_platform",
     "from_dict",
     "to_dict",
-    "save",
+    "write",
 ]
 
 PROTOCOLS = ("short", "eager", "rendezvous")
-MODELS = ("postal", "maxrate", "loggp")
+#: (table, protocol) -> parameter names of a ``comm.<table>.<mode>.<protocol>`` entry.  This is the
+#: platform file format, so it lives here, below the models: a platform validates without importing
+#: them.  The communication models (:mod:`perfmod.models.comm.registry`) name the table they read; a
+#: model with a table of its own adds it with :func:`add_param_table` when it is registered.
 PARAM_NAMES: dict[tuple[str, str], tuple[str, ...]] = (
     {("postal", p): ("alpha", "beta") for p in PROTOCOLS}
     | {
@@ -86,10 +92,40 @@ PARAM_NAMES: dict[tuple[str, str], tuple[str, ...]] = (
     }
     | {("loggp", p): ("L", "o", "g", "G") for p in PROTOCOLS}
 )
+_SHIPPED_TABLES = ("postal", "maxrate", "loggp")
 _NONNEGATIVE = ("o", "g")  # LogGP overhead and gap may be zero; everything else must be > 0
 _TOP_FIELDS = ("name", "nodes", "sockets_per_node", "gpus_per_socket", "ranks_per_node",
                "cpu", "gpu", "network", "mpi", "source", "description", "protocols", "comm")
 _STR_FIELDS = ("cpu", "gpu", "network", "mpi", "source", "description")
+
+
+def param_tables() -> tuple[str, ...]:
+    """The parameter tables a platform may hold (``comm.<table>``), in the order they were added."""
+    return tuple(dict.fromkeys(t for t, _ in PARAM_NAMES))
+
+
+def add_param_table(table: str, names: Mapping[str, tuple[str, ...]]) -> None:
+    """Add a parameter table: ``names`` maps every protocol to its parameter names.
+
+    Adding a table that exists with the same names does nothing; with other
+    names, or a shipped table, it is a ``ValueError``.
+    """
+    if set(names) != set(PROTOCOLS) or not all(isinstance(v, tuple) and v for v in names.values()):
+        raise ValueError(f"parameter table {table!r}: give a non-empty tuple of names for each of {PROTOCOLS}")
+    if table in param_tables():
+        if any(PARAM_NAMES[(table, p)] != tuple(names[p]) for p in PROTOCOLS):
+            raise ValueError(f"parameter table {table!r} exists with other names: "
+                             f"{ {p: PARAM_NAMES[(table, p)] for p in PROTOCOLS} }")
+        return
+    PARAM_NAMES.update({(table, p): tuple(names[p]) for p in PROTOCOLS})
+
+
+def remove_param_table(table: str) -> None:
+    """Remove a table added by :func:`add_param_table` (the shipped tables stay)."""
+    if table in _SHIPPED_TABLES:
+        raise ValueError(f"parameter table {table!r} is shipped with perfmod and cannot be removed")
+    for p in PROTOCOLS:
+        PARAM_NAMES.pop((table, p), None)
 
 
 class PlatformError(ValueError):
@@ -311,7 +347,7 @@ class Platform:
         for key, entry in dict(self.comm).items():
             if not (isinstance(key, tuple) and len(key) == 3):
                 raise PlatformError(f"{where}: comm: keys must be (model, mode, protocol), got {key!r}")
-            for kind, value, valid in zip(("model", "mode", "protocol"), key, (MODELS, MODES, PROTOCOLS),
+            for kind, value, valid in zip(("model", "mode", "protocol"), key, (param_tables(), MODES, PROTOCOLS),
                                           strict=True):
                 if value not in valid:
                     raise PlatformError(f"{where}: comm.{'.'.join(map(str, key))}: unknown {kind} {value!r}; "
@@ -361,7 +397,7 @@ class Platform:
             The platform has no entry for the cell (e.g. Stampede2, whose
             communication parameters are not published).
         """
-        _check_name("model", model, MODELS)
+        _check_name("model", model, param_tables())
         _check_name("mode", mode, MODES)
         _check_name("protocol", protocol, PROTOCOLS)
         try:
@@ -394,7 +430,7 @@ class Platform:
 
     def has(self, model: str, mode: str, protocol: str) -> bool:
         """True when real numbers exist for the model, mode and protocol (not N/A, not absent)."""
-        _check_name("model", model, MODELS)
+        _check_name("model", model, param_tables())
         _check_name("mode", mode, MODES)
         _check_name("protocol", protocol, PROTOCOLS)
         e = self.comm.get((model, mode, protocol))
@@ -411,7 +447,7 @@ class Platform:
         ``<name>_se``); an N/A cell is one row with ``parameter`` None, value
         NaN and the paper's reason in ``note``.
         """
-        order = {k: i for i, k in enumerate((m, mo, p) for m in MODELS for mo in MODES for p in PROTOCOLS)}
+        order = {k: i for i, k in enumerate((m, mo, p) for m in param_tables() for mo in MODES for p in PROTOCOLS)}
         rows = []
         for key in sorted(self.comm, key=order.__getitem__):
             e = self.comm[key]
@@ -463,6 +499,16 @@ def load(name_or_path: str | Path) -> Platform:
     return from_dict(data, path=path)
 
 
+def as_platform(platform: Platform | str | Path) -> Platform:
+    """The platform itself, or the one :func:`load` finds for a name or a TOML path.
+
+    Every function that takes "a platform or its name" coerces with this.
+    Objects other than names and paths are returned as they are (a
+    :class:`Platform`, or an object with the same attributes).
+    """
+    return load(platform) if isinstance(platform, str | Path) else platform
+
+
 def from_dict(d: Mapping[str, Any], path: Path | None = None) -> Platform:
     """Build and validate a :class:`Platform` from the TOML layout (see the module docstring).
 
@@ -494,8 +540,9 @@ def from_dict(d: Mapping[str, Any], path: Path | None = None) -> Platform:
     if not isinstance(tables, Mapping):
         raise PlatformError(f"{where}: comm: must be a table")
     for model, modes in tables.items():
-        if model not in MODELS:
-            raise PlatformError(f"{where}: comm.{model}: unknown model; expected one of {', '.join(MODELS)}")
+        if model not in param_tables():
+            raise PlatformError(
+                f"{where}: comm.{model}: unknown model; expected one of {', '.join(param_tables())}")
         if not isinstance(modes, Mapping):
             raise PlatformError(f"{where}: comm.{model}: must be a table")
         for mode, protos in modes.items():
@@ -547,13 +594,13 @@ def to_dict(p: Platform) -> dict[str, Any]:
     return out
 
 
-def save(p: Platform, path: str | Path) -> Path:
+def write(p: Platform, path: str | Path) -> Path:
     """Write a platform as TOML (via ``tomli_w``), atomically; return the path."""
     import tomli_w
 
     from perfmod.core.io import atomic_path
 
-    header = f"# platform {p.name}, written by perfmod.machine.platforms.save\n"
+    header = f"# platform {p.name}, written by perfmod.machine.platforms.write\n"
     if p.source:
         header += f"# source: {p.source}\n"
     with atomic_path(path) as tmp:

@@ -12,13 +12,16 @@ model's k from the trace itself, per communication phase:
   rank is the same phase (a synthetic MiniMD iteration holds the forward
   and the reverse exchange, which doubles K_inter and the counted K_total
   and leaves k unchanged);
-- ``"maxrate"``: k = the most ranks of one node (inter-node messages) or of
-  one socket (intra- and inter-socket messages) that send in the phase,
+- models whose k rule is ``"default"`` (:mod:`perfmod.models.comm.registry`;
+  ``"maxrate"``): k = the most ranks of one node (inter-node messages) or
+  of one socket (intra- and inter-socket messages) that send in the phase,
   the processes communicating at once of Eq. 2-3;
-- ``"kmodel"``: K_inter and K_total of the phase counted from its messages
-  by :func:`perfmod.models.comm.kmodel.kmodel_counts_from` (Eq. 4; K_total as
-  counted, or by another ``k_total_rule``), k' = ranks per node;
-- ``"postal"`` and ``"loggp"`` need no k.
+- k rule ``"kmodel"`` (``"kmodel"``): K_inter and K_total of the phase
+  counted from its messages by :func:`perfmod.models.comm.kmodel.kmodel_counts_from`
+  (Eq. 4; K_total as counted, or by another ``k_total_rule``), k' = ranks per node;
+- k rule ``"none"`` (``"postal"``, ``"loggp"``): no k.
+
+Every registered model can be replayed (:func:`perfmod.models.comm.registry.model_names`).
 
 Zero-byte messages are costed as 1 byte (the models need n > 0; the
 difference is one beta, about 1e-10 s).  Synchronous sends, and messages
@@ -33,7 +36,8 @@ and scatter by binomial trees carrying the subtree's data (``d * n`` bytes
 at distance d), allgather and reduce-scatter by a ring (P - 1 steps of n
 bytes).  Each step costs its slowest message, the mode of every pair from
 the mapping; under the max-rate and K-models one pair per node
-communicates per step (k = 1), as in :mod:`perfmod.models.comm.collectives`.
+communicates per step (k = 1, :func:`perfmod.models.comm.registry.one_pair_k`),
+as in :mod:`perfmod.models.comm.collectives`.
 """
 
 from __future__ import annotations
@@ -49,12 +53,11 @@ from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, collective_time
 from perfmod.models.comm.kmodel import kmodel_counts_from
 from perfmod.models.comm.message import message_time
+from perfmod.models.comm.registry import comm_model, one_pair_k
 from perfmod.replay.matching import Collectives, Matching
 from perfmod.trace.core import COLLECTIVES, Call, Trace, code_set
 
-__all__ = ["REPLAY_MODELS", "event_phases", "MessageCosts", "message_costs", "collective_costs"]
-
-REPLAY_MODELS = ("postal", "maxrate", "kmodel", "loggp")
+__all__ = ["event_phases", "MessageCosts", "message_costs", "collective_costs"]
 
 
 def event_phases(trace: Trace) -> np.ndarray:
@@ -117,8 +120,7 @@ def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, np
 def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "kmodel", mapping: str = "block",
                   k_total_rule: str = "counted", stencil: int | None = None) -> MessageCosts:
     """Times of every matched and unmatched message sent in ``trace`` (see the module docstring)."""
-    if model not in REPLAY_MODELS:
-        raise ValueError(f"unknown model {model!r}; expected one of {REPLAY_MODELS}")
+    rule = comm_model(model).k
     n = len(trace)
     p = trace.nprocs
     ev, src, dst = match.send_events, match.src, match.dst
@@ -131,7 +133,7 @@ def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "k
     times = np.zeros(ev.size)
     info: dict[str, np.ndarray] = {}
     extra: dict[str, np.ndarray] = {}
-    if model == "kmodel" and ev.size:
+    if rule == "kmodel" and ev.size:
         ki, kt, kp = np.zeros(nph), np.ones(nph), np.full(nph, float(min(plat.ranks_per_node, p)))
         order = np.argsort(phase, kind="stable")
         bounds = np.searchsorted(phase[order], np.arange(nph + 1))
@@ -142,7 +144,7 @@ def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "k
             ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
         info = {"k_inter": ki, "k_total": kt, "k_prime": kp, "k": ki / kt * kp}
         extra = {"k_inter": ki[phase], "k_total": kt[phase], "k_prime": kp[phase]}
-    elif model == "maxrate" and ev.size:
+    elif rule == "default" and ev.size:
         nodes = node_of(np.arange(p), plat.ranks_per_node, mapping, **kw)
         sockets = socket_of(np.arange(p), plat.ranks_per_node, plat.sockets_per_node, mapping, **kw)
         k_node = np.maximum(_senders_per_group(phase, src, nodes, nph), 1)
@@ -153,7 +155,7 @@ def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "k
         if not sel.any():
             continue
         mkw: dict[str, Any] = {k: v[sel] for k, v in extra.items()}
-        if model == "maxrate":
+        if rule == "default":
             mkw["k"] = (info["k_node"] if mode == "inter_node" else info["k_socket"])[phase[sel]].astype(float)
         times[sel] = message_time(nbytes[sel], mode, plat, model=model, **mkw)
     time = np.zeros(n)
@@ -169,7 +171,7 @@ def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: 
     """Sum over steps of the slowest message; ``pairs`` = (src, dst, nbytes) in communicator ranks."""
     kw = _mapping_kw(plat, nprocs, mapping)
     total = 0.0
-    m = "maxrate" if model == "kmodel" else model
+    one_pair = one_pair_k(model)
     for s, d, nb in pairs:
         if s.size == 0:
             continue
@@ -177,8 +179,7 @@ def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: 
         worst = 0.0
         for code in np.unique(modes).tolist():
             sel = modes == code
-            t = message_time(np.maximum(nb[sel], 1).astype(float), MODES[code], plat, model=m,
-                             k=1 if m == "maxrate" else None)
+            t = message_time(np.maximum(nb[sel], 1).astype(float), MODES[code], plat, model=model, **one_pair)
             worst = max(worst, float(np.max(t)))
         total += worst
     return total
@@ -230,8 +231,7 @@ def collective_costs(trace: Trace, coll: Collectives, plat: Platform, model: str
         key = (op, nb, comm)
         if key not in cache:
             if comm == 0 and op in names and mapping == "block":  # collective_time maps ranks in blocks
-                m = "maxrate" if model == "kmodel" else model
-                cache[key] = float(collective_time(names[Call(op)], float(max(nb, 1)), size, plat, model=m,
+                cache[key] = float(collective_time(names[Call(op)], float(max(nb, 1)), size, plat, model=model,
                                                    mapping=mapping))
             else:
                 cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping,

@@ -21,8 +21,9 @@ import numpy as np
 import xarray as xr
 
 from perfmod.core.io import provenance_attrs
-from perfmod.machine.platforms import MODES, Platform, load
-from perfmod.replay.costs import REPLAY_MODELS, collective_costs, message_costs
+from perfmod.machine.platforms import MODES, Platform, as_platform
+from perfmod.models.comm.registry import comm_model
+from perfmod.replay.costs import collective_costs, message_costs
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
 from perfmod.replay.matching import ReplayError, collective_instances, match_messages
 from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
@@ -143,8 +144,9 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     platform : Platform or str
         A platform or its name (:func:`perfmod.machine.platforms.load`): ranks per
         node and socket, protocol thresholds, model parameters.
-    model : {"kmodel", "postal", "maxrate", "loggp"}
-        Point-to-point model (:mod:`perfmod.replay.costs` says how k is counted).
+    model : str
+        Point-to-point model, any of :func:`perfmod.models.comm.registry.model_names`
+        ("kmodel", "postal", "maxrate", "loggp", ...; :mod:`perfmod.replay.costs` says how k is counted).
     mapping : {"block", "round_robin"}
         Rank placement on nodes.
     compute : callable, float, array or None
@@ -184,9 +186,8 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         Truncated messages, mismatched collectives, or unknown calls with
         ``unknown="error"``.
     """
-    plat = load(platform) if isinstance(platform, str) else platform
-    if model not in REPLAY_MODELS:
-        raise ValueError(f"unknown model {model!r}; expected one of {REPLAY_MODELS}")
+    plat = as_platform(platform)
+    comm_model(model)  # an unknown model fails here, before any work
     if unknown not in ("skip", "error"):
         raise ValueError(f"unknown must be 'skip' or 'error', got {unknown!r}")
     if validate:

@@ -30,8 +30,12 @@ Timing rules (all times in seconds):
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 import numpy as np
 from numba import njit
+
+from perfmod.trace.core import COLLECTIVES, WAITS, Call
 
 __all__ = ["run_kernel", "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT", "ACC_COLL",
            "ACC_COMPUTE"]
@@ -39,11 +43,22 @@ __all__ = ["run_kernel", "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV",
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
 
-# call codes (perfmod.trace.core.Call)
-_SEND, _RECV, _SENDRECV, _ISEND, _IRECV = 1, 2, 3, 4, 5
-_WAIT_LO, _WAIT_HI = 6, 13
-_COLL_LO, _COLL_HI = 14, 23
-_SSEND, _ISSEND = 24, 25
+
+def _code_range(calls: Set[Call], what: str) -> tuple[int, int]:
+    """(lowest, highest) code of ``calls``, which the kernel tests as one range: they must be contiguous."""
+    lo, hi = min(map(int, calls)), max(map(int, calls))
+    if set(range(lo, hi + 1)) != set(map(int, calls)):
+        raise ImportError(f"perfmod.replay.kernel: the {what} codes of perfmod.trace.Call are not contiguous "
+                          f"({sorted(map(int, calls))}); the kernel tests them as a range")
+    return lo, hi
+
+
+# call codes from perfmod.trace.core.Call, as plain ints: numba freezes module globals as compile-time constants
+_SEND, _RECV, _SENDRECV, _ISEND, _IRECV = (int(c) for c in (Call.SEND, Call.RECV, Call.SENDRECV, Call.ISEND,
+                                                             Call.IRECV))
+_SSEND, _ISSEND = int(Call.SSEND), int(Call.ISSEND)
+_WAIT_LO, _WAIT_HI = _code_range(WAITS, "wait and test")
+_COLL_LO, _COLL_HI = _code_range(COLLECTIVES, "collective")
 
 # accumulator columns
 ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4

@@ -8,7 +8,7 @@ from typing import Any
 import xarray as xr
 from tqdm.auto import tqdm
 
-from perfmod.machine.platforms import Platform, load
+from perfmod.machine.platforms import Platform, as_platform
 from perfmod.replay.engine import replay
 from perfmod.trace.core import Trace
 
@@ -38,7 +38,7 @@ def sweep(trace: Trace, platforms: Sequence[Platform | str], models: Sequence[st
         The per-rank times of :func:`replay` over (``platform``, ``model``,
         ``rank``[, ``iteration``]), with the attributes of the first replay.
     """
-    plats = [load(p) if isinstance(p, str) else p for p in platforms]
+    plats = [as_platform(p) for p in platforms]
     rows = []
     bar = tqdm(total=len(plats) * len(models), disable=not progress, desc="replay")
     first: xr.Dataset | None = None

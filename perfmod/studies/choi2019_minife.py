@@ -39,7 +39,7 @@ from perfmod.core.io import annotate
 from perfmod.machine.platforms import load
 from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import end_to_end
-from perfmod.models.roofline import load_devices, predict
+from perfmod.models.roofline import predict, read_devices
 from perfmod.studies.choi2020_end_to_end import ITERATIONS, paper_overhead
 
 __all__ = ["STUDY", "SOURCE", "DOTS_PER_ITERATION", "run", "figures", "cg_iteration", "plot_cg_iteration"]
@@ -69,7 +69,7 @@ def cg_iteration(
         ``t_total_predicted`` (200 iterations), per-kernel times
         ``t_kernel`` over (``platform``, ``kernel``) and ``nprocs``.
     """
-    table = load_devices()
+    table = read_devices()
     kernels = app_kernels("minife", box=box)
     shape = (len(platforms), len(nodes))
     t_allreduce, t_halo, nprocs = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=int)

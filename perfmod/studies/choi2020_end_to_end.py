@@ -36,7 +36,7 @@ from perfmod.core.io import annotate
 from perfmod.core.paperdata import read_table
 from perfmod.machine.platforms import load
 from perfmod.models.endtoend import comm_from_replay, end_to_end
-from perfmod.models.roofline import load_devices, predict
+from perfmod.models.roofline import predict, read_devices
 from perfmod.replay import replay
 from perfmod.studies.choi2020_comm import nprocs_for, weak_scaling_comm
 from perfmod.viz.roofline import plot_roofline
@@ -81,7 +81,7 @@ def kernel_predictions(apps: Sequence[str], devices: Sequence[str] = ("Tesla V10
         Over (``kernel``, ``device``), ``kernel`` labelled ``"<app>.<KERNEL>"``
         with the coordinates ``kernel_app`` and ``kernel_name`` along it.
     """
-    table = load_devices(*extra_devices)
+    table = read_devices(*extra_devices)
     parts = []
     for app in apps:
         pred = predict(app_kernels(app), table, devices)
@@ -112,7 +112,7 @@ def per_iteration(
     """
     comm = weak_scaling_comm(apps, platforms, nodes, models, progress=progress)
     gpus = {p: load(p).gpu for p in platforms}
-    table = load_devices()
+    table = read_devices()
     kern = np.zeros((len(apps), len(platforms)))
     for a, app in enumerate(apps):
         pred = predict(app_kernels(app), table, sorted(set(gpus.values())))
@@ -249,7 +249,7 @@ def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
 
 def device_table(extra_devices: Sequence[str] = ()) -> pd.DataFrame:
     """The QRoof device parameters (toolkit layout) with the source of each value, one row per device."""
-    table = load_devices(*extra_devices)
+    table = read_devices(*extra_devices)
     return pd.concat({"value": table.values, "source": table.sources}, axis=1).swaplevel(axis=1).sort_index(axis=1)
 
 

@@ -156,7 +156,7 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
 
     With ``raw_out`` each measurement is written there (``devicebench-numpy-r<P>-<UTC>.nc``) with its
     row in the toolkit's CSV layout beside it (same name, ``.csv``), readable by
-    :func:`perfmod.models.roofline.load_devices`.
+    :func:`perfmod.models.roofline.read_devices`.
     """
     rows: dict[int, dict[str, float]] = {}
     for p in sorted({int(x) for x in nprocs}):

@@ -28,9 +28,9 @@ import numpy as np
 from perfmod.apps.traces import synthetic
 from perfmod.core.io import write_dataset
 from perfmod.core.paperdata import available as paper_tables
-from perfmod.machine.devices import load_devices
+from perfmod.machine.devices import read_devices
 from perfmod.machine.platforms import available as platform_names
-from perfmod.replay.costs import REPLAY_MODELS
+from perfmod.models.comm.registry import model_names
 from perfmod.replay.engine import replay
 from perfmod.trace import read_trace
 from perfmod.workflow.notebooks import declared_parameters, notebooks_dir, run_notebook, study_notebooks
@@ -161,7 +161,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if what in ("platforms", "all"):
         print("platforms:\n" + "\n".join(f"  {p}" for p in platform_names()))
     if what in ("devices", "all"):
-        print("devices:\n" + "\n".join(f"  {d}" for d in load_devices().names))
+        print("devices:\n" + "\n".join(f"  {d}" for d in read_devices().names))
     if what in ("tables", "all"):
         print("paper tables:\n" + "\n".join(f"  {t}" for t in paper_tables()))
     return 0
@@ -188,7 +188,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("trace", nargs="?", help="trace file or directory")
     rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="a synthetic trace, e.g. jacobi2d:1536:100")
     rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
-    rep.add_argument("--model", default="kmodel", choices=REPLAY_MODELS, help="communication model")
+    rep.add_argument("--model", default="kmodel", choices=model_names(), help="communication model")
     rep.add_argument("--mapping", default="block", choices=("block", "round_robin"), help="rank placement")
     rep.add_argument("--unknown", default="skip", choices=("skip", "error"), help="unknown MPI calls")
     rep.add_argument("--top", type=int, default=5, help="slowest ranks to print (default 5)")

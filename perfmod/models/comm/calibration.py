@@ -42,8 +42,9 @@ import xarray as xr
 
 from perfmod.core.io import read_dataset
 from perfmod.core.paths import platforms_dir, repo_root
-from perfmod.machine.platforms import MODES, Platform, from_dict, save
-from perfmod.models.comm.fitting import Fit, fit_maxrate, fit_maxrate2, fit_protocols, segment_bic
+from perfmod.machine.platforms import MODES, Platform, from_dict, write
+from perfmod.models.comm.fitting import Fit, fit_protocols, segment_bic
+from perfmod.models.comm.registry import comm_model
 
 __all__ = ["Calibration", "median_curve", "calibrate", "calibration_dataset"]
 
@@ -132,7 +133,7 @@ def _maxrate(ds: xr.Dataset, ks: list[int], edges: list[float], fits: dict[str, 
         sel = (n > edges[i]) & (n <= edges[i + 1])
         nn, kk = np.meshgrid(n[sel], ks)
         tt = med.isel(msg_bytes=np.flatnonzero(sel)).values
-        fitter = fit_maxrate2 if proto == "short" else fit_maxrate
+        fitter = comm_model("maxrate").fitters[proto]
         out[proto] = fitter(nn.ravel(), kk.ravel(), tt.ravel())
     return out
 
@@ -219,7 +220,7 @@ def calibrate(
     plat = from_dict(d)
     path = platforms_dir() / f"{name}.toml" if out is _DEFAULT else out
     if path is not None:
-        path = save(plat, path)
+        path = write(plat, path)
     return Calibration(plat, fits, breaks, maxrate, bic, mode, Path(path) if path is not None else None)
 
 

@@ -24,8 +24,9 @@ import numpy as np
 
 from perfmod.core.checks import positive_int
 from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform, load
+from perfmod.machine.platforms import MODES, Platform, as_platform
 from perfmod.models.comm.message import message_time
+from perfmod.models.comm.registry import one_pair_k
 
 __all__ = [
     "recursive_doubling_steps",
@@ -101,13 +102,14 @@ def _cost(
     gamma: float,
     p2p: Callable[[Any, str], Any] | None,
 ) -> Any:
-    plat = load(platform) if isinstance(platform, str) else platform
+    plat = as_platform(platform)
+    one_pair = one_pair_k(model) if p2p is None else {}
     total: Any = 0.0 * nbytes
     for mode in step_modes(steps, plat, mapping):
         if p2p is not None:
             t = p2p(nbytes, mode)
         else:
-            t = message_time(nbytes, mode, plat, model=model, k=1 if model == "maxrate" else None)
+            t = message_time(nbytes, mode, plat, model=model, **one_pair)
         total = total + t + gamma * nbytes
     return total
 

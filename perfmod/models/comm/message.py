@@ -3,7 +3,9 @@
 :func:`message_time` picks the protocol of every message from its size
 (the platform's short/eager thresholds), the parameters from the platform's
 table for the message's mode (intra-socket, inter-socket, inter-node), and
-evaluates the chosen model:
+evaluates the chosen model, one of :mod:`perfmod.models.comm.registry`
+(which says its formula per protocol, its parameter table and how k is
+chosen); the shipped ones are:
 
 ``"postal"``
     Eq. 1 with the postal parameters of Table 2.
@@ -40,16 +42,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from perfmod.machine.platforms import MODES, PROTOCOLS, NotAvailable, ParameterNotAvailable, Platform, load
-from perfmod.models.comm.models import check_k, check_sizes, kmodel_k, loggp, maxrate, maxrate2, postal
+from perfmod.machine.platforms import MODES, PROTOCOLS, NotAvailable, ParameterNotAvailable, Platform, as_platform
+from perfmod.models.comm.models import check_k, check_sizes, evaluate, kmodel_k
+from perfmod.models.comm.registry import CommModel, comm_model
 
-__all__ = ["MODELS", "message_time", "protocol_masks", "default_k"]
-
-MODELS = ("postal", "maxrate", "kmodel", "loggp")
-
-
-def _platform(p: Platform | str) -> Platform:
-    return load(p) if isinstance(p, str) else p
+__all__ = ["message_time", "protocol_masks", "default_k"]
 
 
 def default_k(platform: Platform, mode: str) -> int:
@@ -71,37 +68,19 @@ def protocol_masks(platform: Platform, nbytes: Any) -> dict[str, Any]:
     return {"short": short, "eager": eager, "rendezvous": rndv}
 
 
-def _entry(platform: Platform, model: str, mode: str, protocol: str) -> tuple[str, dict[str, float]]:
-    """Return (model actually used, parameters), applying the paper's postal fallback."""
-    entry = platform.entry(model, mode, protocol)
+def _formula(platform: Platform, spec: CommModel, mode: str, protocol: str) -> tuple[Any, dict[str, float]]:
+    """(formula, parameters) of a model, mode and protocol, applying the paper's postal fallback."""
+    if spec.derive is not None and not platform.has(spec.table, mode, protocol):
+        return spec.forms[protocol], spec.derive(platform, mode, protocol)
+    entry = platform.entry(spec.table, mode, protocol)
     if isinstance(entry, NotAvailable):
-        if entry.fallback == "postal":
-            return "postal", platform.params("postal", mode, protocol)
+        if entry.fallback is not None:
+            return _formula(platform, comm_model(entry.fallback), mode, protocol)
         raise ParameterNotAvailable(
-            f"platform {platform.name!r}: no {model} parameters for mode {mode!r}, protocol "
+            f"platform {platform.name!r}: no {spec.table} parameters for mode {mode!r}, protocol "
             f"{protocol!r}: {entry.reason} ({entry.source})"
         )
-    return model, dict(entry)
-
-
-def _one_protocol(
-    platform: Platform, nbytes: Any, mode: str, protocol: str, model: str, k: Any
-) -> Any:
-    if model == "loggp":
-        if platform.has("loggp", mode, protocol):
-            p = platform.params("loggp", mode, protocol)
-            return loggp(nbytes, p["L"], p["o"], p["g"], p["G"])
-        p = platform.params("postal", mode, protocol)
-        return loggp(nbytes, p["alpha"], 0.0, 0.0, p["beta"])
-    if model == "postal":
-        p = platform.params("postal", mode, protocol)
-        return postal(nbytes, p["alpha"], p["beta"])
-    used, p = _entry(platform, "maxrate", mode, protocol)
-    if used == "postal":
-        return postal(nbytes, p["alpha"], p["beta"])
-    if protocol == "short":
-        return maxrate2(nbytes, k, p["alpha"], p["beta"])
-    return maxrate(nbytes, k, p["alpha"], p["r_cb"], p["r_ci"])
+    return spec.forms[protocol], {n: entry[n] for n in spec.param_names(protocol)}
 
 
 def message_time(
@@ -125,11 +104,12 @@ def message_time(
         Where sender and receiver are relative to each other.
     platform : Platform or str
         A platform or the name of one (see :func:`perfmod.machine.platforms.available`).
-    model : {"postal", "maxrate", "kmodel", "loggp"}
-        The communication model (see the module docstring).
+    model : str
+        A communication model (:func:`perfmod.models.comm.registry.model_names`:
+        "postal", "maxrate", "kmodel", "loggp" and any registered since).
     k : array_like, optional
-        Processes per node (or socket) communicating at once, for
-        ``"maxrate"``; default :func:`default_k`.  Must satisfy
+        Processes per node (or socket) communicating at once, for models
+        whose k rule is ``"default"`` (``"maxrate"``); default :func:`default_k`.  Must satisfy
         ``1 <= k <= k'``.
     k_inter, k_total : array_like, optional
         K-model counts (paper 000 Eq. 4), required for ``"kmodel"``.
@@ -141,33 +121,30 @@ def message_time(
     array_like or xarray.DataArray
         Time in seconds, broadcast over the inputs.
     """
-    plat = _platform(platform)
+    plat = as_platform(platform)
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
+    spec = comm_model(model)
     check_sizes(nbytes)
-    if model == "kmodel":
+    if spec.k == "kmodel":
         if k_inter is None or k_total is None:
-            raise ValueError("model 'kmodel' needs k_inter and k_total (see perfmod.apps.registry.kmodel_counts)")
+            raise ValueError(f"model {model!r} needs k_inter and k_total (see perfmod.apps.registry.kmodel_counts)")
         kp = plat.ranks_per_node if k_prime is None else k_prime
         k = kmodel_k(k_inter, k_total, kp) if mode == "inter_node" else (k or default_k(plat, mode))
-        model_used = "maxrate"
         # K_inter may be 0 (no inter-node message): the max-rate k then has no meaning,
         # and 1 is the smallest meaningful number of processes sharing the network.
         k = np.maximum(k, 1) if not isinstance(k, xr.DataArray) else k.clip(min=1)
-    else:
-        model_used = model
+    elif spec.k == "default":
         if k is None:
             k = default_k(plat, mode)
-        if model == "maxrate":
-            check_k(k, plat.ranks_per_node)
+        check_k(k, plat.ranks_per_node)
     masks = protocol_masks(plat, nbytes)
     result: Any = None
     for protocol in PROTOCOLS:
         mask = masks[protocol]
         if not np.any(np.asarray(mask)):
             continue
-        t = _one_protocol(plat, nbytes, mode, protocol, model_used, k)
+        formula, params = _formula(plat, spec, mode, protocol)
+        t = evaluate(formula, nbytes, k, params)
         result = t if result is None else _where(mask, t, result)
     return result

@@ -10,15 +10,25 @@ one call.  Sizes are in bytes, times in seconds, rates in bytes per second.
 - :func:`kmodel_k`: Eq. 4, ``k = K_inter / K_total * k'``; Eq. 5 is
   :func:`maxrate` or :func:`maxrate2` evaluated at that k.
 - :func:`loggp`: LogGP (Alexandrov et al.), ``T = o_s + L + (n - 1) G + o_r``.
+
+:data:`FORMULAS` names them (the names a :class:`~perfmod.models.comm.fitting.Fit`
+records), and :func:`evaluate` calls one with a parameter mapping: a
+formula's arguments after ``nbytes`` (and ``k``, for those that take it)
+are its parameter names, the names of the platform tables
+(:data:`perfmod.machine.platforms.PARAM_NAMES`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["postal", "maxrate", "maxrate2", "kmodel_k", "loggp", "check_sizes", "check_k"]
+__all__ = ["postal", "maxrate", "maxrate2", "kmodel_k", "loggp", "check_sizes", "check_k", "FORMULAS",
+           "evaluate", "formula_params"]
 
 ArrayLike = Any  # numbers, NumPy arrays or xarray objects
 
@@ -123,3 +133,41 @@ def loggp(nbytes: ArrayLike, L: ArrayLike, o: ArrayLike, g: ArrayLike, G: ArrayL
     """
     del g
     return 2 * o + L + (nbytes - 1) * G
+
+
+#: Formula name -> function (paper 000 Eq. 1, 2, 3 and LogGP).
+FORMULAS: dict[str, Callable[..., Any]] = {"postal": postal, "maxrate": maxrate, "maxrate2": maxrate2,
+                                           "loggp": loggp}
+
+
+@functools.cache
+def _signature(formula: Callable[..., Any]) -> tuple[bool, tuple[str, ...]]:
+    names = tuple(inspect.signature(formula).parameters)
+    if not names or names[0] != "nbytes":
+        raise TypeError(f"a formula's first argument is nbytes; {formula.__qualname__} has {names}")
+    takes_k = len(names) > 1 and names[1] == "k"
+    return takes_k, names[2:] if takes_k else names[1:]
+
+
+def formula_params(formula: Callable[..., Any]) -> tuple[bool, tuple[str, ...]]:
+    """Whether ``formula`` takes ``k``, and its parameter names (the arguments after ``nbytes`` and ``k``)."""
+    return _signature(formula)
+
+
+def evaluate(formula: Callable[..., Any], nbytes: ArrayLike, k: ArrayLike, params: Mapping[str, float]) -> ArrayLike:
+    """``formula(nbytes[, k], **params)``: time in seconds; ``k`` is passed only to formulas that take it.
+
+    Parameters
+    ----------
+    formula : callable
+        One of :data:`FORMULAS` or any function ``f(nbytes[, k], <parameters>)``.
+    nbytes : array_like
+        Message sizes in bytes.
+    k : array_like or None
+        Processes communicating at once (ignored by formulas without ``k``).
+    params : mapping of str to float
+        The formula's parameters by name, SI units (extra keys, e.g. ``<name>_se``, are ignored).
+    """
+    takes_k, names = _signature(formula)
+    args = [params[n] for n in names]
+    return formula(nbytes, k, *args) if takes_k else formula(nbytes, *args)

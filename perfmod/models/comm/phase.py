@@ -21,9 +21,10 @@ import numpy as np
 import xarray as xr
 
 from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform, load
+from perfmod.machine.platforms import MODES, Platform, as_platform
 from perfmod.models.comm.kmodel import phase_counts
 from perfmod.models.comm.message import message_time
+from perfmod.models.comm.registry import comm_model
 
 __all__ = ["message_times", "phase_time"]
 
@@ -41,12 +42,12 @@ def message_times(
     :func:`perfmod.models.comm.kmodel.phase_counts` on the same exchange unless
     ``counts`` (an object with ``k_inter`` and ``k_total``) is given.
     """
-    plat = load(platform) if isinstance(platform, str) else platform
+    plat = as_platform(platform)
     src, dst = np.asarray(exchange.src), np.asarray(exchange.dst)
     nbytes = np.asarray(exchange.nbytes, dtype=float)
     modes = pair_modes(src, dst, plat.ranks_per_node, plat.sockets_per_node, mapping=mapping)
     kw: dict[str, Any] = {}
-    if model == "kmodel":
+    if comm_model(model).k == "kmodel":
         c = counts if counts is not None else phase_counts(exchange, plat.ranks_per_node, mapping=mapping)
         kw = {"k_inter": c.k_inter, "k_total": c.k_total}
     times = np.zeros(len(nbytes))
@@ -72,7 +73,8 @@ def phase_time(
     exchange : Exchange
         Messages of the phase (``nprocs``, ``src``, ``dst``, ``nbytes``).
     platform : Platform or str
-    model : {"postal", "maxrate", "kmodel", "loggp"}
+    model : str
+        A communication model (:func:`perfmod.models.comm.registry.model_names`).
     mapping : {"block", "round_robin"}
     counts : KCounts, optional
         K-model counts to use instead of counting them from ``exchange``.

@@ -15,7 +15,7 @@ from perfmod.machine.devices import (
     default_devices_path,
     devices_dataset,
     get_device,
-    load_devices,
+    read_devices,
     scale_device,
     write_devices,
 )
@@ -51,7 +51,7 @@ __all__ = [
     "default_devices_path",
     "devices_dataset",
     "get_device",
-    "load_devices",
+    "read_devices",
     "scale_device",
     "write_devices",
     "qroof",
