@@ -539,7 +539,6 @@ def test_command_line(tmp_path, capsys):
     assert np.allclose(ds.comm_time, replay(synthetic("jacobi2d", 12, 2), "lassen", "postal").comm_time)
     assert main(["replay", "--synthetic", "minimd:8:1", "--model", "kmodel"]) == 0
     assert main(["replay", "--synthetic", "lulesh:8:1"]) != 0
-    assert "lulesh" in capsys.readouterr().err
     assert "unknown app 'lulesh'" in capsys.readouterr().err
 
 
