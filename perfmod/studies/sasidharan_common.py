@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -22,9 +21,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from perfmod.core.io import annotate, write_dataset
-from perfmod.core.paths import host_name, raw_dir
+from perfmod.core.paths import host_name
 from perfmod.models.regression import LinearModel, lm
+from perfmod.studies.design import interleaved_order
+from perfmod.studies.records import save_raw
 
 __all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
            "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
@@ -45,7 +45,7 @@ def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str
 
 
 def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[tuple[int, int]]:
-    """(configuration, repetition) pairs in a seeded random order.
+    """(configuration, repetition) pairs in one seeded random order (:func:`perfmod.studies.design.interleaved_order`).
 
     A configuration's own ``"reps"`` overrides ``reps``.  Random order spreads
     the load of other processes over configurations; measuring training and
@@ -53,24 +53,13 @@ def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[t
     spreads it over both sets alike, so a busier half hour does not bias the
     validation against the training data.
     """
-    todo = [(i, r) for i, c in enumerate(configs) for r in range(int(c.get("reps", reps)))]
-    return [todo[k] for k in np.random.default_rng(seed).permutation(len(todo))]
+    return interleaved_order([int(c.get("reps", reps)) for c in configs], seed)
 
 
 def split_sets(ds: xr.Dataset) -> dict[str, xr.Dataset]:
     """The runs of each ``set`` label (e.g. ``train``, ``test``) of a measurement, renumbered."""
     return {str(s): ds.isel(run=np.flatnonzero(ds.set.values == s)).assign_coords(
         run=np.arange(int((ds.set.values == s).sum()))) for s in np.unique(ds.set.values)}
-
-
-def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any], source: str,
-             directory: str | Path = "") -> Path:
-    """Write a measurement to ``<directory or data/raw/<host>>/<study>-<name>-<UTC stamp>.nc``; never overwrites."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    out = Path(directory) if directory else raw_dir()
-    path = out / f"{study}-{name}-{stamp}.nc"
-    write_dataset(annotate(ds, study, source, parameters), path, overwrite=False)
-    return path
 
 
 def fit_all(frame: pd.DataFrame, formulas: Mapping[str, str]) -> dict[str, LinearModel]:
