@@ -27,7 +27,8 @@ from perfmod.studies.design import interleaved_order
 from perfmod.studies.records import save_raw
 
 __all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
-           "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
+           "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset", "add_table", "table",
+           "validation_errors"]
 
 
 def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
@@ -91,13 +92,13 @@ def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, ylabel: str, title: str,
     fig.tight_layout()
     return fig
 
-def plot_fit_vs_measured(frame: pd.DataFrame, models: Mapping[str, LinearModel], x: str, xlabel: str,
+def plot_fit_vs_measured(frame: pd.DataFrame, y: str, fitted: Mapping[str, Any], x: str, xlabel: str,
                          ylabel: str, title: str = "") -> plt.Figure:
-    """Measured responses and each model's fitted values against one variable (Figures 4, 7, 8, 10)."""
+    """Measured ``y`` and each model's fitted values (name -> values over the rows) against ``x`` (Figures 4, 7-10)."""
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.plot(frame[x], next(iter(models.values())).design.y, "k.", ms=4, label="measured")
-    for i, (name, m) in enumerate(models.items()):
-        ax.plot(frame[x], m.fitted, "o", mfc="none", color=f"C{i}", ms=5, label=f"model {name} fit")
+    ax.plot(frame[x], frame[y], "k.", ms=4, label="measured")
+    for i, (name, values) in enumerate(fitted.items()):
+        ax.plot(frame[x], np.asarray(values), "o", mfc="none", color=f"C{i}", ms=5, label=f"model {name} fit")
     return _finish(fig, ax, xlabel, ylabel, title, legend_size=8)
 
 
@@ -140,6 +141,7 @@ def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
     """
     ds = xr.Dataset()
     for name, (tab, units, long_name) in validations.items():
+        tab = tab.reset_index(drop=True)
         dim = f"{name}_run"
         for col, suffix in (("measured", "measured"), ("fit", "predicted"), ("lower", "lower"), ("upper", "upper")):
             what = {"measured": "measured", "predicted": "predicted (model fit)",
@@ -148,11 +150,54 @@ def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
             ds[f"{name}_{suffix}"] = xr.DataArray(tab[col].to_numpy(float), dims=dim,
                                                   attrs={"units": units, "long_name": f"{what} {long_name}"})
     for name, (tab, units) in tables.items():
-        dim = f"{name}_model"
-        ds = ds.assign_coords({dim: [str(i) for i in tab.index]})
-        for col in tab.columns:
-            vals = pd.to_numeric(tab[col], errors="coerce").to_numpy(float)
-            key = "".join(ch if ch.isalnum() else "_" for ch in str(col)).strip("_")
-            ds[f"{name}_{key}"] = xr.DataArray(vals, dims=dim, attrs={"units": units.get(col, "1"),
-                                                                      "long_name": f"{name}: {col}"})
+        ds = add_table(ds, name, tab, units, dim=f"{name}_model")
     return ds
+
+
+def _key(col: Any) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in str(col)).strip("_")
+
+
+def add_table(ds: xr.Dataset, name: str, tab: pd.DataFrame, units: Mapping[str, str] | None = None,
+              dim: str | None = None, long_names: Mapping[str, str] | None = None) -> xr.Dataset:
+    """``ds`` with each column of ``tab`` as variable ``<name>_<column>`` over ``dim`` (default ``<name>_row``).
+
+    Characters other than letters and digits in ``name`` and the columns
+    become ``_`` in variable names; the attributes keep them as given.
+
+    The index becomes the coordinate ``dim`` (as strings); numeric and boolean
+    columns are stored as floats, others as strings.  Every variable records
+    its table and column (attributes ``table``, ``column``), so that
+    :func:`table` gives the table back from the dataset alone.  Columns
+    without units get ``"1"``.
+    """
+    prefix = _key(name)
+    dim = dim or f"{prefix}_row"
+    units, long_names = dict(units or {}), dict(long_names or {})
+    out = ds.assign_coords({dim: [str(i) for i in tab.index]})
+    for col in tab.columns:
+        raw = tab[col]
+        num = pd.to_numeric(raw.astype(float) if raw.dtype == bool else raw, errors="coerce")
+        vals = num.to_numpy(float) if num.notna().sum() >= raw.notna().sum() else raw.astype(str).to_numpy()
+        out[f"{prefix}_{_key(col)}"] = xr.DataArray(vals, dims=dim, attrs={
+            "units": units.get(str(col), "1"), "long_name": long_names.get(str(col), f"{name}: {col}"),
+            "table": name, "column": str(col)})
+    return out
+
+
+def table(ds: xr.Dataset, name: str) -> pd.DataFrame:
+    """The table stored by :func:`add_table` (or :func:`study_dataset`) under ``name``, from the dataset alone."""
+    cols = {v.attrs["column"]: v for v in ds.data_vars.values() if v.attrs.get("table") == name}
+    if not cols:
+        raise KeyError(f"the dataset holds no table {name!r}; tables: "
+                       f"{sorted({v.attrs['table'] for v in ds.data_vars.values() if 'table' in v.attrs})}")
+    dim = next(iter(cols.values())).dims[0]
+    return pd.DataFrame({c: v.values for c, v in cols.items()}, index=pd.Index(ds[dim].values, name=dim))
+
+
+def validation_errors(ds: xr.Dataset, name: str, n_coef: int | None = None) -> pd.Series:
+    """Error statistics (:func:`perfmod.models.regression.prediction_errors`) of the validation pair ``name``."""
+    from perfmod.models.regression import prediction_errors
+
+    return prediction_errors(ds[f"{name}_measured"].values, ds[f"{name}_predicted"].values,
+                             ds[f"{name}_lower"].values, ds[f"{name}_upper"].values, n_coef=n_coef)
