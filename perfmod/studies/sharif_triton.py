@@ -204,7 +204,8 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
         parts.append(res.drop_attrs(deep=False).expand_dims(event=[tgt]).assign(fitted))
     out = xr.concat(parts, dim="event")
     out["halo_time"] = ds.halo_time.sel(event=targets)
-    out["run_index"] = ds.run_index.sel(event=targets)
+    if "run_index" in ds:  # measured by measure_events (not in hand-built datasets)
+        out["run_index"] = ds.run_index.sel(event=targets)
     return out
 
 
