@@ -56,7 +56,7 @@ ranks against 7.5-7.9 ns at 2,048-3,072.
 
 On a shared machine the device rows and the runs must see the same share of
 the cores: the microbenchmarks' samples last as long as an iteration
-(:data:`perfmod.measure.bench.devicebench.DEFAULTS`), and the notebook measures the
+(:data:`perfmod.measure.bench.devicebench.DEFAULTS`), and :func:`run` measures the
 rows before and after the runs and uses their mean (:func:`mean_rows`).
 """
 
@@ -65,39 +65,42 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
-from perfmod.core.paths import host_name, platforms_dir
-from perfmod.machine.cart import dims_create
+from perfmod.core.paths import host_name, platforms_dir, raw_dir
 from perfmod.machine.platforms import Platform
 from perfmod.measure.bench.devicebench import device_row, measure_devices, write_device_csv
-from perfmod.measure.proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts, neighbours
 from perfmod.measure.runner import run_mpi
-from perfmod.models.comm.collectives import collective_time
-from perfmod.models.comm.phase import phase_time
-from perfmod.models.roofline import qroof_time
+from perfmod.studies import jacobi2d_gpu as gpu
+from perfmod.studies.design import interleaved_order, position_of
+from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof: used by the tests)
+    COMPARED,
+    KERNEL_MODELS,
+    LONG,
+    MODELED,
+    PROFILE,
+    Profile,
+    _comm,
+    _qroof,
+    compare,
+    error_table,
+    headline_errors,
+    predict_jacobi,
+    profile_each,
+    profile_jacobi,
+    rank_counts,
+)
+from perfmod.studies.records import provenance, save_raw
 
 __all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
            "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "profile_each", "predict_jacobi", "compare",
-           "headline_errors", "error_table", "plot_local"]
-
-#: Phases compared one by one (the kernels, the two communication phases, and the overhead).
-MODELED = ("pack", "exchange", "unpack", "stencil", "reduce", "allreduce")
-COMPARED = (*MODELED, "overhead", "iter")
-KERNEL_MODELS = ("qroof", "qroof_profiled")
-#: Default profiling run: two ranks (the paper profiles its two-process run), a block beyond the L3.
-PROFILE = {"block": 2048, "nprocs": 2}
-LONG = {"pack": "PACK kernel", "exchange": "halo exchange (Irecv/Isend/Waitall)", "unpack": "UNPACK kernel",
-        "stencil": "STENCIL kernel (Eq. 6)", "reduce": "REDUCE kernel", "allreduce": "allreduce of the sum",
-        "overhead": "overhead (host-device copies, sum transfer, loop)", "iter": "iteration"}
-
+           "headline_errors", "error_table", "plot_local", "COMPARED", "KERNEL_MODELS", "run", "figures"]
 
 def llc_bytes() -> int:
     """Size of the last-level cache (B) from /sys (32 MiB if unknown)."""
@@ -154,6 +157,9 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
                 sizes: Mapping[str, int] | None = None) -> tuple[dict[int, dict[str, float]], xr.Dataset]:
     """Device row per rank count (devicebench with P ranks at once) and the rows as a dataset over ``nprocs``.
 
+    The rows keep the toolkit's columns (1e9 per second, as QRoof takes them); the dataset holds them in SI
+    units (:func:`perfmod.studies.jacobi2d_gpu.device_row_variables`).
+
     With ``raw_out`` each measurement is written there (``devicebench-numpy-r<P>-<UTC>.nc``) with its
     row in the toolkit's CSV layout beside it (same name, ``.csv``), readable by
     :func:`perfmod.models.roofline.read_devices`.
@@ -168,10 +174,8 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
         rows[p] = device_row(ds)
         if out is not None:  # the row in the toolkit's layout: this CPU as a QRoof device
             write_device_csv(ds, f"local CPU ({host_name()}, {p} rank(s) at once)", out.with_suffix(".csv"))
-    cols = list(next(iter(rows.values())))
-    table = xr.Dataset(
-        {c: ("nprocs", [rows[p][c] for p in rows], {"units": "1e9/s", "long_name": f"local device row: {c} per rank"})
-         for c in cols}, coords={"nprocs": list(rows)})
+    table = xr.Dataset(gpu.device_row_variables(rows, "nprocs", "local", "local device row per rank"),
+                       coords={"nprocs": list(rows)})
     return rows, table
 
 
@@ -185,21 +189,23 @@ def mean_rows(*tables: Mapping[int, Mapping[str, float]]) -> dict[int, dict[str,
 
 def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10, reps: int = 3, warmup: int = 2,
                    progress: bool = True, seed: int = 0, timeout: float = 600.0) -> xr.Dataset:
-    """Run the proxy for every (block, nprocs), ``reps`` rounds in a seeded random order per round.
+    """Run the proxy for every (block, nprocs) and repetition in one seeded random order.
 
+    The profiled configurations and the held-out ones are interleaved and
+    repetitions spread (:func:`perfmod.studies.design.interleaved_order`).
     Returns ``t_<phase>_measured`` (s per iteration, mean over ranks) over
-    (``block``, ``nprocs``, ``rep``) for the nine phases and ``iter``.
+    (``block``, ``nprocs``, ``rep``) for the nine phases and ``iter``, and
+    ``run_index``, each run's position in the order.
     """
     from perfmod.measure.proxies.jacobi2d import PHASES
 
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
     names = (*PHASES, "iter")
     data = {q: np.full((len(blocks), len(nprocs), reps), np.nan) for q in names}
-    rng = np.random.default_rng(seed)
-    todo = [(r, i, j) for r in range(reps) for i, j in rng.permutation(
-        [(i, j) for i in range(len(blocks)) for j in range(len(nprocs))]).tolist()]
+    order = interleaved_order([reps] * (len(blocks) * len(nprocs)), seed)
     command = ""
-    for r, i, j in tqdm(todo, desc="Jacobi2D runs", disable=not progress):
+    for k, r in tqdm(order, desc="Jacobi2D runs", disable=not progress):
+        i, j = divmod(k, len(nprocs))
         res = run_mpi("perfmod.measure.proxies.jacobi2d", nprocs[j],
                       ["--block", blocks[i], "--iters", iters, "--warmup", warmup], timeout=timeout)
         command = res["command"]
@@ -210,7 +216,9 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     ds = xr.Dataset(
         {f"t_{q}_measured": (("block", "nprocs", "rep"), data[q],
                              {"units": "s", "long_name": f"measured time per iteration: {q} (mean over ranks)"})
-         for q in names},
+         for q in names}
+        | {"run_index": (("block", "nprocs", "rep"), position_of(order, (len(blocks), len(nprocs), reps)),
+                         {"units": "1", "long_name": "position of the run in the measurement order"})},
         coords={"block": ("block", blocks, {"units": "1", "long_name": "cells per side of each rank's block"}),
                 "nprocs": ("nprocs", nprocs, {"units": "1", "long_name": "MPI ranks"}),
                 "rep": ("rep", np.arange(reps), {"units": "1", "long_name": "repetition"}),
@@ -222,222 +230,6 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), iters=iters,
                     warmup=warmup, command_example=command)
     return ds
-
-
-def rank_counts(block: int, nprocs: int) -> dict[str, dict[str, Any]]:
-    """Kernel metrics of the mean rank (operations and bytes averaged over the ranks of the grid).
-
-    The proxy reports phase times averaged over ranks, so the model
-    predicts the mean rank too (on the grids used here every rank has the
-    same number of neighbours, so mean and busiest rank coincide).
-    """
-    dims = dims_create(int(nprocs), 2)
-    per = [kernel_counts(block, [d for d in DIRECTIONS if nb[d] >= 0])
-           for nb in (neighbours(r, dims) for r in range(int(nprocs)))]
-    out = {k: dict(per[0][k]) for k in KERNELS}
-    for k in KERNELS:
-        for key in ("compute_ops", "dram_bytes"):
-            out[k][key] = float(np.mean([c[k][key] for c in per]))
-    return out
-
-
-def _qroof(counts: Mapping[str, Any], row: Mapping[str, float]) -> float:
-    if counts["compute_ops"] <= 0:  # nothing to move (one rank: no halos)
-        return 0.0
-    return float(qroof_time(counts["compute_ops"], counts["dram_bytes"], counts["dominant_op"],
-                            counts["opmix_efficiency"], counts["mix_compute"], counts["mix_ldst"], row))
-
-
-def _comm(block: int, nprocs: int, platform: Platform) -> tuple[float, float]:
-    """(halo exchange of the mean rank, allreduce) seconds under the postal model, all ranks on this node."""
-    plat = platform.replace(ranks_per_node=max(platform.ranks_per_node, int(nprocs)))
-    t_ex = float(phase_time(jacobi2d_exchange(int(nprocs), int(block)), plat, "postal").t_rank.mean())
-    t_ar = float(collective_time("allreduce", 8, int(nprocs), plat, "postal"))
-    return t_ex, t_ar
-
-
-@dataclass(frozen=True)
-class Profile:
-    """What the profiling run gives the model.
-
-    Attributes
-    ----------
-    block, nprocs : int
-        The profiled configuration.
-    overhead : float
-        Measured ``t_iter`` minus the modelled phases (s per iteration).
-    kernel_time : dict
-        Kernel -> measured time per iteration (s) in the profiling run.
-    efficiency : dict
-        Kernel -> measured time / QRoof time on the profile's device row.
-    counts : dict
-        Kernel -> QRoof metrics of the representative rank.
-    """
-
-    block: int
-    nprocs: int
-    overhead: float
-    kernel_time: dict[str, float]
-    efficiency: dict[str, float]
-    counts: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _overhead_reps(measured: xr.Dataset) -> xr.DataArray:
-    """Per repetition: the iteration minus the modelled phases (the median of a difference, not a difference of
-    medians, so that it stays the non-negative sum of the unmodelled phases)."""
-    return measured["t_iter_measured"] - sum(measured[f"t_{x}_measured"] for x in MODELED)
-
-
-def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int = PROFILE["block"],
-                   nprocs: int = PROFILE["nprocs"]) -> Profile:
-    """Profile from the run at (``block``, ``nprocs``) of ``measured`` (median over repetitions)."""
-    if block not in measured.block.values or nprocs not in measured.nprocs.values:
-        raise KeyError(f"profile configuration block={block}, nprocs={nprocs} was not measured "
-                       f"(blocks {measured.block.values.tolist()}, nprocs {measured.nprocs.values.tolist()})")
-    run = measured.sel(block=block, nprocs=nprocs)
-    m = run.median("rep")
-    t = {q: float(m[f"t_{q}_measured"]) for q in (*MODELED, "iter")}
-    counts = rank_counts(block, nprocs)
-    eff = {}
-    for k in KERNELS:
-        q = _qroof(counts[k], rows[nprocs])
-        eff[k] = t[k] / q if q > 0 else 1.0
-    overhead = float(_overhead_reps(run).median("rep"))
-    return Profile(int(block), int(nprocs), overhead, {k: t[k] for k in KERNELS}, eff, counts)
-
-
-def profile_each(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int,
-                 nprocs: Sequence[int]) -> dict[int, Profile]:
-    """One :func:`profile_jacobi` per rank count (each rank count is its own device on a shared CPU)."""
-    return {int(p): profile_jacobi(measured, rows, block, int(p)) for p in nprocs}
-
-
-def _profile_for(profile: Profile | Mapping[int, Profile], nprocs: int) -> Profile:
-    if isinstance(profile, Profile):
-        return profile
-    if nprocs not in profile:
-        raise KeyError(f"no profile for nprocs={nprocs} (profiled: {sorted(profile)})")
-    return profile[nprocs]
-
-
-def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platform,
-                   rows: Mapping[int, Mapping[str, float]], profile: Profile | Mapping[int, Profile]) -> xr.Dataset:
-    """Predicted time per iteration and per phase over (``model``, ``block``, ``nprocs``).
-
-    ``profile`` is one profile for every rank count, or one per rank count (:func:`profile_each`).
-    """
-    blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
-    shape = (len(KERNEL_MODELS), len(blocks), len(nprocs))
-    out = {q: np.zeros(shape) for q in COMPARED}
-    for i, b in enumerate(blocks):
-        for j, p in enumerate(nprocs):
-            if p not in rows:
-                raise KeyError(f"no device row for nprocs={p} (have {sorted(rows)})")
-            counts = rank_counts(b, p)
-            t_ex, t_ar = _comm(b, p, platform)
-            prof = _profile_for(profile, p)
-            for m, model in enumerate(KERNEL_MODELS):
-                for k in KERNELS:
-                    q = _qroof(counts[k], rows[p])
-                    out[k][m, i, j] = q * (prof.efficiency[k] if model == "qroof_profiled" else 1.0)
-                out["exchange"][m, i, j], out["allreduce"][m, i, j] = t_ex, t_ar
-                out["overhead"][m, i, j] = prof.overhead
-                out["iter"][m, i, j] = sum(out[q][m, i, j] for q in (*MODELED, "overhead"))
-    return xr.Dataset(
-        {f"t_{q}_predicted": (("model", "block", "nprocs"), out[q],
-                              {"units": "s", "long_name": f"predicted time per iteration: {LONG[q]}"})
-         for q in COMPARED},
-        coords={"model": list(KERNEL_MODELS), "block": blocks, "nprocs": nprocs},
-    )
-
-
-def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile | Mapping[int, Profile],
-            model: str = "qroof_profiled") -> xr.Dataset:
-    """Measured (median over ``rep``) and predicted pairs per phase, with relative errors and masks.
-
-    ``t_<q>_predicted`` is the headline ``model``; every model stays in
-    ``t_<q>_predicted_by_model``.  ``held_out`` is False at the profiled
-    configuration; ``headline`` also drops oversubscribed and cache-resident
-    configurations.
-    """
-    med = measured.median("rep")
-    out = xr.Dataset(coords={c: measured.coords[c] for c in ("block", "nprocs", "oversubscribed", "cache_resident")})
-    t_iter = med["t_iter_measured"]
-    for q in COMPARED:
-        if q == "overhead":
-            meas = _overhead_reps(measured).median("rep")
-        else:
-            meas = med[f"t_{q}_measured"]
-        meas = meas.assign_attrs(units="s", long_name=f"measured time per iteration: {LONG[q]} (median over reps)")
-        pred = predicted[f"t_{q}_predicted"].sel(block=measured.block, nprocs=measured.nprocs)
-        out[f"t_{q}_measured"] = meas
-        out[f"t_{q}_predicted"] = pred.sel(model=model, drop=True).assign_attrs(
-            units="s", long_name=f"predicted time per iteration: {LONG[q]} ({model})")
-        out[f"t_{q}_predicted_by_model"] = pred.assign_attrs(units="s", long_name=f"predicted: {LONG[q]}, per model")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # a phase with nothing to do (no halo on one rank) has no relative error
-            err = xr.where(pred > 0, (pred - meas) / meas, np.nan) if q in MODELED else (pred - meas) / meas
-        out[f"t_{q}_error"] = err.assign_attrs(units="1", long_name=f"relative error, {LONG[q]}: "
-                                               "(predicted - measured) / measured")
-        out[f"t_{q}_error_of_iter"] = ((pred - meas) / t_iter).assign_attrs(
-            units="1", long_name=f"{LONG[q]}: (predicted - measured) / measured iteration time")
-    for q in (*MODELED, "iter"):
-        out[f"t_{q}_measured_reps"] = measured[f"t_{q}_measured"].assign_attrs(
-            units="s", long_name=f"measured time per iteration: {LONG[q]}, every repetition")
-    dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1).median("rep")
-    out["t_iter_noise"] = dev.assign_attrs(units="1", long_name="run-to-run noise of the iteration time: median over "
-                                           "reps of |rep / median - 1|")
-    profiles = {profile.nprocs: profile} if isinstance(profile, Profile) else dict(profile)
-    b, p = xr.broadcast(out.block, out.nprocs)
-    held = xr.ones_like(b, dtype=bool)
-    for n, prof in profiles.items():
-        held = held & ~((b == prof.block) & (p == n))
-    out["held_out"] = held.assign_attrs(units="1", long_name="not a profiled configuration")
-    out["headline"] = (held & ~out.oversubscribed & ~out.cache_resident).assign_attrs(
-        units="1", long_name="in the headline error: held out, not oversubscribed, beyond the LLC")
-    ns = sorted(profiles)
-    out = out.assign_coords(kernel=list(KERNELS), profile_nprocs=("profile_nprocs", ns, {
-        "units": "1", "long_name": "rank count of a profiling run"}))
-    out["profile_overhead"] = ("profile_nprocs", [profiles[n].overhead for n in ns],
-                               {"units": "s", "long_name": "overhead from the profiling run"})
-    eff = [[profiles[n].efficiency[k] for k in KERNELS] for n in ns]
-    out["kernel_efficiency"] = (("profile_nprocs", "kernel"), eff,
-                                {"units": "1", "long_name": "measured / QRoof kernel time in the profiling run"})
-    out.attrs.update(profile_block=profiles[ns[0]].block, headline_model=model)
-    return out
-
-
-def headline_errors(result: xr.Dataset, model: str | None = None, of_iter: bool = False) -> dict[str, float]:
-    """Median absolute relative error per compared quantity over the headline configurations (NaN if none).
-
-    With ``of_iter`` each phase's error is relative to the measured iteration time (its share of the
-    iteration's error) instead of to the phase itself.
-    """
-    sel = result.headline.values
-    out = {}
-    for q in COMPARED:
-        err = result[f"t_{q}_error_of_iter" if of_iter else f"t_{q}_error"]
-        if model is not None:
-            err = err.sel(model=model)
-        elif "model" in err.dims:
-            err = err.sel(model=result.attrs.get("headline_model", "qroof_profiled"))
-        v = np.abs(err.values[sel])
-        v = v[np.isfinite(v)]
-        out[q] = float(np.median(v)) if v.size else float("nan")
-    return out
-
-
-def error_table(result: xr.Dataset) -> Any:
-    """Median absolute error per quantity over the headline configurations, per kernel model (pandas).
-
-    Columns: relative to the phase itself and relative to the iteration (the phase's share of the
-    iteration's error; for ``iter`` both are the same).
-    """
-    import pandas as pd
-
-    cols = {f"{m}: of the phase": headline_errors(result, m) for m in result.model.values}
-    cols |= {f"{m}: of the iteration": headline_errors(result, m, of_iter=True) for m in result.model.values}
-    return pd.DataFrame(cols)
 
 
 def plot_local(result: xr.Dataset, quantities: Sequence[str] = ("stencil", "reduce", "exchange", "overhead", "iter")
@@ -473,3 +265,77 @@ def plot_local(result: xr.Dataset, quantities: Sequence[str] = ("stencil", "redu
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
     return fig
+
+
+STUDY = "local_jacobi2d"
+
+
+def _profiles(prof: Mapping[int, Profile]) -> xr.Dataset:
+    """Kernel metrics and measured kernel times of the profiling runs over (``profile_nprocs``, ``kernel``)."""
+    ns = sorted(prof)
+    kernels = list(next(iter(prof.values())).kernel_time)
+    dims = ("profile_nprocs", "kernel")
+    return xr.Dataset({
+        "profile_kernel_time": (dims, [[prof[n].kernel_time[k] for k in kernels] for n in ns],
+                                {"units": "s", "long_name": "measured kernel time per iteration in the profiling run"}),
+        "profile_compute_ops": (dims, [[prof[n].counts[k]["compute_ops"] for k in kernels] for n in ns],
+                                {"units": "1", "long_name": "operations of the kernel per iteration (mean rank)"}),
+        "profile_dram_bytes": (dims, [[prof[n].counts[k]["dram_bytes"] for k in kernels] for n in ns],
+                               {"units": "B", "long_name": "DRAM bytes of the kernel per iteration (mean rank)"}),
+    }, coords={"profile_nprocs": ns, "kernel": kernels})
+
+
+def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (2048, 2560, 3072),
+        nprocs: Sequence[int] = (1, 2, 4), profile_block: int = 2048, profile_nprocs: Sequence[int] = (1, 2, 4),
+        iters: int = 8, warmup: int = 2, reps: int = 5, device_reps: int = 5,
+        device_sizes: Mapping[str, int] | None = None, seed: int = 0, raw_out: str = "",
+        progress: bool = True) -> xr.Dataset:
+    """Calibrate, profile, predict and validate the end-to-end model of Jacobi2D on this machine (000 §3.3-3.4).
+
+    Parameters are the notebook's (see its parameters cell): ``platform_path`` (empty:
+    ``data/platforms/local.toml``, or a short ping-pong fit), ``gpu_data`` (empty: the newest
+    committed H100 measurement), the configurations, the profiled ones, the repetitions,
+    ``device_sizes`` (overrides of the device microbenchmarks' sizes), ``seed`` (the run order:
+    profiled and held-out configurations interleaved) and ``raw_out`` (raw measurements;
+    empty: ``data/raw/<host>/``).
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`compare`'s pairs ``t_<phase>_measured``/``t_<phase>_predicted`` over (``block``,
+        ``nprocs``) with errors, masks and every repetition; ``run_index``; the profiling runs
+        (``profile_*``, ``kernel_efficiency``); the device rows in SI units (``local_*``, mean of
+        before and after the runs, and ``local_*_drift``: after / before - 1); the H100 kernel
+        comparison (``t_kernel_*``, ``gpu_*``) and one-rank GPU iterations (``t_iter_gpu_*``);
+        provenance and ``raw_files``.
+    """
+    parameters = {k: v for k, v in locals().items() if k != "progress"}
+    raw = Path(raw_out) if raw_out else raw_dir()
+    platform = local_platform(platform_path or None, raw_out=raw)
+    rows_before, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
+    measured = measure_jacobi(blocks, nprocs, iters, reps, warmup, progress=progress, seed=seed)
+    path = save_raw(measured, STUDY, "runs", parameters,
+                    "measurement: Jacobi2D proxy runs (perfmod.measure.proxies.jacobi2d)", raw)
+    rows_after, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
+    rows = mean_rows(rows_before, rows_after)
+    drift = {p: {c: rows_after[p][c] / rows_before[p][c] - 1 for c in rows[p]} for p in rows}
+    prof = profile_each(measured, rows, profile_block, profile_nprocs)
+    result = compare(measured, predict_jacobi(blocks, nprocs, platform, rows, prof), prof)
+    result["run_index"] = measured.run_index
+    rows_ds = xr.Dataset(gpu.device_row_variables({p: rows[p] for p in nprocs}, "nprocs", "local",
+                                                  "local device row per rank (mean of before and after the runs)"))
+    for col, (name, _, long_name) in gpu.DEVICE_SI.items():
+        rows_ds[f"local_{name}_drift"] = ("nprocs", [drift[p][col] for p in nprocs], {
+            "units": "1", "long_name": f"local device row, {long_name}: after / before the runs - 1"})
+    rec = gpu.read_gpu(gpu_data or gpu.latest_gpu_file())
+    cmp = gpu.gpu_comparison(rec)
+    ds = xr.merge([result, _profiles(prof), rows_ds, cmp.drop_vars("t_iter_gpu_measured", errors="ignore"),
+                   gpu.gpu_iterations(rec, profile_block=8192)], combine_attrs="drop_conflicts")
+    ds.attrs.update(platform_source=platform.source, gpu_data=str(gpu_data or gpu.latest_gpu_file()))
+    return provenance(ds, STUDY, "measurement: Jacobi2D proxy and device microbenchmarks on this machine; H100 "
+                      "kernels from data/raw/gpu-h100; model of paper 000 §3.3-3.4", parameters, [path])
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures from its dataset: predicted vs measured per phase, and the H100 kernels against QRoof."""
+    return {"measured_vs_predicted": plot_local(ds), "gpu_kernels": gpu.plot_gpu_kernels(ds)}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -22,13 +21,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from perfmod.core.io import annotate, write_dataset
-from perfmod.core.paths import host_name, raw_dir
+from perfmod.core.paths import host_name
 from perfmod.models.regression import LinearModel, lm
+from perfmod.studies.design import interleaved_order
+from perfmod.studies.records import save_raw
 from perfmod.viz.validation import plot_validation as viz_plot_validation
 
 __all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
-           "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset"]
+           "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset", "add_table", "table",
+           "validation_errors"]
 
 
 def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
@@ -46,7 +47,7 @@ def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str
 
 
 def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[tuple[int, int]]:
-    """(configuration, repetition) pairs in a seeded random order.
+    """(configuration, repetition) pairs in one seeded random order (:func:`perfmod.studies.design.interleaved_order`).
 
     A configuration's own ``"reps"`` overrides ``reps``.  Random order spreads
     the load of other processes over configurations; measuring training and
@@ -54,24 +55,13 @@ def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[t
     spreads it over both sets alike, so a busier half hour does not bias the
     validation against the training data.
     """
-    todo = [(i, r) for i, c in enumerate(configs) for r in range(int(c.get("reps", reps)))]
-    return [todo[k] for k in np.random.default_rng(seed).permutation(len(todo))]
+    return interleaved_order([int(c.get("reps", reps)) for c in configs], seed)
 
 
 def split_sets(ds: xr.Dataset) -> dict[str, xr.Dataset]:
     """The runs of each ``set`` label (e.g. ``train``, ``test``) of a measurement, renumbered."""
     return {str(s): ds.isel(run=np.flatnonzero(ds.set.values == s)).assign_coords(
         run=np.arange(int((ds.set.values == s).sum()))) for s in np.unique(ds.set.values)}
-
-
-def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any], source: str,
-             directory: str | Path = "") -> Path:
-    """Write a measurement to ``<directory or data/raw/<host>>/<study>-<name>-<UTC stamp>.nc``; never overwrites."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    out = Path(directory) if directory else raw_dir()
-    path = out / f"{study}-{name}-{stamp}.nc"
-    write_dataset(annotate(ds, study, source, parameters), path, overwrite=False)
-    return path
 
 
 def fit_all(frame: pd.DataFrame, formulas: Mapping[str, str]) -> dict[str, LinearModel]:
@@ -105,13 +95,13 @@ def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, ylabel: str, title: str,
     fig.tight_layout()
     return fig
 
-def plot_fit_vs_measured(frame: pd.DataFrame, models: Mapping[str, LinearModel], x: str, xlabel: str,
+def plot_fit_vs_measured(frame: pd.DataFrame, y: str, fitted: Mapping[str, Any], x: str, xlabel: str,
                          ylabel: str, title: str = "") -> plt.Figure:
-    """Measured responses and each model's fitted values against one variable (Figures 4, 7, 8, 10)."""
+    """Measured ``y`` and each model's fitted values (name -> values over the rows) against ``x`` (Figures 4, 7-10)."""
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.plot(frame[x], next(iter(models.values())).design.y, "k.", ms=4, label="measured")
-    for i, (name, m) in enumerate(models.items()):
-        ax.plot(frame[x], m.fitted, "o", mfc="none", color=f"C{i}", ms=5, label=f"model {name} fit")
+    ax.plot(frame[x], frame[y], "k.", ms=4, label="measured")
+    for i, (name, values) in enumerate(fitted.items()):
+        ax.plot(frame[x], np.asarray(values), "o", mfc="none", color=f"C{i}", ms=5, label=f"model {name} fit")
     return _finish(fig, ax, xlabel, ylabel, title, legend_size=8)
 
 
@@ -162,6 +152,7 @@ def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
     """
     ds = xr.Dataset()
     for name, (tab, units, long_name) in validations.items():
+        tab = tab.reset_index(drop=True)
         dim = f"{name}_run"
         kind, level = tab.attrs.get("interval", "confidence"), tab.attrs.get("level", 0.95)
         for col, suffix in (("measured", "measured"), ("fit", "predicted"), ("lower", "lower"), ("upper", "upper")):
@@ -172,11 +163,54 @@ def study_dataset(validations: Mapping[str, tuple[pd.DataFrame, str, str]],
             ds[f"{name}_{suffix}"] = xr.DataArray(tab[col].to_numpy(float), dims=dim,
                                                   attrs={"units": units, "long_name": f"{what} {long_name}", **bound})
     for name, (tab, units) in tables.items():
-        dim = f"{name}_model"
-        ds = ds.assign_coords({dim: [str(i) for i in tab.index]})
-        for col in tab.columns:
-            vals = pd.to_numeric(tab[col], errors="coerce").to_numpy(float)
-            key = "".join(ch if ch.isalnum() else "_" for ch in str(col)).strip("_")
-            ds[f"{name}_{key}"] = xr.DataArray(vals, dims=dim, attrs={"units": units.get(col, "1"),
-                                                                      "long_name": f"{name}: {col}"})
+        ds = add_table(ds, name, tab, units, dim=f"{name}_model")
     return ds
+
+
+def _key(col: Any) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in str(col)).strip("_")
+
+
+def add_table(ds: xr.Dataset, name: str, tab: pd.DataFrame, units: Mapping[str, str] | None = None,
+              dim: str | None = None, long_names: Mapping[str, str] | None = None) -> xr.Dataset:
+    """``ds`` with each column of ``tab`` as variable ``<name>_<column>`` over ``dim`` (default ``<name>_row``).
+
+    Characters other than letters and digits in ``name`` and the columns
+    become ``_`` in variable names; the attributes keep them as given.
+
+    The index becomes the coordinate ``dim`` (as strings); numeric and boolean
+    columns are stored as floats, others as strings.  Every variable records
+    its table and column (attributes ``table``, ``column``), so that
+    :func:`table` gives the table back from the dataset alone.  Columns
+    without units get ``"1"``.
+    """
+    prefix = _key(name)
+    dim = dim or f"{prefix}_row"
+    units, long_names = dict(units or {}), dict(long_names or {})
+    out = ds.assign_coords({dim: [str(i) for i in tab.index]})
+    for col in tab.columns:
+        raw = tab[col]
+        num = pd.to_numeric(raw.astype(float) if raw.dtype == bool else raw, errors="coerce")
+        vals = num.to_numpy(float) if num.notna().sum() >= raw.notna().sum() else raw.astype(str).to_numpy()
+        out[f"{prefix}_{_key(col)}"] = xr.DataArray(vals, dims=dim, attrs={
+            "units": units.get(str(col), "1"), "long_name": long_names.get(str(col), f"{name}: {col}"),
+            "table": name, "column": str(col)})
+    return out
+
+
+def table(ds: xr.Dataset, name: str) -> pd.DataFrame:
+    """The table stored by :func:`add_table` (or :func:`study_dataset`) under ``name``, from the dataset alone."""
+    cols = {v.attrs["column"]: v for v in ds.data_vars.values() if v.attrs.get("table") == name}
+    if not cols:
+        raise KeyError(f"the dataset holds no table {name!r}; tables: "
+                       f"{sorted({v.attrs['table'] for v in ds.data_vars.values() if 'table' in v.attrs})}")
+    dim = next(iter(cols.values())).dims[0]
+    return pd.DataFrame({c: v.values for c, v in cols.items()}, index=pd.Index(ds[dim].values, name=dim))
+
+
+def validation_errors(ds: xr.Dataset, name: str, n_coef: int | None = None) -> pd.Series:
+    """Error statistics (:func:`perfmod.models.regression.prediction_errors`) of the validation pair ``name``."""
+    from perfmod.models.regression import prediction_errors
+
+    return prediction_errors(ds[f"{name}_measured"].values, ds[f"{name}_predicted"].values,
+                             ds[f"{name}_lower"].values, ds[f"{name}_upper"].values, n_coef=n_coef)

@@ -27,16 +27,21 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.measure import power
 from perfmod.measure.proxies.quicksilver import run_quicksilver
+from perfmod.models.regression import anova, compare_models
+from perfmod.models.regression.gam import compare_with_lm
+from perfmod.studies import sasidharan_common as sc
+from perfmod.studies.records import provenance
 from perfmod.studies.sasidharan_common import run_order, runs_dataset
 from perfmod.studies.sasidharan_published import MODELS
 
-__all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame"]
+__all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame", "run", "figures"]
 
 #: Models 1 and 2 of §6.4.1, power (Table 10) and energy (Table 11): the paper's formulas
 FORMULAS = {"1": MODELS["model1"].formula, "2": MODELS["model2"].formula}
@@ -134,3 +139,103 @@ def model_frame(ds: xr.Dataset, response: str = "t_track_min") -> pd.DataFrame:
         df["X4"] = ds.mean_power_w.values * 1e3
         df["energy"] = ds.energy_per_track_j.values * 1e3
     return df
+
+
+STUDY = "sasidharan_quicksilver"
+MODEL_UNITS = {"RSE": "s", "rse_train": "s", "rmse_validation": "s"}
+FRAME_UNITS = {"X1": "MB", "X2": "MB", "time": "s", "power": "mW", "X4": "mW", "energy": "mJ"}
+COEF_UNITS = {c: "per unit of the term (model units: MB, s, mW, mJ)" for c in ("Estimate", "Std.Error")}
+
+
+def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[int] = (10000, 25000, 60000),
+        test_sizes: Sequence[int] = (10, 14, 18), test_particles: Sequence[int] = (15000, 40000),
+        threads: Sequence[int] = (1, 2, 4), reps: int = 2, test_reps: int = 1, iterations: int = 10, m: int = 5,
+        f: int = 5, holdout_seed: int = 0, response: str = "t_track", measure_power: bool = True, seed: int = 0,
+        raw_out: str = "", progress: bool = True) -> xr.Dataset:
+    """Measure, fit, compare and validate paper 001 §6's models (Tables 8, 9, 12) on the Quicksilver-like proxy.
+
+    Training and validation runs are measured in one seeded random order
+    (:func:`perfmod.studies.sasidharan_common.run_order`).  Parameters are the
+    notebook's (see its parameters cell); ``response`` picks the time modelled
+    (``t_track``: the mean, as the paper; ``t_track_median``; ``t_track_min``:
+    the fastest iteration, for a loaded machine).  Power and energy (Tables 10,
+    11, 13, 14) are measured and modelled only where a sensor is readable
+    (:func:`perfmod.measure.power.probe`); the attribute ``power_sensors`` says.
+
+    Returns
+    -------
+    xarray.Dataset
+        Validation pairs ``model<k>_measured``/``_predicted``/``_lower``/``_upper`` (s, 95 %
+        confidence interval) per model with the validation runs' X in ``model<k>_test_*``;
+        the model table (``time_*`` over ``time_model``), ANOVA (``time_anova_*``),
+        coefficients (``time_coef_<k>_*``), the GAM check (``time_gam_*``), training
+        observations (``time_train_*``) and fitted values (``time_fitted_*``); with a power
+        sensor also ``power_*`` and ``energy_*``; tables read back with
+        :func:`perfmod.studies.sasidharan_common.table`.
+    """
+    sensors = power.probe()
+    have_power = bool(measure_power and any(s.available for s in sensors))
+    parameters = {k: v for k, v in locals().items() if k not in ("progress", "sensors")}
+    configs = (design(train_sizes, train_particles, threads, label="train", reps=reps)
+               + design(test_sizes, test_particles, threads, label="test", reps=test_reps))
+    runs = measure(configs, reps, iterations, m, f, seed=seed, with_power=have_power, progress=progress)
+    raw = sc.save_raw(runs, STUDY, "runs", parameters,
+                      "measurement: Quicksilver-like proxy (perfmod.measure.proxies.quicksilver.run_quicksilver)",
+                      raw_out)
+    sets = sc.split_sets(runs)
+    train, test = model_frame(sets["train"], response), model_frame(sets["test"], response)
+    models = sc.fit_all(train, FORMULAS)
+    cv = compare_models(FORMULAS, train, "holdout", test_size=40 / 490, groups="config", seed=holdout_seed)
+    chosen = str(cv.index[cv.chosen][0])
+    ds = sc.add_table(xr.Dataset(), "time", sc.model_table(models).join(
+        cv[["rse_train", "rmse_validation", "ratio", "chosen"]]), MODEL_UNITS, dim="time_model")
+    ds = sc.add_table(ds, "time_anova", anova(*models.values(), names=list(models)))
+    for key, mdl in models.items():
+        ds = sc.add_table(ds, f"time_coef_{key}", mdl.coef_table(), COEF_UNITS)
+        ds = ds.merge(sc.study_dataset({f"model{key}": (sc.validation_table(mdl, test), "s",
+                                                        f"mean time per tracking iteration, Model {key}")}, {}))
+        ds = sc.add_table(ds, f"model{key}_test", test[["X1", "X2", "X3"]].reset_index(drop=True), FRAME_UNITS,
+                          dim=f"model{key}_run")
+    ds = sc.add_table(ds, "time_gam", compare_with_lm(FORMULAS["1"], train, smooth=["X2"], linear=["X1", "X3"],
+                                                      test_size=40 / 490, groups="config", seed=holdout_seed))
+    ds = sc.add_table(ds, "time_train", train[["X1", "X2", "X3", "time", "config"]], FRAME_UNITS, dim="time_obs")
+    ds = sc.add_table(ds, "time_fitted", pd.DataFrame({k: mdl.fitted for k, mdl in models.items()}),
+                      dict.fromkeys(models, "s"), dim="time_obs")
+    if have_power:
+        ds = _power(ds, train, test, next(s.kind for s in sensors if s.available))
+    stats = sc.validation_errors(ds, f"model{chosen}", n_coef=len(models[chosen].coef))
+    ds.attrs.update(chosen_model=chosen, validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse),
+                    power_sensors="; ".join(f"{s.kind}: {s.reason}" for s in sensors), power_measured=int(have_power),
+                    runs_training=int(len(train)), runs_validation=int(len(test)))
+    return provenance(ds, STUDY, "measurement: Quicksilver-like proxy on this machine; models of paper 001 §6 "
+                      "(Tables 8, 9)", parameters, [raw])
+
+
+def _power(ds: xr.Dataset, train: pd.DataFrame, test: pd.DataFrame, sensor: str) -> xr.Dataset:
+    """Power (Table 10) and energy (Table 11) models fitted and validated (Tables 13, 14) with a sensor's data."""
+    pmodel = sc.fit_all(train, {"power": POWER_FORMULA, "energy": ENERGY_FORMULA})
+    for key, unit in (("power", "mW"), ("energy", "mJ")):
+        ds = sc.add_table(ds, f"{key}_coef", pmodel[key].coef_table(), COEF_UNITS)
+        ds = ds.merge(sc.study_dataset({key: (sc.validation_table(pmodel[key], test), unit,
+                                              f"{key} model (measured with {sensor})")}, {}))
+    return ds
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures from its dataset (Figure 10 and 13 counterparts)."""
+    tr = sc.table(ds, "time_train")
+    chosen = ds.attrs["chosen_model"]
+    name = f"model{chosen}"
+    val = pd.DataFrame({"measured": ds[f"{name}_measured"].values, "fit": ds[f"{name}_predicted"].values,
+                        "lower": ds[f"{name}_lower"].values, "upper": ds[f"{name}_upper"].values})
+    return {
+        "fig10_particle_memory_vs_time": sc.plot_scatter(
+            tr, "X2", "time", ["X3"], "mean particle memory X2 [MB]", "mean time per tracking iteration [s]",
+            "Figure 10 counterpart (measured)"),
+        "fig10_model_fit": sc.plot_fit_vs_measured(
+            tr, "time", sc.table(ds, "time_fitted").to_dict("series"), "X2", "mean particle memory X2 [MB]",
+            "mean time per tracking iteration [s]", "Figure 10 counterpart: Models 1 and 2"),
+        "fig13_validation": sc.plot_validation(
+            val, ds[f"{name}_test_X2"].values, "mean particle memory X2 [MB]", "mean time per tracking iteration [s]",
+            f"Figure 13 counterpart: model {chosen}"),
+    }

@@ -24,20 +24,28 @@ Models (R formulas; the coefficient lists of Tables 1, 3, 5 and 6):
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.measure.proxies.sedov import run_shared
 from perfmod.measure.runner import run_mpi
+from perfmod.models.regression import NotNestedWarning, anova, compare_models
+from perfmod.models.regression.gam import compare_with_lm
+from perfmod.studies import sasidharan_common as sc
+from perfmod.studies.records import provenance
 from perfmod.studies.sasidharan_common import run_order, runs_dataset
 from perfmod.studies.sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "COMM_FORMULAS", "FULL_FORMULAS", "design", "measure_shared", "measure_distributed",
-           "model_frame"]
+           "model_frame", "run", "figures"]
 
 #: Models A, B, C of §5.1.2, the paper's formulas (perfmod.studies.sasidharan_published.MODELS)
 FORMULAS = {"A": MODELS["A"].formula, "B": MODELS["B"].formula, "C": MODELS["C_P100"].formula}
@@ -150,3 +158,149 @@ def model_frame(ds: xr.Dataset, response: str = "t_iter_min") -> pd.DataFrame:
         df["t_comp"] = ds.t_comp.values * MS
         df["config"] = df.config + [f"/P{p:g}" for p in df.X5]
     return df
+
+
+STUDY = "sasidharan_sedov"
+CV_COLUMNS = ["rse_train", "rmse_validation", "ratio", "chosen"]
+MODEL_UNITS = {"RSE": "ms", "rse_train": "ms", "rmse_validation": "ms"}
+COEF_UNITS = {c: "ms per unit of the term (model units: MB, ms)" for c in ("Estimate", "Std.Error")}
+FRAME_UNITS = {"X1": "MB", "time": "ms", "t_comm": "ms", "t_comp": "ms"}
+
+
+def _anova(models: dict[str, Any]) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotNestedWarning)  # A is not nested in B (B drops X3), as in the paper
+        return anova(*models.values(), names=list(models), strict=False)
+
+
+def _fits(ds: xr.Dataset, name: str, frame: pd.DataFrame, formulas: dict[str, str], holdout_seed: int,
+          test_size: float, columns: list[str]) -> tuple[xr.Dataset, dict[str, Any], str]:
+    """Fit ``formulas`` on ``frame``; store the model table with hold-out errors, ANOVA, coefficients, fitted values."""
+    models = sc.fit_all(frame, formulas)
+    cv = compare_models(formulas, frame, "holdout", test_size, groups="config", seed=holdout_seed)
+    ds = sc.add_table(ds, name, sc.model_table(models).join(cv[CV_COLUMNS]), MODEL_UNITS, dim=f"{name}_model")
+    ds = sc.add_table(ds, f"{name}_anova", _anova(models))
+    for key, m in models.items():
+        ds = sc.add_table(ds, f"{name}_coef_{key}", m.coef_table(), COEF_UNITS)
+    ds = sc.add_table(ds, f"{name}_train", frame[columns], FRAME_UNITS, dim=f"{name}_obs")
+    ds = sc.add_table(ds, f"{name}_fitted", pd.DataFrame({k: m.fitted for k, m in models.items()}),
+                      dict.fromkeys(models, "ms"), dim=f"{name}_obs")
+    return ds, models, str(cv.index[cv.chosen][0])
+
+
+def _validate(ds: xr.Dataset, name: str, model: Any, test: pd.DataFrame, columns: list[str], what: str) -> xr.Dataset:
+    val = sc.validation_table(model, test)
+    ds = ds.merge(sc.study_dataset({name: (val, "ms", what)}, {}))
+    return sc.add_table(ds, f"{name}_test", test[columns].reset_index(drop=True), FRAME_UNITS, dim=f"{name}_run")
+
+
+def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22, 22, 22), (27, 27, 27), (32, 32, 32)),
+        test_sizes: Sequence[Sequence[int]] = ((15, 15, 15), (20, 20, 20), (25, 25, 25), (30, 30, 30)),
+        train_chunks: Sequence[int] = (1, 4, 16), test_chunks: Sequence[int] = (2, 8),
+        node_axes: Sequence[str] = ("z", "x"), workers: int = 2, reps: int = 3, test_reps: int = 1,
+        iterations: int = 20, holdout_seed: int = 0, response: str = "t_iter", distributed: bool = True,
+        mpi_train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (16, 16, 16), (20, 20, 20), (24, 24, 24)),
+        mpi_test_sizes: Sequence[Sequence[int]] = ((14, 14, 14), (22, 22, 22)), mpi_nprocs: Sequence[int] = (1, 2),
+        mpi_chunks: Sequence[int] = (1, 4), mpi_workers: int = 2, mpi_reps: int = 2, mpi_test_reps: int = 2,
+        seed: int = 0, raw_out: str = "", progress: bool = True) -> xr.Dataset:
+    """Measure, fit, compare and validate paper 001 §5's models on the Sedov proxy (shared memory, and MPI).
+
+    Training and validation runs are measured in one seeded random order
+    (:func:`perfmod.studies.sasidharan_common.run_order`).  Parameters are the
+    notebook's (see its parameters cell); ``response`` picks the time per
+    iteration modelled (``t_iter``: the mean, as the paper; ``t_iter_median``;
+    ``t_iter_min``: the fastest iteration, for a loaded machine).
+
+    Returns
+    -------
+    xarray.Dataset
+        Validation pairs ``shared_measured``/``_predicted``/``_lower``/``_upper`` (ms, 95 %
+        confidence interval) with the validation runs' X in ``shared_test_*``; the model
+        table (``shared_*`` over ``shared_model``), ANOVA (``shared_anova_*``), coefficients
+        of every model (``shared_coef_<model>_*``), the training observations
+        (``shared_train_*``) and fitted values (``shared_fitted_*``); the same with prefix
+        ``mpi`` (communication models ``mpi_comm*``, full models ``mpi_full*``) when
+        ``distributed``; read tables back with :func:`perfmod.studies.sasidharan_common.table`.
+    """
+    parameters = {k: v for k, v in locals().items() if k != "progress"}
+    configs = (design(train_sizes, train_chunks, node_axes, label="train", reps=reps)
+               + design(test_sizes, test_chunks, node_axes, label="test", reps=test_reps))
+    runs = measure_shared(configs, reps, iterations, workers, seed=seed, progress=progress)
+    raw = [sc.save_raw(runs, STUDY, "shared", parameters,
+                       "measurement: Sedov proxy, shared-memory version (perfmod.measure.proxies.sedov.run_shared)",
+                       raw_out)]
+    sets = sc.split_sets(runs)
+    train, test = model_frame(sets["train"], response), model_frame(sets["test"], response)
+    cols = ["X1", "X2", "X3", "time", "node_axis", "config"]
+    ds, models, chosen = _fits(xr.Dataset(), "shared", train, FORMULAS, holdout_seed, 43 / 275, cols)
+    ds = _validate(ds, "shared", models[chosen], test, ["X1", "X2", "X3"],
+                   "time per iteration, shared-memory Sedov proxy")
+    ds = sc.add_table(ds, "shared_gam", compare_with_lm(FORMULAS[chosen], train, smooth=["X1", "X3"], linear=["X2"],
+                                                       test_size=43 / 275, groups="config", seed=holdout_seed))
+    stats = sc.validation_errors(ds, "shared", n_coef=len(models[chosen].coef))
+    ds.attrs.update(chosen_model=chosen, validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse),
+                    max_energy_error=float(np.abs(sets["train"].e_total_error).max()),
+                    runs_training=int(len(train)), runs_validation=int(len(test)))
+    if distributed:
+        ds, path = _distributed(ds, parameters, progress)
+        raw.append(path)
+    return provenance(ds, STUDY, "measurement: Sedov proxy on this machine; models of paper 001 §5 (Models A, B, C; "
+                      "Tables 5, 6)", parameters, raw)
+
+
+def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.Dataset, Path]:
+    """The MPI part of :func:`run` (§5.2): communication models (Table 5), full models (Table 6), validation."""
+    configs = (design(p["mpi_train_sizes"], p["mpi_chunks"], p["node_axes"], p["mpi_nprocs"], label="train",
+                      reps=p["mpi_reps"])
+               + design(p["mpi_test_sizes"], p["mpi_chunks"], ["x"], p["mpi_nprocs"], label="test",
+                        reps=p["mpi_test_reps"]))
+    runs = measure_distributed(configs, p["mpi_reps"], p["iterations"], p["mpi_workers"], seed=p["seed"],
+                               progress=progress)
+    path = sc.save_raw(runs, STUDY, "mpi", p,
+                       "measurement: Sedov proxy, MPI version (perfmod.measure.proxies.sedov_mpi)", p["raw_out"])
+    sets = sc.split_sets(runs)
+    train, test = model_frame(sets["train"], p["response"]), model_frame(sets["test"], p["response"])
+    cols = ["X1", "X2", "X3", "X4", "X5", "time", "t_comm", "config"]
+    ds, _, _ = _fits(ds, "mpi_comm", train, COMM_FORMULAS, p["holdout_seed"], 0.2, cols)  # 400/100 as §5.2.2
+    ds, full, _ = _fits(ds, "mpi_full", train, FULL_FORMULAS, p["holdout_seed"], 0.2, cols)
+    fmodel = full["full (Table 6)"]
+    ds = _validate(ds, "mpi", fmodel, test, ["X1", "X2", "X3", "X4", "X5"], "time per iteration, MPI Sedov proxy")
+    stats = sc.validation_errors(ds, "mpi", n_coef=len(fmodel.coef))
+    ds.attrs.update(mpi_validation_rmse_over_training_rse=float(stats["rmse"] / fmodel.rse),
+                    mpi_runs_training=int(len(train)), mpi_runs_validation=int(len(test)))
+    return ds, path
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures from its dataset (Figures 3, 4, 5 and, with the MPI part, 6, 8, 9 counterparts)."""
+    figs = {}
+    tr = sc.table(ds, "shared_train")
+    fitted = sc.table(ds, "shared_fitted")
+    chosen = ds.attrs["chosen_model"]
+    figs["fig3_memory_vs_time"] = sc.plot_scatter(tr, "X1", "time", ["X2", "node_axis"], "memory usage X1 [MB]",
+                                                  "time/iteration [ms]",
+                                                  "Figure 3 counterpart: memory usage vs time/iteration")
+    figs["fig4_model_fit"] = sc.plot_fit_vs_measured(tr, "time", {k: fitted[k] for k in ("A", "C")}, "X1",
+                                                     "memory usage X1 [MB]", "time/iteration [ms]",
+                                                     "Figure 4 counterpart: Model C (and A) fit vs measured")
+    figs["fig5_validation"] = sc.plot_validation(_pairs(ds, "shared"), ds.shared_test_X1.values, "memory usage X1 [MB]",
+                                                 "time/iteration [ms]",
+                                                 f"Figure 5 counterpart: model {chosen} on validation runs")
+    if "mpi_measured" in ds:
+        ctr, ftr = sc.table(ds, "mpi_comm_train"), sc.table(ds, "mpi_full_train")
+        figs["fig6_comm_model"] = sc.plot_fit_vs_measured(
+            ctr, "t_comm", {"comm (Table 5)": sc.table(ds, "mpi_comm_fitted")["comm (Table 5)"]}, "X4",
+            "max inter-process edges X4", "communication time/iteration [ms]", "Figure 6 counterpart")
+        figs["fig8_full_model"] = sc.plot_fit_vs_measured(
+            ftr, "time", {"full": sc.table(ds, "mpi_full_fitted")["full (Table 6)"]}, "X1",
+            "memory per process X1 [MB]", "time/iteration [ms]", "Figure 8 counterpart: full model")
+        figs["fig9_full_validation"] = sc.plot_validation(
+            _pairs(ds, "mpi"), ds.mpi_test_X1.values, "memory per process X1 [MB]", "time/iteration [ms]",
+            "Figure 9 counterpart: full model on validation runs")
+    return figs
+
+
+def _pairs(ds: xr.Dataset, name: str) -> pd.DataFrame:
+    """The validation table (measured, fit, lower, upper) of pair ``name`` from the dataset."""
+    return pd.DataFrame({"measured": ds[f"{name}_measured"].values, "fit": ds[f"{name}_predicted"].values,
+                         "lower": ds[f"{name}_lower"].values, "upper": ds[f"{name}_upper"].values})

@@ -8,6 +8,10 @@ compute, communication, other and total time.
 Halo cells per process: two rows of ``nx`` cells when P > 1, none on one
 rank (nothing is exchanged).  Runs with more ranks than cores are marked
 ``oversubscribed``.
+
+Study contract: :func:`run` measures training and held-out cases in one
+seeded random order (:func:`perfmod.studies.design.interleaved_order`),
+fits, predicts and returns the dataset; :func:`figures` draws it.
 """
 
 from __future__ import annotations
@@ -16,14 +20,22 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.measure.runner import run_mpi
 from perfmod.models.bsp import BSPFit, fit_bsp
+from perfmod.studies.design import interleaved_order, position_of
+from perfmod.studies.records import provenance, save_raw
+from perfmod.viz.plots import plot_measured_vs_predicted
 
-__all__ = ["halo_cells", "measure_gol", "fit_gol", "predict_gol"]
+__all__ = ["halo_cells", "measure_gol", "fit_gol", "predict_gol", "run", "figures", "error_summary"]
+
+STUDY = "sharif_gol"
+PARAM_UNITS = {"k_w": "cells/s", "k_b": "cells/s", "o_h": "s/cell", "o_c": "s/cell"}
 
 QUANTITIES = ("t_w", "t_c", "t_o", "total_time")
 LONG = {"t_w": "compute time (T_w)", "t_c": "communication time (T_c)", "t_o": "other time (T_o)",
@@ -36,16 +48,27 @@ def halo_cells(nx: int, nprocs: int) -> int:
 
 
 def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int = 3,
-                progress: bool = True, seed: int = 0) -> xr.Dataset:
-    """Run the GOL proxy for every (case, nprocs, rep); ``cases`` are ``(ny, nx, generations)``."""
+                progress: bool = True, seed: int = 0, held_out: Sequence[bool] | None = None) -> xr.Dataset:
+    """Run the GOL proxy for every (case, nprocs, rep) in one seeded random order.
+
+    ``cases`` are ``(ny, nx, generations)``; ``held_out`` flags the cases
+    kept for validation (coordinate ``held_out``; default none), measured in
+    the same interleaved order as the training cases so that load from other
+    processes falls on both alike.  ``run_index`` is each run's position in
+    that order; ``seed`` seeds the order and the proxy's initial grids.
+    """
     cases = [tuple(int(v) for v in c) for c in cases]
     for c in cases:
         if len(c) != 3 or min(c) < 1:
             raise ValueError(f"a case is (ny, nx, generations) with positive entries, got {c}")
+    flags = np.zeros(len(cases), bool) if held_out is None else np.asarray(held_out, bool)
+    if flags.shape != (len(cases),):
+        raise ValueError(f"held_out needs one flag per case ({len(cases)}), got {len(flags)}")
     shape = (len(cases), len(nprocs), reps)
     data = {q: np.full(shape, np.nan) for q in QUANTITIES}
-    todo = [(i, j, r) for i in range(len(cases)) for j in range(len(nprocs)) for r in range(reps)]
-    for i, j, r in tqdm(todo, desc="GOL runs", disable=not progress):
+    order = interleaved_order([reps] * (len(cases) * len(nprocs)), seed)
+    for k, r in tqdm(order, desc="GOL runs", disable=not progress):
+        i, j = divmod(k, len(nprocs))
         ny, nx, gens = cases[i]
         res = run_mpi("perfmod.measure.proxies.gol", int(nprocs[j]),
                       ["--ny", ny, "--nx", nx, "--generations", gens, "--seed", seed + r])
@@ -64,8 +87,11 @@ def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int
             "generations": ("case", gens, {"units": "1", "long_name": "generations (I)"}),
             "cells": ("case", ny * nx, {"units": "1", "long_name": "cells (C)"}),
             "oversubscribed": ("nprocs", p > ncores, {"units": "1", "long_name": "more ranks than cores"}),
+            "held_out": ("case", flags, {"units": "1", "long_name": "held-out (validation) case"}),
         },
     )
+    ds["run_index"] = (("case", "nprocs", "rep"), position_of(order, shape),
+                       {"units": "1", "long_name": "position of the run in the measurement order"})
     ds.attrs["measured_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return ds
 
@@ -112,3 +138,88 @@ def predict_gol(fit: BSPFit, test: xr.Dataset, level: float = 0.95) -> xr.Datase
         out[f"{q}_error"] = ((out[f"{q}_predicted"] - med) / med).assign_attrs(
             units="1", long_name=f"relative error of {LONG[q]}: (predicted - median measured) / median measured")
     return out
+
+
+def error_summary(ds: xr.Dataset) -> pd.DataFrame:
+    """Mean and largest |relative error| over the held-out runs that are not oversubscribed, per quantity."""
+    ok = ds.nprocs.values[~ds.oversubscribed.values]
+    rows = {}
+    for q in ("t_w", "t_c", "total_time"):
+        e = np.abs(ds[f"{q}_error"].sel(nprocs=ok).values.ravel())
+        e = e[np.isfinite(e)]
+        rows[q] = {"mean |error|": float(e.mean()) if e.size else np.nan,
+                   "max |error|": float(e.max()) if e.size else np.nan, "cases": int(e.size)}
+    return pd.DataFrame(rows).T
+
+
+def _stderr(fit: BSPFit) -> dict[str, float]:
+    s = fit.stderr
+    return {str(k): float(v) for k, v in dict(s() if callable(s) else s).items()}
+
+
+def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 3000), (1200, 1200, 1200)),
+        test_cases: Sequence[Sequence[int]] = ((1000, 1000, 2000), (1400, 1400, 1000)),
+        nprocs: Sequence[int] = (1, 2, 4), reps: int = 5, nonneg: bool = False, seed: int = 0,
+        raw_out: str = "", progress: bool = True) -> xr.Dataset:
+    """Measure, fit and validate the BSP model of the GOL proxy (paper 003 §V-A/B, Figure 2) on this machine.
+
+    Parameters
+    ----------
+    train_cases, test_cases : sequence of (ny, nx, generations)
+        Cases fitted, and cases predicted (held out).
+    nprocs : sequence of int
+        MPI rank counts; more than the cores are run oversubscribed, marked, and not fitted.
+    reps : int
+        Repetitions of every run (medians are fitted and compared).
+    nonneg : bool
+        Non-negative least squares.
+    seed : int
+        Seed of the run order (training and held-out runs interleaved) and of the initial grids.
+    raw_out : str
+        Directory of the raw measurement; empty: ``data/raw/<host>/``.
+    progress : bool
+        Progress bar.
+
+    Returns
+    -------
+    xarray.Dataset
+        The held-out cases over (``case``, ``nprocs``, ``rep``) with ``<q>_measured``,
+        ``<q>_predicted``, ``<q>_lower``/``<q>_upper`` (95 % prediction interval) and
+        ``<q>_error``; ``run_index``; the training runs as ``train_<q>_measured`` and
+        ``train_run_index`` over ``train_case``; the fitted parameters ``param_<name>``
+        and their standard errors ``stderr_<name>``; provenance and ``raw_files``.
+    """
+    parameters = {k: v for k, v in locals().items() if k != "progress"}
+    cases = [*train_cases, *test_cases]
+    held = [False] * len(train_cases) + [True] * len(test_cases)
+    runs = measure_gol(cases, nprocs, reps, progress=progress, seed=seed, held_out=held)
+    raw = save_raw(runs, STUDY, "runs", parameters, "measurement: GOL proxy runs (perfmod.measure.proxies.gol)",
+                   raw_out)
+    train = runs.isel(case=~runs.held_out.values)
+    test = runs.isel(case=runs.held_out.values)
+    test = test.assign_coords(case=np.arange(test.sizes["case"]))
+    fit = fit_gol(train, nonneg=nonneg)
+    out = predict_gol(fit, test).drop_vars("held_out")
+    tr = train.drop_vars("held_out").rename(case="train_case", ny="train_ny", nx="train_nx",
+                                            generations="train_generations", cells="train_cells")
+    for name in [*[f"{q}_measured" for q in QUANTITIES], "run_index"]:
+        out[f"train_{name}"] = tr[name].assign_attrs(long_name=f"training runs: {tr[name].attrs['long_name']}")
+    out = out.assign_coords({c: tr[c] for c in ("train_case", "train_ny", "train_nx", "train_generations",
+                                                 "train_cells")})
+    params = fit.params_for()
+    for name, value in vars(params).items():
+        out[f"param_{name}"] = ((), float(value), {"units": PARAM_UNITS.get(name, "s"),
+                                                   "long_name": f"fitted {name} (paper 003 Table I)"})
+    for name, value in _stderr(fit).items():
+        key = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_")
+        out[f"stderr_{key}"] = ((), value, {"units": "1", "long_name": f"standard error of the linear coefficient "
+                                            f"{name} (in the units of its block's regression)"})
+    out.attrs["runs_training"] = int(train.sizes["case"] * train.sizes["nprocs"] * reps)
+    out.attrs["runs_held_out"] = int(test.sizes["case"] * test.sizes["nprocs"] * reps)
+    return provenance(out, STUDY, "measurement: GOL proxy on this machine; model of paper 003 Eq. 1-5",
+                      parameters, [raw])
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures from its dataset: measured vs predicted per held-out case (Figure 2 counterpart)."""
+    return {"measured_vs_predicted": plot_measured_vs_predicted(ds)}

@@ -17,6 +17,12 @@ DEM, as the paper does.  For each target event (one "experiment"):
 
 The default design follows the paper's Stampede2 experiments (§V-D): the
 coarse run has 4x fewer cells than the held-out resolution.
+
+Study contract: :func:`run` measures every run in one seeded random order
+(:func:`perfmod.studies.design.interleaved_order`: the coarse runs, the
+held-out finer runs and the other events' runs interleaved, repetitions
+spread), runs the experiments and returns the dataset; :func:`figures`
+draws it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import datetime as dt
 import os
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -33,21 +40,30 @@ from tqdm.auto import tqdm
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
 from perfmod.models.bsp import BSPFit, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
+from perfmod.studies.design import interleaved_order, position_of
+from perfmod.studies.records import provenance, save_raw
 from perfmod.studies.sharif_gol import LONG, QUANTITIES
+from perfmod.viz.plots import plot_error_by_experiment, plot_event_predictions, plot_halo_by_rank
 
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
+STUDY = "sharif_triton"
 
-__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "error_summary"]
+__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "error_summary", "step_ratio",
+           "run", "figures"]
 
 
 def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
-                   nprocs: Sequence[int], t_end: float, reps: int = 3, progress: bool = True) -> xr.Dataset:
-    """Run the flood proxy for every (event, factor, nprocs, rep).
+                   nprocs: Sequence[int], t_end: float, reps: int = 3, progress: bool = True,
+                   seed: int = 0) -> xr.Dataset:
+    """Run the flood proxy for every (event, factor, nprocs, rep) in one seeded random order.
 
     ``factor`` coarsens the finest DEM of ``ny x nx`` cells of size ``dx`` (m);
-    ``t_end`` is the simulated time (s).  Repetitions are the outer loop, so a
-    slow spell of the machine spreads over all configurations instead of
-    spoiling one.
+    ``t_end`` is the simulated time (s).  Every run of every event is
+    training data for some experiments and held out in another, so all of
+    them go in one interleaved order (:func:`perfmod.studies.design.interleaved_order`),
+    repetitions spread over the whole measurement: a slow spell of the
+    machine falls on all configurations alike.  ``run_index`` is each run's
+    position in that order.
     """
     unknown = [e for e in events if e not in EVENTS]
     if unknown:
@@ -59,9 +75,10 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     extra = ("steps", "wet_fraction", "mass")
     data = {q: np.full(shape, np.nan) for q in (*QUANTITIES, *extra)}
     halo = np.full((*shape, max(nprocs)), np.nan)
-    todo = [(r, e, f, p) for r in range(reps) for e in range(len(events)) for f in range(len(factors))
-            for p in range(len(nprocs))]
-    for r, e, f, p in tqdm(todo, desc="flood runs", disable=not progress):
+    order = interleaved_order([reps] * (len(events) * len(factors) * len(nprocs)), seed)
+    for k, r in tqdm(order, desc="flood runs", disable=not progress):
+        e, rest = divmod(k, len(factors) * len(nprocs))
+        f, p = divmod(rest, len(nprocs))
         res = run_mpi("perfmod.measure.proxies.swe", int(nprocs[p]),
                       ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
                        "--t-end", t_end])
@@ -76,7 +93,9 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     ds = xr.Dataset(
         {**{f"{q}_measured": (dims, data[q], {"units": "s", "long_name": f"measured {LONG[q]}"}) for q in QUANTITIES},
          **{q: (dims, data[q], {"units": u, "long_name": ln}) for q, (u, ln) in attrs.items()},
-         "halo_time": ((*dims, "rank"), halo, {"units": "s", "long_name": "halo-exchange time of each rank"})},
+         "halo_time": ((*dims, "rank"), halo, {"units": "s", "long_name": "halo-exchange time of each rank"}),
+         "run_index": (dims, position_of(order, shape), {"units": "1", "long_name": "position of the run in the "
+                                                          "measurement order"})},
         coords={"event": list(events), "factor": fac, "nprocs": p, "rep": np.arange(reps),
                 "rank": np.arange(max(nprocs)),
                 "cells": ("factor", (ny // fac) * (nx // fac), {"units": "1", "long_name": "cells (C)"}),
@@ -185,6 +204,8 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
         parts.append(res.drop_attrs(deep=False).expand_dims(event=[tgt]).assign(fitted))
     out = xr.concat(parts, dim="event")
     out["halo_time"] = ds.halo_time.sel(event=targets)
+    if "run_index" in ds:  # measured by measure_events (not in hand-built datasets)
+        out["run_index"] = ds.run_index.sel(event=targets)
     return out
 
 
@@ -199,3 +220,80 @@ def error_summary(res: xr.Dataset) -> pd.DataFrame:
         rows[q] = {"mean |error|": float(e.mean()) if e.size else np.nan,
                    "max |error|": float(e.max()) if e.size else np.nan, "cases": int(e.size)}
     return pd.DataFrame(rows).T
+
+
+def step_ratio(ds: xr.Dataset) -> pd.DataFrame:
+    """Step count of the finest over the coarsest resolution per event (fewest ranks), beside the cell-size ratio.
+
+    §III-B: the iteration count scales with 1 / cell size (the CFL condition).
+    """
+    st = ds.steps_measured.isel(nprocs=0)
+    fmin, fmax = int(ds.factor.min()), int(ds.factor.max())
+    ratio = st.sel(factor=fmin) / st.sel(factor=fmax)
+    return pd.DataFrame({"step ratio": ratio.to_series(), "cell-size ratio": fmax / fmin})
+
+
+def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 512, nx: int = 512, dx: float = 5.0,
+        factors: Sequence[int] = (2, 1), nprocs: Sequence[int] = (1, 2, 4), t_end: float = 300.0, reps: int = 3,
+        coarse_factor: int = 2, nonneg: bool = False, seed: int = 0, raw_out: str = "",
+        progress: bool = True) -> xr.Dataset:
+    """Measure every flood event and run the paper's experiments (003 §V-C/D/E, Figures 3-5) on this machine.
+
+    Parameters
+    ----------
+    events : sequence of str
+        Flood events (:data:`perfmod.measure.proxies.swe.EVENTS`); each is a target in turn.
+    ny, nx : int
+        Rows and columns of the finest DEM.
+    dx : float
+        Cell size of the finest DEM (m).
+    factors : sequence of int
+        Resolutions: squares of ``factor x factor`` finest cells averaged.
+    nprocs : sequence of int
+        MPI ranks; more than the cores are run oversubscribed, marked, not fitted or scored.
+    t_end : float
+        Simulated time of every run (s).
+    reps : int
+        Repetitions of every run (medians are fitted and compared).
+    coarse_factor : int
+        Resolution of the target's coarse run (K_w and iteration count).
+    nonneg : bool
+        Non-negative least squares.
+    seed : int
+        Seed of the run order.
+    raw_out : str
+        Directory of the raw measurement; empty: ``data/raw/<host>/``.
+    progress : bool
+        Progress bar.
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`run_experiments` over (``event``, ``factor``, ``nprocs``): measured (median) and
+        predicted times, errors, step counts, ``held_out`` and ``used_for_kw``, the fitted
+        parameters per experiment, ``halo_time`` and ``run_index`` of every repetition;
+        provenance and ``raw_files``.
+    """
+    parameters = {k: v for k, v in locals().items() if k != "progress"}
+    runs = measure_events(events, ny, nx, dx, factors, nprocs, t_end, reps, progress=progress, seed=seed)
+    raw = save_raw(runs, STUDY, "runs", parameters,
+                   "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
+    out = run_experiments(runs, coarse_factor=coarse_factor, nonneg=nonneg)
+    out.attrs.update({k: v for k, v in runs.attrs.items() if k != "measured_utc"})
+    out.attrs["measured_utc"] = runs.attrs["measured_utc"]
+    return provenance(out, STUDY, "measurement: TRITON-like proxy on this machine; model of paper 003 Eq. 1-3, 5, 6 "
+                      "and §III-B", parameters, [raw])
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures from its dataset (Figures 3-4, 5a and 5b counterparts).
+
+    The halo exchange per rank is shown for the first event at the finest resolution and the largest
+    rank count that is not oversubscribed (every repetition).
+    """
+    figs = {"measured_vs_predicted": plot_event_predictions(ds), "error_by_experiment": plot_error_by_experiment(ds)}
+    ok = ds.nprocs.values[~ds.oversubscribed.values]
+    if ok.size:
+        halo = ds.halo_time.sel(event=ds.event.values[0], factor=ds.factor.min(), nprocs=ok.max())
+        figs["halo_by_rank"] = plot_halo_by_rank(halo)
+    return figs

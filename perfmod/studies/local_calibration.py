@@ -1,0 +1,126 @@
+"""Paper 000's calibration procedure (§2.1, §4.1) on this machine: ping-pong, protocol breakpoints, postal fits.
+
+Study ``local_calibration``.  :func:`run` measures a ping-pong with the
+package's own benchmark (:func:`perfmod.measure.bench.pingpong.run_pingpong`:
+sizes in interleaved sweeps, each in a seeded random order) or reads one,
+fits it (:func:`perfmod.models.comm.calibration.calibrate`: protocol
+breakpoints by BIC, the postal model per protocol, max-rate where several
+pairs ran without oversubscription) and returns the measured and fitted
+one-way times with the fitted platform inside the dataset (attribute
+``platform_toml``).  Nothing is written but the raw ping-pong: the notebook
+writes the dataset, the figures and the platform file
+(:func:`write_platform`) together at the end, so an interrupted run leaves
+the previous ``local.toml`` with its dataset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import tomli_w
+import xarray as xr
+
+from perfmod.core.io import read_dataset
+from perfmod.machine import platforms
+from perfmod.measure.bench.pingpong import run_pingpong, summarize
+from perfmod.models.comm.calibration import calibrate, calibration_dataset
+from perfmod.studies.records import provenance
+from perfmod.viz.plots import plot_calibration
+
+__all__ = ["run", "figures", "write_platform", "platform_of", "plot_pairs"]
+
+STUDY = "local_calibration"
+
+
+def run(pingpong_path: str = "", sizes: Sequence[int] = (), pairs: Sequence[int] = (1,), reps: int = 20,
+        warmup: int = 5, max_breaks: int = 2, seed: int = 0, raw_out: str = "", progress: bool = True) -> xr.Dataset:
+    """Measure (or read) a ping-pong and fit the local platform.
+
+    Parameters
+    ----------
+    pingpong_path : str
+        Ping-pong dataset to fit; empty: measure now.
+    sizes : sequence of int
+        Message sizes (B); empty: :data:`perfmod.measure.bench.pingpong.DEFAULT_SIZES`.
+    pairs : sequence of int
+        Concurrent pairs k (2k ranks; more ranks than cores are marked oversubscribed).
+    reps, warmup : int
+        Timed and untimed sweeps over all sizes.
+    max_breaks : int
+        Most protocol breakpoints considered.
+    seed : int
+        Seed of the random size order of every sweep.
+    raw_out : str
+        Directory of the measured ping-pong; empty: ``data/raw/<host>/pingpong*.nc``.
+    progress : bool
+        Progress bar.
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`perfmod.models.comm.calibration.calibration_dataset` (measured and predicted
+        one-way times over ``msg_bytes``, postal parameters with standard errors, BIC), with
+        ``t_oneway_median_pairs`` over (``pairs``, ``msg_bytes``) when several pairs ran; the
+        fitted platform as TOML text (``platform_toml``), the max-rate fits (``maxrate_fits``,
+        JSON), the measurement's host, CPU, MPI library, date and binding; provenance and
+        ``raw_files`` (the ping-pong file).
+    """
+    parameters = {k: v for k, v in locals().items() if k != "progress"}
+    if pingpong_path:
+        pp = read_dataset(pingpong_path)
+        source_file = pingpong_path
+    else:
+        out = None
+        if raw_out:
+            out = Path(raw_out) / f"pingpong-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%fZ')}.nc"
+        pp = run_pingpong(list(sizes) or None, pairs, reps, warmup, out=out, progress=progress, seed=seed)
+        source_file = pp.attrs["path"]
+    cal = calibrate(pingpong_path or pp, out=None, max_breaks=max_breaks)
+    ds = calibration_dataset(pp, cal)
+    if pp.pairs.size > 1:
+        ds = ds.assign_coords(pairs=pp.pairs, oversubscribed=pp.oversubscribed)
+        ds["t_oneway_median_pairs"] = summarize(pp).t_median.transpose("pairs", "msg_bytes").assign_attrs(
+            units="s", long_name="measured one-way time (median) with k pairs at once")
+    ds.attrs.update({k: str(pp.attrs.get(k, "")) for k in ("host", "cpu", "mpi_library", "date_utc", "binding")})
+    ds.attrs["bic"] = json.dumps({int(b): [float(v[0]), [int(x) for x in v[1]]] for b, v in cal.bic.items()})
+    ds.attrs["maxrate_fits"] = json.dumps({p: {"model": f.model, "form": f.form, "params": dict(f.params)}
+                                           for p, f in cal.maxrate.items()})
+    if not cal.maxrate:
+        ds.attrs["maxrate_reason"] = str(cal.platform.entry("maxrate", cal.mode, next(iter(cal.fits))).reason)
+    ds.attrs["platform_toml"] = tomli_w.dumps(platforms.to_dict(cal.platform))
+    return provenance(ds, STUDY, f"measurement: {cal.platform.source}", parameters, [source_file])
+
+
+def platform_of(ds: xr.Dataset) -> platforms.Platform:
+    """The fitted platform held by a calibration dataset."""
+    return platforms.from_dict(tomllib.loads(ds.attrs["platform_toml"]))
+
+
+def write_platform(ds: xr.Dataset, path: str | Path) -> Path:
+    """Write the fitted platform of a calibration dataset as TOML (atomically); return the path."""
+    return platforms.save(platform_of(ds), path)
+
+
+def plot_pairs(ds: xr.Dataset) -> plt.Figure:
+    """Median one-way time per number of concurrent pairs k (oversubscribed k dashed)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for k in ds.pairs.values:
+        over = bool(ds.oversubscribed.sel(pairs=k))
+        ax.loglog(ds.msg_bytes, ds.t_oneway_median_pairs.sel(pairs=k) * 1e6, "--" if over else "-", marker="o", ms=3,
+                  label=f"k = {k}" + (" (oversubscribed)" if over else ""))
+    ax.set(xlabel="message size [B]", ylabel="one-way time [us]", title="multi-pair ping-pong")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
+    """The study's figures from its dataset: the fit per protocol with residuals, and the multi-pair curves."""
+    figs = {"pingpong_fit": plot_calibration(ds)}
+    if "t_oneway_median_pairs" in ds:
+        figs["pingpong_pairs"] = plot_pairs(ds)
+    return figs
