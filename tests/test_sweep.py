@@ -94,7 +94,7 @@ def test_sweep_on_a_separately_started_scheduler(tmp_path):
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         ds = sweep(FIXTURE, {"product": {"b": [0, 5]}}, out=tmp_path / "sw", scheduler=address, progress=False)
         assert (ds.status == "ok").all()
-        assert np.allclose(ds.y.values, [[0, 5], [1, 6], [2, 7]])
+        assert np.allclose(ds.y.transpose("b", "x").values, [[0, 1, 2], [5, 6, 7]])
         assert ds.attrs["executor"] == address
     finally:
         for p in (worker, sched):

@@ -203,7 +203,9 @@ def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path
             {k: ("point", [v]) for k, v in p.index.items()}))
     combined = xr.concat(parts, dim="point", join="outer", data_vars="all", coords="minimal",
                          compat="equals", fill_value={"status": "missing", "error": "", "point_dir": ""})
-    if dims:
+    if len(dims) == 1:  # one swept parameter: it becomes the dimension (unstack needs a MultiIndex)
+        combined = combined.swap_dims(point=dims[0]).drop_vars("point").sortby(dims[0])
+    elif dims:
         combined = combined.set_index(point=dims).unstack("point").transpose(*dims, ...)
     else:
         combined = combined.isel(point=0, drop=True)
