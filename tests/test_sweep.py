@@ -101,3 +101,38 @@ def test_sweep_on_a_separately_started_scheduler(tmp_path):
             if p is not None:
                 p.terminate()
                 p.wait(timeout=30)
+
+
+def test_measuring_notebooks_are_exclusive_and_analytic_ones_are_not():
+    import nbformat
+
+    exclusive = {p.stem for p in NOTEBOOKS.glob("*.ipynb")
+                 if nbformat.read(str(p), as_version=4).metadata.get("perfmod", {}).get("exclusive")}
+    assert {"local_calibration", "sharif_gol", "sharif_triton", "local_jacobi2d", "sasidharan_sedov",
+            "sasidharan_quicksilver"} <= exclusive
+    assert not exclusive & {"choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife"}
+
+
+def test_host_lock_serialises_exclusive_points(tmp_path):
+    import threading
+
+    from perfmod.workflow.sweep import host_lock
+
+    inside, peak = [0], [0]
+    guard = threading.Lock()
+
+    def work():
+        with host_lock(True):
+            with guard:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            time.sleep(0.05)
+            with guard:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 1
