@@ -48,6 +48,7 @@ operations on ``MPI_PROC_NULL`` with their waits, are left out;
 from __future__ import annotations
 
 import os
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -56,7 +57,7 @@ from tqdm.auto import tqdm
 
 from perfmod.core.io import atomic_path
 from perfmod.trace.builder import TraceBuilder
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError, TraceWarning
 from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, numbered_lines
 from perfmod.trace.requests import resolve_requests
 
@@ -73,9 +74,11 @@ _BYTE, _DOUBLE = 6, 0
 class _Rank:
     def __init__(self) -> None:
         self.pending: list[tuple[int, int, int, int]] = []  # (src, dst, tag, request id)
+        self.tested: dict[int, dict] = {}  # request id -> the last test event that found it pending
         self.next_req = 0
         self.compute = 0.0
         self.default_type = _BYTE
+        self.skipped_data: dict[str, int] = {}  # actions that move data, skipped (warned about)
 
 
 class _Line:
@@ -117,12 +120,88 @@ class _Line:
             raise self.fail(f"argument {i + 1} ({what}) must be >= 0, got {n}")
         return n * self.type_size(dtype_at, st)
 
-    def type_size(self, i: int, st: _Rank) -> int:
+    def type_size(self, i: int, st: _Rank | int) -> int:
         """Bytes per element of the datatype id at argument ``i`` (the rank's default when absent)."""
-        dt = self.int(i, "datatype", default=st.default_type)
+        dt = self.int(i, "datatype", default=st if isinstance(st, int) else st.default_type)
         if dt not in TIT_TYPE_SIZES:
             raise self.fail(f"argument {i + 1} (datatype): unknown SMPI datatype id {dt}")
         return TIT_TYPE_SIZES[dt]
+
+
+_VECTOR = {"alltoallv": Call.ALLTOALLV, "reducescatter": Call.REDUCE_SCATTER}
+#: SMPI actions that move data and that perfmod does not model: skipping them warns.
+_NOT_READ = frozenset({"allgatherv", "gatherv", "scatterv", "scan", "exscan"})
+
+
+def _wait_or_test(ln: _Line, st: _Rank) -> dict:
+    """A ``wait`` or ``test`` line, as SMPI's replay (``WaitAction``, ``TestAction``) treats it.
+
+    SMPI keeps each rank's pending requests in one list per (src, dst,
+    tag); ``wait`` and ``test`` take the first of their key's list.  A
+    ``test`` that finds the request puts it back at the end of the list
+    (still pending, or as a completed placeholder that a later ``wait``
+    takes and returns at once), so perfmod keeps it pending: a later
+    ``wait`` or ``waitall`` completes it, and only a request that no later
+    wait completes is completed by the last test that found it (set when
+    the rank's lines are read).  A ``test`` that finds nothing is ignored,
+    as SMPI ignores it.
+    """
+    test = ln.action == "test"
+    if not st.pending and not test:
+        raise ln.fail("no isend/irecv of this rank is pending")
+    if len(ln.tok) > 2:
+        key = (_peer(ln.int(0, "src"), True), _peer(ln.int(1, "dst"), False), ln.int(2, "tag"))
+        key = (key[0], key[1], ANY_TAG if key[2] == _SMPI_ANY_TAG else key[2])
+        hit = [i for i, p in enumerate(st.pending) if p[:3] == key]
+        if not hit and not test:
+            raise ln.fail(f"no pending request with src {key[0]}, dst {key[1]}, tag {key[2]}")
+    else:
+        hit = [0] if st.pending else []
+    if test:
+        ev = dict(call=Call.TEST)
+        if hit:
+            entry = st.pending.pop(hit[0])
+            st.pending.append(entry)
+            st.tested[entry[3]] = ev
+        return ev
+    req = st.pending.pop(hit[0])[3]
+    st.tested.pop(req, None)
+    return dict(call=Call.WAIT, request=req)
+
+
+def _finish_vector(ev: dict, size: int) -> float:
+    """Fill an ``alltoallv`` / ``reducescatter`` event now that the world size is known; its reduction flops.
+
+    SMPI reads ``P`` = the size of ``MPI_COMM_WORLD`` counts from these
+    lines (``AllToAllVArgParser``, ``ReduceScatterArgParser``), then
+    optional datatype ids:
+
+    - ``alltoallv <send total> <P send counts> <recv total> <P recv counts> [<send type> [<recv type>]]``
+    - ``reducescatter <P recv counts> <flops> [<type>]``
+    """
+    ln: _Line = ev.pop("vector")
+    dt = ev.pop("default_type")
+    args = len(ln.tok) - 2
+    p = size
+    if ev["call"] == Call.ALLTOALLV:
+        if args not in (2 * p + 2, 2 * p + 3, 2 * p + 4):
+            raise ln.fail(f"needs send total, {p} send counts, receive total, {p} receive counts [datatypes] "
+                          f"for the {p} ranks of the trace (got {args} arguments; pass nprocs= if the world is "
+                          "larger)")
+        sz = ln.type_size(2 + 2 * p, dt)
+        counts = [ln.int(1 + k, f"sendcount {k}") * sz for k in range(p)]
+        if min(counts, default=0) < 0:
+            raise ln.fail("send counts must be >= 0")
+        ev.update(nbytes=sum(counts), aux=counts)
+        return 0.0
+    if args not in (p + 1, p + 2):
+        raise ln.fail(f"needs {p} receive counts, flops [datatype] for the {p} ranks of the trace (got {args} "
+                      "arguments; pass nprocs= if the world is larger)")
+    counts = [ln.int(k, f"recvcount {k}") for k in range(p)]
+    if min(counts, default=0) < 0:
+        raise ln.fail("receive counts must be >= 0")
+    ev["nbytes"] = sum(counts) * ln.type_size(p + 1, dt)
+    return ln.num(p, "flops")
 
 
 def _peer(v: int, recv: bool) -> int:
@@ -182,7 +261,7 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
     unknown_calls: Counter = Counter()
     red_flops = 0.0
     for f in _files(Path(path)):
-        for n, text in numbered_lines(f):
+        for n, text in numbered_lines(f, complete=True):
             tok = text.split()
             if not tok or tok[0].startswith("#"):
                 continue
@@ -209,6 +288,8 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
     for rank, st in states.items():
         if st.compute > 0:
             rows.append((rank, dict(call=Call.COMPUTE, compute=st.compute)))
+        for rid, test in st.tested.items():  # tested, and no later wait completed it: the test did
+            test["request"] = rid
     size = nprocs if nprocs is not None else (max(states) + 1 if states else 1)
     if nprocs is None and len(states) < size:
         missing = next(k for k in range(len(states) + 1) if k not in states)
@@ -216,6 +297,17 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
                          f"have no action (first: rank {missing}); pass nprocs= if that is intended")
     if states and max(states) >= size:
         raise TraceError(f"{path}: rank {max(states)} >= nprocs = {size}")
+    for _, ev in rows:
+        if "vector" in ev:
+            red_flops += _finish_vector(ev, size)
+    skipped: Counter = Counter()
+    for st in states.values():
+        skipped.update(st.skipped_data)
+    if skipped:
+        warnings.warn(f"{path}: skipped SMPI actions that move data, which perfmod does not model: "
+                      + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items()))
+                      + "; the replay leaves their communication out (read with unknown='keep' or 'error')",
+                      TraceWarning, stacklevel=2)
     b = TraceBuilder(size, source=str(path))
     for rank, ev in rows:
         other = ev.pop("other", None)
@@ -258,22 +350,12 @@ def _action(ln: _Line, rank: int, st: _Rank, unknown: str, rate: float,
             st.next_req += 1
         return ev, 0.0
     if a in ("wait", "test"):
-        if not st.pending:
-            raise ln.fail("no isend/irecv of this rank is pending")
-        if len(ln.tok) > 2:
-            key = (_peer(ln.int(0, "src"), True), _peer(ln.int(1, "dst"), False), ln.int(2, "tag"))
-            key = (key[0], key[1], ANY_TAG if key[2] == _SMPI_ANY_TAG else key[2])
-            hit = [i for i, p in enumerate(st.pending) if p[:3] == key]
-            if not hit:
-                raise ln.fail(f"no pending request with src {key[0]}, dst {key[1]}, tag {key[2]}")
-            i = hit[0]
-        else:
-            i = 0
-        req = st.pending.pop(i)[3]
-        return dict(call=Call.WAIT if a == "wait" else Call.TEST, request=req), 0.0
+        return _wait_or_test(ln, st), 0.0
     if a == "waitall":
         ids = [p[3] for p in st.pending]
         st.pending.clear()
+        for rid in ids:
+            st.tested.pop(rid, None)
         return dict(call=Call.WAITALL, aux=ids), 0.0
     if a == "barrier":
         return dict(call=Call.BARRIER), 0.0
@@ -293,24 +375,16 @@ def _action(ln: _Line, rank: int, st: _Rank, unknown: str, rate: float,
         i = 0 if a == "gather" else 1
         return dict(call=Call.GATHER if a == "gather" else Call.SCATTER, nbytes=ln.size(i, "size", 3 + i, st),
                     peer=ln.int(2, "root", default=0)), 0.0
-    if a == "alltoallv":
-        p = nprocs if nprocs is not None else (len(ln.tok) - 4) // 2
-        if p < 1 or len(ln.tok) not in (4 + 2 * p, 6 + 2 * p):
-            raise ln.fail("needs send total, one send count per rank, receive total and receive counts")
-        sz = ln.type_size(2 + 2 * p, st)
-        counts = [ln.int(1 + k, f"sendcount {k}") * sz for k in range(p)]
-        return dict(call=Call.ALLTOALLV, nbytes=sum(counts), aux=counts), 0.0
-    if a == "reducescatter":
-        p = nprocs if nprocs is not None else len(ln.tok) - 3
-        ln.need(p + 1)
-        counts = [ln.int(k, f"recvcount {k}") for k in range(p)]
-        return dict(call=Call.REDUCE_SCATTER, nbytes=sum(counts) * ln.type_size(p + 1, st)), ln.num(p, "flops")
+    if a in _VECTOR:
+        return dict(call=_VECTOR[a], vector=ln, default_type=st.default_type), 0.0
     if a == "sendRecv":
         ln.need(4)
         return dict(call=Call.SENDRECV, peer=_peer(ln.int(1, "dst"), False), nbytes=ln.size(0, "sendcount", 4, st),
                     aux=[_peer(ln.int(3, "src"), True), ln.size(2, "recvcount", 5, st), 0]), 0.0
     if a == "comm_size":
         return {}, 0.0
+    if a in _NOT_READ and unknown == "skip":
+        st.skipped_data[a] = st.skipped_data.get(a, 0) + 1
     if unknown == "error":
         raise ln.fail("action not modelled by perfmod (read with unknown='skip' or 'keep' to count it instead)")
     return (dict(call=Call.OTHER, other=a) if unknown == "keep" else {"call": None, "skipped": a}), 0.0
@@ -327,17 +401,24 @@ def _tit_tag(v: int) -> int:
 
 
 def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: float) -> list[str]:
+    """The TIT lines of rank ``r`` (one pass over its events as Python lists)."""
     lines: list[str] = []
     pending: dict[int, str] = {}  # creating event -> "src dst tag"
     sl = trace.rank_events(r)
-    for i in range(sl.start, sl.stop):
-        c, peer, nb, tag = int(trace.call[i]), int(trace.peer[i]), int(trace.nbytes[i]), int(trace.tag[i])
-        if trace.compute[i] > 0:
-            lines.append(f"{r} compute {float(trace.compute[i]) * rate!r}")
+    a, b = sl.start, sl.stop
+    calls, cms, tags = trace.call[sl].tolist(), trace.comm[sl].tolist(), trace.tag[sl].tolist()
+    nbs, peers, comp = trace.nbytes[sl].tolist(), trace.peer[sl].tolist(), trace.compute[sl].tolist()
+    ref = reqs.ref_ptr[a:b + 1].tolist()
+    created = reqs.created[ref[0]:ref[-1]].tolist() if b > a else []
+    for j in range(b - a):
+        i = a + j
+        c, peer, nb, tag = calls[j], peers[j], nbs[j], tags[j]
+        if comp[j] > 0:
+            lines.append(f"{r} compute {comp[j] * rate!r}")
         if c in (Call.COMPUTE, Call.OTHER):
             continue
-        if c != Call.INIT and c != Call.FINALIZE and int(trace.comm[i]) != 0:
-            raise TraceError(f"{trace._at(i)}: TIT describes MPI_COMM_WORLD only; communicator {int(trace.comm[i])}")
+        if c != Call.INIT and c != Call.FINALIZE and cms[j] != 0:
+            raise TraceError(f"{trace._at(i)}: TIT describes MPI_COMM_WORLD only; communicator {cms[j]}")
         if c == Call.INIT:
             lines.append(f"{r} init")
         elif c == Call.FINALIZE:
@@ -347,14 +428,14 @@ def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: fl
                 continue
             recv = c in (Call.RECV, Call.IRECV)
             name = {Call.SEND: "send", Call.SSEND: "send", Call.ISEND: "isend", Call.ISSEND: "isend",
-                    Call.RECV: "recv", Call.IRECV: "irecv"}[Call(c)]
+                    Call.RECV: "recv", Call.IRECV: "irecv"}[c]
             lines.append(f"{r} {name} {_tit_peer(peer)} {_tit_tag(tag)} {nb}")
             if name[0] == "i":
                 key = (_tit_peer(peer), r) if recv else (r, peer)
                 pending[i] = f"{key[0]} {key[1]} {_tit_tag(tag)}"
         elif c in (Call.WAIT, Call.TEST, Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TESTALL, Call.TESTANY,
                    Call.TESTSOME):
-            done = [int(x) for x in reqs.created[reqs.ref_ptr[i]:reqs.ref_ptr[i + 1]] if int(x) in pending]
+            done = [x for x in created[ref[j] - ref[0]:ref[j + 1] - ref[0]] if x in pending]
             verb = "wait" if c in (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME) else "test"
             if c == Call.WAITALL and done and set(done) == set(pending):
                 lines.append(f"{r} waitall")
