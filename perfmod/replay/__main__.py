@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m perfmod.replay", description=__doc__.splitlines()[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("trace", nargs="?",
-                     help="trace file in any format perfmod.trace.read_trace reads (.npz, DUMPI, OTF2, TIT)")
+                     help="trace file in any format perfmod.trace.read_trace reads (.npz, DUMPI, OTF2, TIT, GOAL)")
     src.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="e.g. jacobi2d:1536:100")
     ap.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
     ap.add_argument("--model", default="kmodel", choices=REPLAY_MODELS)

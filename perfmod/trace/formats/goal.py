@@ -343,7 +343,11 @@ class _Lazy(dict):
 
 @dataclass(frozen=True)
 class GoalOp:
-    """One GOAL operation: ``kind`` is ``"send"``, ``"recv"`` or ``"calc"``; ``peer``/``tag`` -1 = any."""
+    """One GOAL operation: ``kind`` is ``"send"``, ``"recv"`` or ``"calc"``; ``peer``/``tag`` -1 = any.
+
+    ``cpu`` and ``nic`` are LogGOPSim's extensions (``... cpu 1 nic 0``):
+    the CPU and network interface of the rank the operation runs on.
+    """
 
     label: str
     kind: str
@@ -351,6 +355,8 @@ class GoalOp:
     peer: int = -1
     tag: int = 0
     line: int = 0
+    cpu: int = 0
+    nic: int = 0
 
 
 @dataclass
@@ -382,7 +388,7 @@ class GoalSchedule:
 
 
 _OP = re.compile(r"^(?:([A-Za-z]\w*)\s*:\s*)?(send|recv|calc)\s+(\d+)\s*(b?)\s*(?:(to|from)\s+(-1|\d+))?"
-                 r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+\d+)?(?:\s+nic\s+\d+)?$")
+                 r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+(\d+))?(?:\s+nic\s+(\d+))?$")
 _DEP = re.compile(r"^([A-Za-z]\w*)\s+(requires|irequires)\s+([A-Za-z]\w*)$")
 
 
@@ -434,7 +440,8 @@ def read_goal(path: str | os.PathLike) -> GoalSchedule:
         label = m.group(1) or f"_anon{n}"
         if label in ops:
             raise FormatError(path, n, f"rank {rank}: label {label!r} defined twice")
-        ops[label] = GoalOp(label, kind, int(m.group(3)), int(m.group(6) or -1), int(m.group(7) or 0), n)
+        ops[label] = GoalOp(label, kind, int(m.group(3)), int(m.group(6) or -1), int(m.group(7) or 0), n,
+                            int(m.group(8) or 0), int(m.group(9) or 0))
     if sched is None:
         raise TraceError(f"{path}: empty GOAL file (no num_ranks)")
     if rank is not None:
