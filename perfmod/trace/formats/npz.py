@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,7 @@ def read_npz(path: str | os.PathLike, validate: bool = True) -> Trace:
     try:
         with np.load(p, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as err:
+    except (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile, zlib.error) as err:
         raise TraceError(f"{p}: not a perfmod trace file (damaged zip archive: {type(err).__name__}: "
                          f"{err})") from None
     if "header" not in data:
