@@ -62,13 +62,11 @@ rejected with an error.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -76,7 +74,7 @@ from tqdm.auto import tqdm
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, NO_REQUEST, PROC_NULL, Call, Trace, TraceError
 from perfmod.trace.formats.dumpi_bin_comms import comm_table, group_expression
-from perfmod.trace.formats.dumpi_bin_files import TEXT_NAME, find_files
+from perfmod.trace.formats.dumpi_bin_files import text_files, world_size
 from perfmod.trace.formats.textio import FormatError, decimal_ns, numbered_lines, rank_of_path
 
 __all__ = ["DUMPI_TYPE_SIZES", "DUMPI_COMM_WORLD", "read_dumpi"]
@@ -455,55 +453,6 @@ def _printed_sizes(path: str) -> dict[int, int]:
     return out
 
 
-def _expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> tuple[list[str], int | None, list[str], bool]:
-    """The per-rank text files, the ``numprocs`` a ``.meta`` file gives, notes, and whether one file was given.
-
-    A ``.meta`` file or a directory with one goes through
-    :func:`perfmod.trace.formats.dumpi_bin_files.find_files` (shared with the
-    binary reader: renamed traces, missing files).
-    """
-    if not isinstance(paths, str | os.PathLike):
-        return [str(p) for p in paths], None, [], False
-    p = Path(paths)
-    if p.suffix == ".meta" or (p.is_dir() and any(p.glob("*.meta"))):
-        files, nprocs, notes = find_files(p, text=True)
-        return [str(f) for f in files], nprocs, notes, False
-    if p.is_dir():
-        found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix not in (".meta", ".bin"))
-    elif p.exists():
-        return [str(p)], None, [], True
-    else:
-        found = sorted(glob.glob(str(paths)))
-    if not found:
-        raise TraceError(f"{paths}: no DUMPI text files found")
-    return found, None, [], False
-
-
-def _world_size(files: Sequence[str], ranks: Sequence[int], nprocs: int | None, meta_nprocs: int | None,
-                recorded: int | None, alone: bool) -> int:
-    """The number of world ranks, and an error naming the first missing rank file where files are missing.
-
-    ``nprocs`` given wins; then the ``.meta`` file's ``numprocs``; then the
-    size ``MPI_Comm_size(MPI_COMM_WORLD)`` returned in the trace; then the
-    highest file rank + 1.  A single file given alone is one rank's view:
-    the other ranks have no events.
-    """
-    n = nprocs if nprocs is not None else meta_nprocs if meta_nprocs is not None else \
-        recorded if recorded is not None else max(ranks) + 1
-    if max(ranks) >= n:
-        raise TraceError(f"{files[ranks.index(max(ranks))]}: rank {max(ranks)} >= nprocs = {n}")
-    if nprocs is None and not alone and len(files) < n:
-        seen = set(ranks)
-        missing = next(k for k in range(len(ranks) + 1) if k not in seen)
-        m = TEXT_NAME.match(Path(files[0]).name)
-        name = f"{m.group(1)}-{missing:0{len(m.group(2))}d}{m.group(3) or ''}" if m else f"rank {missing}"
-        why = "numprocs in the .meta file" if meta_nprocs is not None else \
-            "MPI_Comm_size in the trace" if recorded is not None else "the file names"
-        raise TraceError(f"{Path(files[0]).parent}: rank {missing}'s file {name} is missing ({len(files)} of {n} "
-                         f"rank files, {n} from {why}); pass nprocs= to read the others alone")
-    return n
-
-
 def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: int | None = None,
                datatype_sizes: Mapping[int, int] | None = None, unknown: str = "skip",
                resolve_wildcards: bool = False, progress: bool = False) -> Trace:
@@ -553,11 +502,11 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
     """
     if unknown not in ("skip", "keep", "error"):
         raise ValueError(f"unknown= must be 'skip', 'keep' or 'error', got {unknown!r}")
-    files, meta_nprocs, notes, alone = _expand(paths)
+    files, meta_nprocs, notes, alone = text_files(paths)
     ranks = [rank_of_path(f) for f in files]
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
         ranks = list(range(len(files)))
-    _world_size(files, ranks, nprocs, meta_nprocs, None, alone)  # missing files named before reading any
+    world_size(files, ranks, nprocs, meta_nprocs, None, alone)  # missing files named before reading any
     ignored: Counter = Counter()
     unknown_calls: Counter = Counter()
     states, per_rank = [], []
@@ -570,7 +519,7 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
                              "libdumpi records every call from MPI_Init to MPI_Finalize")
         states.append(st)
     recorded = max((st.world_size for st in states if st.world_size is not None), default=None)
-    n = _world_size(files, ranks, nprocs, meta_nprocs, recorded, alone)
+    n = world_size(files, ranks, nprocs, meta_nprocs, recorded, alone)
     if alone and n > 1:
         notes.append(f"{files[0]}: one rank's file read alone (world of {n} ranks); the other ranks have no events")
         derived = next((ev for ev in per_rank[0] if ev.get("comm", ("world",)) != ("world",)), None)

@@ -14,6 +14,8 @@ with a warning.
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -22,7 +24,7 @@ from pathlib import Path
 from ..core import TraceError
 from .textio import FormatError
 
-__all__ = ["BIN_NAME", "TEXT_NAME", "find_files", "rank_files"]
+__all__ = ["BIN_NAME", "TEXT_NAME", "find_files", "rank_files", "text_files", "world_size"]
 
 BIN_NAME = re.compile(r"^(.*)-(\d+)\.bin$")  #: ``<prefix>-<rank>.bin``
 TEXT_NAME = re.compile(r"^(.*)-(\d+)(\.(?!bin$|meta$)[^.]*)?$")  #: ``<prefix>-<rank>[.txt]`` (not .bin/.meta)
@@ -125,3 +127,52 @@ def rank_files(files: Sequence[Path], nprocs: int | None, explicit: bool,
         raise TraceError(f"{files[0].parent}: rank {missing}'s file {fname} is missing ({len(files)} of {n} rank "
                          "files); pass nprocs= to read the others alone")
     return ranks, n
+
+
+def text_files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> tuple[list[str], int | None, list[str], bool]:
+    """The per-rank text files, the ``numprocs`` a ``.meta`` file gives, notes, and whether one file was given.
+
+    A ``.meta`` file or a directory with one goes through
+    :func:`perfmod.trace.formats.dumpi_bin_files.find_files` (shared with the
+    binary reader: renamed traces, missing files).
+    """
+    if not isinstance(paths, str | os.PathLike):
+        return [str(p) for p in paths], None, [], False
+    p = Path(paths)
+    if p.suffix == ".meta" or (p.is_dir() and any(p.glob("*.meta"))):
+        files, nprocs, notes = find_files(p, text=True)
+        return [str(f) for f in files], nprocs, notes, False
+    if p.is_dir():
+        found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix not in (".meta", ".bin"))
+    elif p.exists():
+        return [str(p)], None, [], True
+    else:
+        found = sorted(glob.glob(str(paths)))
+    if not found:
+        raise TraceError(f"{paths}: no DUMPI text files found")
+    return found, None, [], False
+
+
+def world_size(files: Sequence[str], ranks: Sequence[int], nprocs: int | None, meta_nprocs: int | None,
+                recorded: int | None, alone: bool) -> int:
+    """The number of world ranks, and an error naming the first missing rank file where files are missing.
+
+    ``nprocs`` given wins; then the ``.meta`` file's ``numprocs``; then the
+    size ``MPI_Comm_size(MPI_COMM_WORLD)`` returned in the trace; then the
+    highest file rank + 1.  A single file given alone is one rank's view:
+    the other ranks have no events.
+    """
+    n = nprocs if nprocs is not None else meta_nprocs if meta_nprocs is not None else \
+        recorded if recorded is not None else max(ranks) + 1
+    if max(ranks) >= n:
+        raise TraceError(f"{files[ranks.index(max(ranks))]}: rank {max(ranks)} >= nprocs = {n}")
+    if nprocs is None and not alone and len(files) < n:
+        seen = set(ranks)
+        missing = next(k for k in range(len(ranks) + 1) if k not in seen)
+        m = TEXT_NAME.match(Path(files[0]).name)
+        name = f"{m.group(1)}-{missing:0{len(m.group(2))}d}{m.group(3) or ''}" if m else f"rank {missing}"
+        why = "numprocs in the .meta file" if meta_nprocs is not None else \
+            "MPI_Comm_size in the trace" if recorded is not None else "the file names"
+        raise TraceError(f"{Path(files[0]).parent}: rank {missing}'s file {name} is missing ({len(files)} of {n} "
+                         f"rank files, {n} from {why}); pass nprocs= to read the others alone")
+    return n

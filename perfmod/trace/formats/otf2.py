@@ -297,6 +297,8 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
                 comm_ids[id(c)] = len(comms) + 1
                 comms[len(comms) + 1] = np.array(members, dtype=np.int64)
         state = _ReadState(len(rank_of), comm_ids, comms, res, unknown, str(anchor))
+        refs = [loc._ref for loc in tr.definitions.locations]
+        failed = ""
         with _c_stderr() as said:
             try:
                 for loc, ev in tr.events:
@@ -306,9 +308,10 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
             except TraceError:
                 raise
             except Exception as err:  # the OTF2 library's own errors on damaged event files
-                where = _damaged_event_file(anchor, tr.definitions.locations)
-                raise TraceError(f"{where or anchor}: OTF2 event data unreadable (truncated or corrupt): "
-                                 f"{type(err).__name__}: {err}{said()}") from None
+                failed = f"{type(err).__name__}: {err}{said()}"
+    if failed:  # the reader is closed now: find the file by reading each location alone
+        where = _damaged_event_file(anchor, refs)
+        raise TraceError(f"{where or anchor}: OTF2 event data unreadable (truncated or corrupt): {failed}")
     trace = state.build()
     if not state.mpi_calls:
         warnings.warn(f"{anchor}: no MPI events in this OTF2 archive ({len(trace)} events on {trace.nprocs} "
@@ -343,17 +346,18 @@ def _c_stderr() -> Iterator[Callable[[], str]]:
             os.close(saved)
 
 
-def _damaged_event_file(anchor: Path, locations: Any) -> Path | None:
+def _damaged_event_file(anchor: Path, refs: list[int]) -> Path | None:
     """The first ``<archive>/traces/<location>.evt`` that the OTF2 library cannot read alone, or None."""
     otf2 = require_otf2()
-    for loc in list(locations):
-        try:
-            with otf2.reader.open(str(anchor)) as tr:
-                mine = [x for x in tr.definitions.locations if x._ref == loc._ref]
-                for _ in tr.events(mine):
-                    pass
-        except Exception:  # noqa: BLE001 - any library error marks this location's file
-            return anchor.with_suffix("") / f"{loc._ref}.evt"
+    with _c_stderr():
+        for ref in refs:
+            try:
+                with otf2.reader.open(str(anchor)) as tr:
+                    mine = [x for x in tr.definitions.locations if x._ref == ref]
+                    for _ in tr.events(mine):
+                        pass
+            except Exception:  # noqa: BLE001 - any library error marks this location's file
+                return anchor.with_suffix("") / f"{ref}.evt"
     return None
 
 
