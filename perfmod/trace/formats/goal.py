@@ -59,7 +59,7 @@ from tqdm.auto import tqdm
 
 from perfmod.core.io import atomic_path
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
-from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, numbered_lines
+from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
 from perfmod.trace.requests import resolve_requests
 
 __all__ = ["COLLECTIVE_TAG", "GoalOp", "GoalSchedule", "collective_rounds", "read_goal", "write_goal"]
@@ -194,10 +194,9 @@ class _RankWriter:
     def op(self, text: str, deps: list[str]) -> str:
         self.n += 1
         label = f"l{self.n}"
-        lines = self.lines
-        lines.append(f"{label}: {text}")
-        for d in deps:
-            lines.append(f"{label} requires {d}")
+        self.lines.append(f"{label}: {text}")
+        if deps:
+            self.lines += [f"{label} requires {d}" for d in deps]
         return label
 
     def join(self) -> list[str]:
@@ -250,15 +249,21 @@ def _rank_schedule(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], unit:
     for j in range(b - a):
         i = a + j
         c, comm = calls[j], cms[j]
-        w.calc(comp[j])
+        if comp[j] > 0:
+            w.calc(comp[j])
         world = comms[comm]
         tag = tags[j]
         tag = tag if comm == 0 or tag == ANY_TAG else tag * 1000 + comm
         nb, peer = nbs[j], peers[j]
-        if c in _KIND:
+        kind = _KIND.get(c)
+        if kind is not None:
             if peer == PROC_NULL:
                 continue
-            text = _msg(_KIND[c], nb, world(peer), tag)
+            if kind == "send":
+                text = f"send {nb}b to {world(peer)} tag {tag}"
+            else:
+                src = -1 if peer == ANY_SOURCE else world(peer)
+                text = f"recv {nb}b from {src} tag {-1 if tag == ANY_TAG else tag}"
             if c in _BLOCKING:
                 w.round([text])
             else:
@@ -321,8 +326,9 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, p
     comms = _Comms(trace)
     out = [f"// GOAL schedule written by perfmod from {trace.source or 'a trace'}: calc in units of "
            f"{time_unit!r} s, sizes in bytes", f"num_ranks {trace.nprocs}", ""]
-    for r in tqdm(range(trace.nprocs), desc="GOAL ranks", disable=not progress):
-        out += [f"rank {r} {{", *_rank_schedule(trace, r, reqs, a2av, time_unit, comms), "}", ""]
+    with gc_paused():
+        for r in tqdm(range(trace.nprocs), desc="GOAL ranks", disable=not progress):
+            out += [f"rank {r} {{", *_rank_schedule(trace, r, reqs, a2av, time_unit, comms), "}", ""]
     dest = Path(path)
     with atomic_path(dest) as tmp:
         tmp.write_text("\n".join(out))

@@ -6,6 +6,8 @@ the format allows (decimal seconds to integer nanoseconds without a float).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ import numpy as np
 
 from perfmod.trace.core import Call, Trace, TraceError
 
-__all__ = ["FormatError", "alltoallv_recv_bytes", "decimal_ns", "numbered_lines", "rank_of_path"]
+__all__ = ["FormatError", "alltoallv_recv_bytes", "decimal_ns", "gc_paused", "numbered_lines", "rank_of_path"]
 
 
 class FormatError(TraceError):
@@ -24,6 +26,22 @@ class FormatError(TraceError):
     def __init__(self, path: str | os.PathLike, line: int, message: str) -> None:
         self.path, self.line = str(path), int(line)
         super().__init__(f"{path}:{line}: {message}")
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (the exporters make millions of strings and small lists, no cycles).
+
+    With it running, each full collection rescans every line made so far:
+    ``write_goal`` of 1.5 M events took 38 s instead of 22 s on a loaded VM.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 _DECIMAL = re.compile(r"^(\d+)(?:\.(\d*))?$")

@@ -57,7 +57,7 @@ from tqdm.auto import tqdm
 from perfmod.core.io import atomic_path
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError, TraceWarning
-from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, numbered_lines
+from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
 from perfmod.trace.formats.tit_actions import (
     DEFAULT_FLOP_RATE,
     SMPI_ANY_SOURCE,
@@ -189,9 +189,26 @@ def _tit_tag(v: int) -> int:
     return SMPI_ANY_TAG if v == ANY_TAG else v
 
 
+#: Call code -> how the writer handles it (plain ints: enum lookups per event cost more than the rest)
+_KIND: dict[int, str] = {
+    int(Call.COMPUTE): "skip", int(Call.OTHER): "skip", int(Call.INIT): "init", int(Call.FINALIZE): "finalize",
+    **{int(c): "p2p" for c in (Call.SEND, Call.SSEND, Call.ISEND, Call.ISSEND, Call.RECV, Call.IRECV)},
+    **{int(c): "wait" for c in (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME)},
+    **{int(c): "test" for c in (Call.TEST, Call.TESTALL, Call.TESTANY, Call.TESTSOME)},
+    int(Call.SENDRECV): "sendrecv", int(Call.BARRIER): "barrier", int(Call.BCAST): "bcast",
+    int(Call.REDUCE): "reduce", int(Call.ALLREDUCE): "allreduce", int(Call.ALLTOALL): "alltoall",
+    int(Call.ALLGATHER): "allgather", int(Call.GATHER): "gather", int(Call.SCATTER): "scatter",
+    int(Call.ALLTOALLV): "alltoallv", int(Call.REDUCE_SCATTER): "reducescatter",
+}
+_P2P_NAME = {int(Call.SEND): "send", int(Call.SSEND): "send", int(Call.ISEND): "isend", int(Call.ISSEND): "isend",
+             int(Call.RECV): "recv", int(Call.IRECV): "irecv"}
+_WAITALL = int(Call.WAITALL)
+
+
 def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: float) -> list[str]:
     """The TIT lines of rank ``r`` (one pass over its events as Python lists)."""
     lines: list[str] = []
+    add = lines.append
     pending: dict[int, str] = {}  # creating event -> "src dst tag"
     sl = trace.rank_events(r)
     a, b = sl.start, sl.stop
@@ -199,65 +216,61 @@ def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: fl
     nbs, peers, comp = trace.nbytes[sl].tolist(), trace.peer[sl].tolist(), trace.compute[sl].tolist()
     ref = reqs.ref_ptr[a:b + 1].tolist()
     created = reqs.created[ref[0]:ref[-1]].tolist() if b > a else []
+    r0 = ref[0] if ref else 0
     for j in range(b - a):
-        i = a + j
         c, peer, nb, tag = calls[j], peers[j], nbs[j], tags[j]
         if comp[j] > 0:
-            lines.append(f"{r} compute {comp[j] * rate!r}")
-        if c in (Call.COMPUTE, Call.OTHER):
+            add(f"{r} compute {comp[j] * rate!r}")
+        kind = _KIND.get(c)
+        if kind == "skip":
             continue
-        if c != Call.INIT and c != Call.FINALIZE and cms[j] != 0:
-            raise TraceError(f"{trace._at(i)}: TIT describes MPI_COMM_WORLD only; communicator {cms[j]}")
-        if c == Call.INIT:
-            lines.append(f"{r} init")
-        elif c == Call.FINALIZE:
-            lines.append(f"{r} finalize")
-        elif c in (Call.SEND, Call.SSEND, Call.ISEND, Call.ISSEND, Call.RECV, Call.IRECV):
+        if kind is None:  # pragma: no cover - every Call has a kind
+            raise TraceError(f"{trace._at(a + j)}: no TIT action for this call")
+        if cms[j] != 0 and kind != "init" and kind != "finalize":
+            raise TraceError(f"{trace._at(a + j)}: TIT describes MPI_COMM_WORLD only; communicator {cms[j]}")
+        if kind == "init" or kind == "finalize":
+            add(f"{r} {kind}")
+        elif kind == "p2p":
             if peer == PROC_NULL:
                 continue
-            recv = c in (Call.RECV, Call.IRECV)
-            name = {Call.SEND: "send", Call.SSEND: "send", Call.ISEND: "isend", Call.ISSEND: "isend",
-                    Call.RECV: "recv", Call.IRECV: "irecv"}[c]
-            lines.append(f"{r} {name} {_tit_peer(peer)} {_tit_tag(tag)} {nb}")
+            name = _P2P_NAME[c]
+            ttag = SMPI_ANY_TAG if tag == ANY_TAG else tag
+            tpeer = SMPI_ANY_SOURCE if peer == ANY_SOURCE else peer
+            add(f"{r} {name} {tpeer} {ttag} {nb}")
             if name[0] == "i":
-                key = (_tit_peer(peer), r) if recv else (r, peer)
-                pending[i] = f"{key[0]} {key[1]} {_tit_tag(tag)}"
-        elif c in (Call.WAIT, Call.TEST, Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TESTALL, Call.TESTANY,
-                   Call.TESTSOME):
-            done = [x for x in created[ref[j] - ref[0]:ref[j + 1] - ref[0]] if x in pending]
-            verb = "wait" if c in (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME) else "test"
-            if c == Call.WAITALL and done and set(done) == set(pending):
-                lines.append(f"{r} waitall")
+                pending[a + j] = f"{tpeer} {r} {ttag}" if name == "irecv" else f"{r} {peer} {ttag}"
+        elif kind == "wait" or kind == "test":
+            done = [x for x in created[ref[j] - r0:ref[j + 1] - r0] if x in pending]
+            if c == _WAITALL and done and len(done) == len(pending):
+                add(f"{r} waitall")
                 pending.clear()
                 continue
             for x in done:
-                lines.append(f"{r} {verb} {pending.pop(x)}")
-        elif c == Call.SENDRECV:
-            src, rb = int(trace.aux_of(i)[0]), int(trace.aux_of(i)[1])
-            lines.append(f"{r} sendRecv {nb} {peer} {rb} {_tit_peer(src)}")
-        elif c == Call.BARRIER:
-            lines.append(f"{r} barrier")
-        elif c == Call.BCAST:
-            lines.append(f"{r} bcast {nb} {peer}")
-        elif c == Call.REDUCE:
-            lines.append(f"{r} reduce {nb} 0 {peer}")
-        elif c == Call.ALLREDUCE:
-            lines.append(f"{r} allreduce {nb} 0")
-        elif c in (Call.ALLTOALL, Call.ALLGATHER):
-            lines.append(f"{r} {'alltoall' if c == Call.ALLTOALL else 'allgather'} {nb} {nb}")
-        elif c == Call.GATHER:
-            lines.append(f"{r} gather {nb} {nb if r == peer else 0} {peer}")
-        elif c == Call.SCATTER:
-            lines.append(f"{r} scatter {nb if r == peer else 0} {nb} {peer}")
-        elif c == Call.ALLTOALLV:
-            send, recv = [int(x) for x in trace.aux_of(i)], a2av[i]
-            lines.append(f"{r} alltoallv {sum(send)} {' '.join(map(str, send))} {sum(recv)} {' '.join(map(str, recv))}")
-        elif c == Call.REDUCE_SCATTER:
+                add(f"{r} {kind} {pending.pop(x)}")
+        elif kind == "sendrecv":
+            src, rb = (int(x) for x in trace.aux_of(a + j)[:2])
+            add(f"{r} sendRecv {nb} {peer} {rb} {_tit_peer(src)}")
+        elif kind == "barrier":
+            add(f"{r} barrier")
+        elif kind == "bcast":
+            add(f"{r} bcast {nb} {peer}")
+        elif kind == "reduce":
+            add(f"{r} reduce {nb} 0 {peer}")
+        elif kind == "allreduce":
+            add(f"{r} allreduce {nb} 0")
+        elif kind == "alltoall" or kind == "allgather":
+            add(f"{r} {kind} {nb} {nb}")
+        elif kind == "gather":
+            add(f"{r} gather {nb} {nb if r == peer else 0} {peer}")
+        elif kind == "scatter":
+            add(f"{r} scatter {nb if r == peer else 0} {nb} {peer}")
+        elif kind == "alltoallv":
+            send, recv = trace.aux_of(a + j).tolist(), a2av[a + j]
+            add(f"{r} alltoallv {sum(send)} {' '.join(map(str, send))} {sum(recv)} {' '.join(map(str, recv))}")
+        elif kind == "reducescatter":
             p = trace.nprocs
             counts = [nb // p + (1 if k < nb % p else 0) for k in range(p)]
-            lines.append(f"{r} reducescatter {' '.join(map(str, counts))} 0")
-        else:  # pragma: no cover - every Call is handled above
-            raise TraceError(f"{trace._at(i)}: no TIT action for this call")
+            add(f"{r} reducescatter {' '.join(map(str, counts))} 0")
     # SMPI's replay needs init first (it sets the default datatype) and ends ranks at finalize
     calls = trace.call[sl]
     if not (calls.size and calls[0] == Call.INIT):
@@ -301,8 +314,9 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
         raise ValueError(f"flop_rate must be > 0 flop/s, got {flop_rate!r}")
     reqs = resolve_requests(trace)
     a2av = alltoallv_recv_bytes(trace)
-    per = [_rank_lines(trace, r, reqs, a2av, flop_rate)
-           for r in tqdm(range(trace.nprocs), desc="TIT ranks", disable=not progress)]
+    with gc_paused():
+        per = [_rank_lines(trace, r, reqs, a2av, flop_rate)
+               for r in tqdm(range(trace.nprocs), desc="TIT ranks", disable=not progress)]
     dest = Path(path)
     header = [f"# SimGrid time-independent trace written by perfmod: {trace.nprocs} ranks, sizes in bytes, "
               f"compute in flops at {flop_rate!r} flop/s"]
