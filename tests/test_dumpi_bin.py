@@ -210,3 +210,51 @@ def test_read_trace_picks_the_binary_reader_for_bin_files():
     direct = read_dumpi_bin(meta)
     assert via_api.nprocs == direct.nprocs == 4
     assert np.array_equal(via_api.call, direct.call) and np.array_equal(via_api.t_entry, direct.t_entry)
+
+
+# issue 14 items 2-4 and 10: the text reader on the same runs (dumpi2ascii -S -X text of the .bin files)
+def test_text_reader_follows_comm_create_like_the_binary_reader():
+    t = read_dumpi(next(CREATE.glob("*.meta")))
+    _assert_same(read_dumpi_bin(CREATE), t)  # one implementation of communicators and groups for both
+    assert t.comms == {1: t.comms[1]} and t.comms[1].tolist() == [3, 1, 0]
+    ring = (t.comm == 1) & (t.call == Call.ISEND)
+    assert t.rank[ring].tolist() == [0, 1, 3] and t.peer[ring].tolist() == [0, 2, 1]  # sub rank r -> r + 1
+
+
+def test_text_reader_reads_a_renamed_trace(tmp_path):
+    meta = next(CREATE.glob("*.meta"))
+    for f in CREATE.glob("*.txt"):
+        shutil.copy(f, tmp_path / f.name.replace(meta.stem, "n4"))
+    shutil.copy(meta, tmp_path / "n4.meta")  # fileprefix=dumpi-2026.11.23.23.24.52 matches no file now
+    with pytest.warns(UserWarning, match=r"n4.meta: fileprefix='dumpi-2026.11.23.23.24.52' matches no file; read "
+                      r"the 4 files n4-NNNN.\* beside it"):
+        t = read_dumpi(tmp_path / "n4.meta")
+    _assert_same(t, read_dumpi(meta))
+    assert t.meta["files"][0].endswith("n4-0000.txt")
+
+
+def test_one_rank_file_read_alone_uses_the_recorded_comm_size(tmp_path):
+    f = next(CREATE.glob("*-0002.txt"))  # rank 2 got MPI_COMM_NULL from MPI_Comm_create: world calls only
+    t = read_dumpi(f)
+    assert t.nprocs == 4  # MPI_Comm_size(MPI_COMM_WORLD) returned 4 in the trace
+    assert set(t.rank.tolist()) == {2} and t.call.tolist() == [Call.INIT, Call.ALLREDUCE, Call.FINALIZE]
+    assert "read alone" in t.meta["notes"][0]
+    # rank 0 of p2p_coll up to its MPI_Comm_dup (world calls only, dumpi2ascii's lines as printed)
+    head = next(P2P.glob("*-0000.txt")).read_text().splitlines(keepends=True)[:195]
+    (tmp_path / "r-0000.txt").write_text("".join(head))
+    one = read_dumpi(tmp_path / "r-0000.txt")
+    assert one.nprocs == 4 and len(one) == 26  # not 1: the world size MPI_Comm_size returned
+    assert one.call[1] == Call.SEND and one.peer[1] == 1 and one.nbytes[1] == 64  # its first message: to rank 1
+    assert one.aux_of(24).tolist() == [8, 16, 24, 32]  # its Alltoallv: one count per world rank
+    with pytest.raises(TraceError, match=r"-0002.txt:\d+: a rank file read alone: this call uses a communicator "
+                       "made with other ranks"):
+        read_dumpi(next(P2P.glob("*-0002.txt")))  # its Comm_split communicator's members are in the other files
+
+
+def test_text_reader_names_a_missing_last_rank_file(tmp_path):
+    for f in P2P.glob("*.txt"):
+        if not f.name.endswith("-0003.txt"):
+            shutil.copy(f, tmp_path / f.name)
+    with pytest.raises(TraceError, match=r"rank 3's file dumpi-2026.11.23.23.25.15-0003.txt is missing \(3 of 4 "
+                       r"rank files, 4 from MPI_Comm_size in the trace\)"):
+        read_dumpi(tmp_path)

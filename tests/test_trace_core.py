@@ -232,6 +232,19 @@ def test_npz_errors_name_the_file(tmp_path):
     bad.write_bytes(b"not a zip")
     with pytest.raises(TraceError, match=r"bad.npz: not a perfmod trace file"):
         read_npz(bad)
+    # issue 14 item 10: no numpy EOFError or allow_pickle message
+    bad.write_bytes(b"")
+    with pytest.raises(TraceError, match=r"bad.npz: empty file \(0 bytes\): not a perfmod trace file"):
+        read_npz(bad)
+    bad.write_text("0 init\n0 send 1 0 8\n")
+    with pytest.raises(TraceError, match=r"bad.npz: not a perfmod trace file: an .npz is a zip archive, this file "
+                       r"starts with b'0 in'") as err:
+        read_npz(bad)
+    assert "pickle" not in str(err.value)
+    write_npz(halo_pair(), bad)
+    bad.write_bytes(bad.read_bytes()[:200])  # cut: a zip whose directory is gone
+    with pytest.raises(TraceError, match=r"bad.npz: not a perfmod trace file \(damaged zip archive"):
+        read_npz(bad)
     np.savez(tmp_path / "other.npz", x=np.arange(3))
     with pytest.raises(TraceError, match="no header"):
         read_npz(tmp_path / "other.npz")

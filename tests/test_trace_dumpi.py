@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call
+from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, TraceError
 from perfmod.trace.formats.dumpi import DUMPI_TYPE_SIZES, read_dumpi
 from perfmod.trace.formats.textio import FormatError, decimal_ns
 
@@ -154,7 +154,10 @@ def test_meta_file_gives_files_and_rank_count(tmp_path):
     a, b = read_dumpi(meta), read_dumpi(tmp_path)
     assert a.nprocs == b.nprocs == 2 and len(a) == len(b) == 20
     meta.write_text("numprocs=4\nfileprefix=dumpi-2020.04.03\n")
-    assert read_dumpi(meta).nprocs == 4  # ranks 2 and 3 have no file: no events
+    with pytest.raises(TraceError, match=r"rank 2's file dumpi-2020.04.03-0002.txt is missing \(2 of 4 rank files, "
+                       r"4 from numprocs in the .meta file\)"):
+        read_dumpi(meta)  # issue 14 item 10: named as missing, not read as ranks without events
+    assert read_dumpi(meta, nprocs=4).nprocs == 4  # asked for: ranks 2 and 3 have no file, no events
     meta.write_text("numprocs 4\n")
     with pytest.raises(FormatError, match=r"dumpi-2020.04.03.meta:1: expected key=value"):
         read_dumpi(meta)
@@ -163,8 +166,12 @@ def test_meta_file_gives_files_and_rank_count(tmp_path):
 def test_missing_rank_files_are_an_error(tmp_path):
     (tmp_path / "t-0000.txt").write_text("")
     (tmp_path / "t-0900000000.txt").write_text("")
-    with pytest.raises(Exception, match=r"up to 900000000 but 899999999 rank files are missing \(first: rank 1\)"):
+    with pytest.raises(TraceError, match=r"rank 1's file t-0001.txt is missing \(2 of 900000001 rank files, "
+                       r"900000001 from the file names\)"):
         read_dumpi(tmp_path)
+    with pytest.raises(TraceError, match=r"t-0000.txt: no MPI call in this DUMPI rank file \(empty"):
+        read_dumpi([tmp_path / "t-0000.txt"], nprocs=3)  # issue 14 item 10: an empty rank file is not 0 events
+    (tmp_path / "t-0000.txt").write_text((DATA / "jacobi-mini-0000.txt").read_text())
     assert read_dumpi([tmp_path / "t-0000.txt"], nprocs=3).nprocs == 3
 
 

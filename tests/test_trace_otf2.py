@@ -88,9 +88,62 @@ def test_bad_archives_are_named(tmp_path):
         read_otf2(bad)
 
 
-def test_damaged_event_file_is_named(tmp_path):
+def test_damaged_event_file_is_named(tmp_path, capfd):
     write_otf2(synthetic("jacobi2d", 4, 2), tmp_path / "a")
-    evt = sorted((tmp_path / "a" / "traces").glob("*.evt"))[0]
+    evt = tmp_path / "a" / "traces" / "2.evt"
     evt.write_bytes(evt.read_bytes()[: len(evt.read_bytes()) // 2])
-    with pytest.raises(TraceError, match=r"traces.otf2: OTF2 event data unreadable"):
+    capfd.readouterr()
+    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data unreadable \(truncated or corrupt\): "
+                       r".*the OTF2 library said: .*error"):
         read_otf2(tmp_path / "a")
+    assert capfd.readouterr().err == ""  # the C library's messages are in the error, not on the terminal
+
+
+def _scorep_like(path, ranks, calls):
+    """An archive laid out as Score-P writes it (otf2 package): world and a COMM_SELF group of 0 members."""
+    import otf2
+    from otf2.enums import GroupType, Paradigm, RegionRole
+
+    with otf2.writer.open(str(path), timer_resolution=1_000_000_000) as w:
+        d = w.definitions
+        node = d.system_tree_node("node")
+        locs = [d.location("Master thread", group=d.location_group(f"MPI Rank {r}", system_tree_parent=node))
+                for r in range(ranks)]
+        d.group("MPI_COMM_WORLD locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+        comms = {"world": d.comm("MPI_COMM_WORLD", group=d.group("MPI_COMM_WORLD", group_type=GroupType.COMM_GROUP,
+                                                                  paradigm=Paradigm.MPI, members=list(range(ranks)))),
+                 "self": d.comm("MPI_COMM_SELF", group=d.group("MPI_COMM_SELF", group_type=GroupType.COMM_SELF,
+                                                               paradigm=Paradigm.MPI, members=[]))}
+        regions = {name: d.region(name, paradigm=Paradigm.MPI if name.startswith("MPI") else Paradigm.CUDA,
+                                  region_role=RegionRole.COLL_ALL2ALL if name == "MPI_Allreduce" else
+                                  RegionRole.FUNCTION) for name in ("main", "MPI_Allreduce", "cudaMemcpy")}
+        for r in range(ranks):
+            ew = w.event_writer_from_location(locs[r])
+            ew.enter(0, regions["main"])
+            for k, (name, comm) in enumerate(calls):
+                t = 1000 * (k + 1)
+                ew.enter(t, regions[name])
+                if name == "MPI_Allreduce":
+                    ew.mpi_collective_begin(t + 1)
+                    ew.mpi_collective_end(t + 2, otf2.CollectiveOp.ALLREDUCE, comms[comm], 0xFFFFFFFF, 8, 8)
+                ew.leave(t + 100, regions[name])
+            ew.leave(1000 * (len(calls) + 1), regions["main"])
+    return path / "traces.otf2"
+
+
+def test_comm_self_group_of_zero_members(tmp_path):
+    """Issue 14 item 5: Score-P stores one-rank communicators as a COMM_SELF group of zero members."""
+    t = read_otf2(_scorep_like(tmp_path / "s", 2, [("MPI_Allreduce", "self"), ("MPI_Allreduce", "world")]))
+    assert t.call.tolist() == [Call.ALLREDUCE] * 4
+    assert t.comm.tolist() == [1, 0, 2, 0] and {k: v.tolist() for k, v in t.comms.items()} == {1: [0], 2: [1]}
+    assert t.nbytes.tolist() == [8, 4, 8, 4]  # Score-P's accounting: P x N sent, P = 1 on COMM_SELF, 2 on world
+    ds = replay(t, "summit", "postal")
+    assert ds.collective_time.values.tolist() == pytest.approx([ds.collective_time.values[0]] * 2)
+
+
+def test_archive_without_mpi_events_warns(tmp_path):
+    from perfmod.trace import TraceWarning
+
+    with pytest.warns(TraceWarning, match=r"traces.otf2: no MPI events in this OTF2 archive \(0 events on 1 ranks"):
+        t = read_otf2(_scorep_like(tmp_path / "gpu", 1, [("cudaMemcpy", "world")] * 3))
+    assert len(t) == 0

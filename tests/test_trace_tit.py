@@ -7,7 +7,7 @@ import pytest
 
 from perfmod.apps.traces import synthetic
 from perfmod.replay import replay
-from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, TraceError, resolve_requests
+from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, TraceBuilder, TraceError, TraceWarning, resolve_requests
 from perfmod.trace.formats.textio import FormatError
 from perfmod.trace.formats.tit import read_tit, write_tit
 
@@ -157,7 +157,8 @@ def test_writer_rejects_other_communicators(tmp_path):
 def test_unknown_actions(tmp_path):
     p = tmp_path / "u.tit"
     p.write_text("0 init\n0 scan 8 0\n0 location foo.c 12\n0 finalize\n")
-    t = read_tit(p)
+    with pytest.warns(TraceWarning, match=r"u.tit: skipped SMPI actions that move data.*: scan x1"):
+        t = read_tit(p)
     assert len(t) == 2 and t.meta["unknown_calls"] == {"scan": 1, "location": 1}
     assert read_tit(p, unknown="keep").counts()["other"] == 2
     with pytest.raises(FormatError, match=r"u.tit:2: scan: action not modelled"):
@@ -223,3 +224,88 @@ def test_missing_ranks_are_an_error_not_a_huge_trace(tmp_path):
         read_tit(p)
     p.write_text("0 init\n2 init\n")
     assert read_tit(p, nprocs=3).nprocs == 3
+
+
+# issue 14 items 6-10: lines in SMPI's own syntax (smpi_replay.cpp's parsers and their comments)
+A2AV = [[1, 7, 10, 12], [2, 3, 4, 5], [0, 6, 1, 2], [9, 1, 1, 1]]  # bytes rank j sends to rank v
+
+
+def _a2av_text(datatypes: str = "") -> str:
+    lines = [f"{r} init" for r in range(4)]
+    for j, row in enumerate(A2AV):
+        col = [A2AV[i][j] for i in range(4)]
+        lines.append(f"{j} alltoallv {sum(row)} {' '.join(map(str, row))} {sum(col)} {' '.join(map(str, col))}"
+                     + datatypes)
+    return "\n".join(lines + [f"{r} finalize" for r in range(4)]) + "\n"
+
+
+@pytest.mark.parametrize("datatypes", ["", " 6 6"])  # MPI_BYTE by default or named (SMPI id 6)
+def test_alltoallv_with_different_totals_per_rank_replays(tmp_path, datatypes):
+    from perfmod.machine.platforms import load
+    from perfmod.models.comm.message import message_time
+
+    p = tmp_path / "a2av.tit"
+    p.write_text(_a2av_text(datatypes))
+    t = read_tit(p)  # no nprocs: the world size (4) comes from the ranks, not from the line length
+    ev = np.flatnonzero(t.call == Call.ALLTOALLV)
+    assert [t.aux_of(int(i)).tolist() for i in ev] == A2AV
+    assert t.nbytes[ev].tolist() == [30, 14, 9, 12]  # different totals: legal in MPI
+    ds = replay(t, "summit", "postal")
+    # pairwise exchange (costs.py): step s, rank r sends A2AV[r][(r + s) % 4]; on Summit ranks 0-2 share a
+    # socket and rank 3 is on the other one; each step costs its slowest message
+    summit = load("summit")
+
+    def tm(n, a, b):
+        mode = "inter_socket" if 3 in (a, b) else "intra_socket"
+        return float(message_time(float(max(n, 1)), mode, summit, model="postal"))
+
+    expect = sum(max(tm(A2AV[r][(r + s) % 4], r, (r + s) % 4) for r in range(4)) for s in (1, 2, 3))
+    np.testing.assert_allclose(ds.collective_time.values, [expect] * 4, rtol=1e-12)
+
+
+def test_reducescatter_with_trailing_datatype_and_no_nprocs(tmp_path):
+    # the example of SMPI's ReduceScatterArgParser, for rank 0 of 4, with its datatype field (0: MPI_DOUBLE)
+    p = tmp_path / "rs.tit"
+    p.write_text("".join(f"{r} reducescatter 275427 275427 275427 204020 11346849 0\n" for r in range(4)))
+    t = read_tit(p)
+    assert t.nprocs == 4 and len(t) == 4
+    assert t.nbytes.tolist() == [(3 * 275427 + 204020) * 8] * 4  # counts x 8 B, not the flops
+    assert t.meta["reduction_flops"] == 4 * 11346849
+    p.write_text("".join(f"{r} reducescatter 3 3 3 3 100\n" for r in range(4)))  # no datatype: MPI_BYTE
+    assert read_tit(p).nbytes.tolist() == [12] * 4
+    p.write_text("0 reducescatter 3 3 3 3 100 0 7\n1 init\n2 init\n3 init\n")
+    with pytest.raises(FormatError, match=r"rs.tit:1: reducescatter: needs 4 receive counts, flops \[datatype\]"):
+        read_tit(p)
+
+
+def test_test_then_wait_on_the_same_request(tmp_path):
+    p = tmp_path / "tw.tit"
+    p.write_text("0 init\n1 init\n0 irecv 1 5 8\n1 isend 0 5 8\n0 test 1 0 5\n0 test 1 0 5\n0 wait 1 0 5\n"
+                 "1 test 1 0 5\n0 finalize\n1 finalize\n")
+    t = read_tit(p)
+    r0 = t.rank_events(0)
+    assert t.call[r0].tolist() == [Call.INIT, Call.IRECV, Call.TEST, Call.TEST, Call.WAIT, Call.FINALIZE]
+    assert t.request[r0].tolist() == [-1, 0, -1, -1, 0, -1]  # the wait completes it, the tests found it pending
+    r1 = t.rank_events(1)
+    assert t.request[r1].tolist() == [-1, 0, 0, -1]  # no wait follows: the test completed it
+    ds = replay(t, "summit", "postal")
+    assert ds.attrs["requests_never_completed"] == 0
+    p.write_text("0 init\n0 test 1 0 5\n0 finalize\n1 init\n1 finalize\n")  # nothing pending: SMPI ignores it
+    assert read_tit(p).request.tolist() == [-1] * 5
+
+
+def test_allgatherv_is_not_skipped_silently(tmp_path):
+    # GatherVArgParser: "<rank> allgatherv <sendcount> <P recvcounts>"
+    p = tmp_path / "agv.tit"
+    p.write_text("".join(f"{r} allgatherv {10 * (r + 1)} 10 20 30 40\n" for r in range(4)))
+    with pytest.warns(TraceWarning, match=r"agv.tit: skipped SMPI actions that move data.*allgatherv x4"):
+        t = read_tit(p)
+    assert t.meta["unknown_calls"] == {"allgatherv": 4}
+    assert read_tit(p, unknown="keep").other_names == ("allgatherv",)
+
+
+def test_file_cut_in_the_middle_of_its_last_line(tmp_path):
+    p = tmp_path / "cut.tit"
+    p.write_text("0 init\n1 init\n0 send 1 0 1000\n1 recv 0 0 1")  # "1000" cut to "1"
+    with pytest.raises(FormatError, match=r"cut.tit:4: the last line '1 recv 0 0 1' has no newline: the file is cut"):
+        read_tit(p)

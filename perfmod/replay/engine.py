@@ -132,6 +132,22 @@ def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, match: Any, coll: A
                          "ranks blocked:\n  " + "\n  ".join(lines) + more, details)
 
 
+def _unknown_calls(trace: Trace) -> dict[str, int]:
+    """Calls perfmod does not model: ``Call.OTHER`` events and what the reader skipped (``meta["unknown_calls"]``).
+
+    Readers count every unknown call in ``meta`` whether they skipped it or
+    kept it as an ``OTHER`` event, so a name's count is the larger of the two.
+    """
+    out: dict[str, int] = {str(k): int(v) for k, v in dict(trace.meta.get("unknown_calls") or {}).items()}
+    other = trace.call == Call.OTHER
+    if other.any():
+        idx, cnt = np.unique(trace.peer[other], return_counts=True)
+        for i, c in zip(idx.tolist(), cnt.tolist(), strict=True):
+            name = trace.other_names[int(i)]
+            out[name] = max(out.get(name, 0), int(c))
+    return dict(sorted(out.items()))
+
+
 def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, mapping: str = "block",
            compute: Callable[[Trace], np.ndarray] | float | np.ndarray | None = None, unknown: str = "skip",
            k_total_rule: str = "counted", stencil: int | None = None, validate: bool = True) -> xr.Dataset:
@@ -154,9 +170,12 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         callable ``f(trace) -> seconds per event`` is a compute model (e.g.
         a skeleton's region models); a float or array replaces the values.
     unknown : {"skip", "error"}
-        What to do with MPI calls the reader did not know (``Call.OTHER``):
-        count and skip them (reported in the ``unknown_calls`` attribute),
-        or raise :class:`ReplayError` listing them.
+        What to do with MPI calls perfmod does not model: those the reader
+        kept (``Call.OTHER`` events) and those it skipped and counted in
+        ``trace.meta["unknown_calls"]`` (including calls that move nothing,
+        such as DUMPI's ``MPI_Comm_rank``): count and skip them (reported in
+        the ``unknown_calls`` attribute), or raise :class:`ReplayError`
+        listing them.
     k_total_rule : str
         K_total rule for the K-model (:func:`perfmod.models.comm.kmodel.kmodel_counts_from`);
         ``"counted"`` takes it from the trace.
@@ -192,16 +211,14 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         raise ValueError(f"unknown must be 'skip' or 'error', got {unknown!r}")
     if validate:
         trace.validate()  # resolve_requests below checks the requests
-    other = trace.call == Call.OTHER
-    unknown_calls: dict[str, int] = {}
-    if other.any():
-        idx, cnt = np.unique(trace.peer[other], return_counts=True)
-        unknown_calls = {trace.other_names[int(i)]: int(c) for i, c in zip(idx, cnt, strict=True)}
-        if unknown == "error":
-            first = int(np.flatnonzero(other)[0])
-            raise ReplayError(f"{trace._at(first)}: unknown MPI calls in the trace: "
-                              + ", ".join(f"{k} x{v}" for k, v in unknown_calls.items()),
-                              [{"call": k, "count": v} for k, v in unknown_calls.items()])
+    unknown_calls = _unknown_calls(trace)
+    if unknown == "error" and unknown_calls:
+        other = np.flatnonzero(trace.call == Call.OTHER)
+        where = trace._at(int(other[0])) if other.size else (trace.source or "trace")
+        raise ReplayError(f"{where}: unknown MPI calls in the trace: "
+                          + ", ".join(f"{k} x{v}" for k, v in unknown_calls.items())
+                          + " (kept as events, or skipped by the reader and counted in trace.meta)",
+                          [{"call": k, "count": v} for k, v in unknown_calls.items()])
     comp = _compute_times(trace, compute)
     reqs = resolve_requests(trace)
     match = match_messages(trace)

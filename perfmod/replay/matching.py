@@ -12,7 +12,8 @@ receive against the unmatched messages in the order they were sent).
 
 Collectives match per communicator in call order: the k-th collective
 call of every member is instance k.  Members must agree on the call and
-the size.
+the size (except ``MPI_Alltoallv``, whose members may send different
+totals: its per-destination counts are in ``aux``).
 """
 
 from __future__ import annotations
@@ -275,6 +276,8 @@ def collective_instances(trace: Trace) -> Collectives:
     c_bytes = trace.nbytes[ev]
     c_root = np.where(np.isin(trace.call[ev], code_set({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})),
                       trace.peer[ev], -1).astype(np.int64)
+    # ALLTOALLV members send different totals (legal in MPI); its cost uses the per-destination counts
+    c_bytes = np.where(trace.call[ev] == Call.ALLTOALLV, 0, c_bytes)
     for name, vals in (("call", c_call), ("nbytes", c_bytes), ("root", c_root)):
         lo = np.full(m, np.iinfo(np.int64).max)
         hi = np.full(m, np.iinfo(np.int64).min)

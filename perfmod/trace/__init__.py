@@ -1,7 +1,7 @@
 """MPI traces: the columnar in-memory :class:`Trace`, its builder, and the trace file formats.
 
 - :mod:`perfmod.trace.core`: :class:`Trace` (NumPy columns, one row per
-  event; the layout is documented there), :class:`Call`, :class:`TraceError`.
+  event; the layout is documented there), :class:`Call`, :class:`TraceError`, :class:`TraceWarning`.
 - :mod:`perfmod.trace.builder`: :class:`TraceBuilder`, event by event or from arrays.
 - :mod:`perfmod.trace.requests`: which nonblocking call each wait completes;
   :func:`validate_trace` checks a trace completely.
@@ -27,6 +27,7 @@ from perfmod.trace.core import (
     Call,
     Trace,
     TraceError,
+    TraceWarning,
     call_code,
 )
 from perfmod.trace.formats import FORMATS, detect_format, read_trace, write_trace
@@ -45,6 +46,7 @@ __all__ = [
     "Trace",
     "TraceBuilder",
     "TraceError",
+    "TraceWarning",
     "call_code",
     "Requests",
     "resolve_requests",

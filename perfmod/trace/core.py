@@ -76,6 +76,7 @@ rank, the sequence number, the call and the field (and ``file:line`` when
 from __future__ import annotations
 
 import enum
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -100,6 +101,7 @@ __all__ = [
     "COLUMNS",
     "OPTIONAL_COLUMNS",
     "TraceError",
+    "TraceWarning",
     "Trace",
     "call_code",
 ]
@@ -190,6 +192,10 @@ class TraceError(ValueError):
     """A malformed trace; the message names rank, seq, call and field (and file:line when known)."""
 
 
+class TraceWarning(UserWarning):
+    """A trace read, but with something the replay will miss (skipped calls that move data, no MPI events)."""
+
+
 def call_code(name: str | int | Call) -> int:
     """The :class:`Call` code of ``name`` (``"MPI_Isend"``, ``"isend"``, ``Call.ISEND`` or 4)."""
     if isinstance(name, int | np.integer):
@@ -200,6 +206,10 @@ def call_code(name: str | int | Call) -> int:
         return int(Call[key])
     except KeyError:
         raise ValueError(f"unknown call {name!r}; known: {', '.join(c.name.lower() for c in Call)}") from None
+
+
+#: Trace -> its derived views (weak: dropped with the trace; outside the fields, so ``Trace(**vars(t))`` works).
+_DERIVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def code_set(calls: Iterable[Call]) -> np.ndarray:
@@ -238,6 +248,15 @@ class Trace:
     def __len__(self) -> int:
         return int(self.rank.shape[0])
 
+    @property
+    def _cache(self) -> dict[str, Any]:
+        """Views derived once per trace (rank offsets, world ranks), kept outside the fields."""
+        try:
+            return _DERIVED[self]
+        except KeyError:
+            _DERIVED[self] = cache = {}
+            return cache
+
     def __repr__(self) -> str:
         src = f", source={self.source!r}" if self.source else ""
         return f"Trace(nprocs={self.nprocs}, events={len(self)}{src})"
@@ -245,26 +264,34 @@ class Trace:
     # ------------------------------------------------------------------ views
     @property
     def rank_ptr(self) -> np.ndarray:
-        """Offsets (``nprocs + 1``) of each rank's events."""
-        return np.searchsorted(self.rank, np.arange(self.nprocs + 1, dtype=np.int64)).astype(np.int64)
+        """Offsets (``nprocs + 1``) of each rank's events (computed once per trace; treat as read-only)."""
+        if "rank_ptr" not in self._cache:
+            ptr = np.searchsorted(self.rank, np.arange(self.nprocs + 1, dtype=np.int64)).astype(np.int64)
+            self._cache["rank_ptr"], self._cache["bounds"] = ptr, ptr.tolist()
+        return self._cache["rank_ptr"]
 
     def rank_events(self, rank: int) -> slice:
-        """The slice of ``rank``'s events."""
-        ptr = self.rank_ptr
-        return slice(int(ptr[rank]), int(ptr[rank + 1]))
+        """The slice of ``rank``'s events (O(1): the offsets are computed once per trace)."""
+        if "bounds" not in self._cache:
+            self.rank_ptr  # noqa: B018 - fills the cache
+        b = self._cache["bounds"]
+        return slice(b[rank], b[rank + 1])
 
     def aux_of(self, i: int) -> np.ndarray:
         """The ``aux`` list of event ``i``."""
         return self.aux[self.aux_ptr[i]:self.aux_ptr[i + 1]]
 
     def comm_ranks(self, comm: int) -> np.ndarray:
-        """World ranks of communicator ``comm`` (index = rank in ``comm``)."""
+        """World ranks of communicator ``comm`` (index = rank in ``comm``); treat as read-only."""
         if comm == 0:
-            return np.arange(self.nprocs, dtype=np.int64)
+            if "world" not in self._cache:
+                self._cache["world"] = np.arange(self.nprocs, dtype=np.int64)
+            return self._cache["world"]
         try:
             return np.asarray(self.comms[comm], dtype=np.int64)
         except KeyError:
             raise TraceError(f"{self._where()}communicator {comm} is not described in trace.comms") from None
+
 
     def counts(self) -> dict[str, int]:
         """Number of events per call name (only calls that occur)."""

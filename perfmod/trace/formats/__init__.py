@@ -7,7 +7,7 @@ format      files                                   module
 ``dumpi``   DUMPI ``.meta``, directory, .bin, text  :mod:`.dumpi_bin` (binary), :mod:`.dumpi` (text)
 ``otf2``    OTF2 anchor file (``.otf2``)            :mod:`perfmod.trace.formats.otf2`
 ``tit``     SimGrid time-independent trace/index    :mod:`perfmod.trace.formats.tit`
-``goal``    GOAL schedule (LogGOPSim, Schedgen)     :mod:`perfmod.trace.formats.goal`
+``goal``    GOAL schedule (LogGOPSim, Schedgen)     :mod:`.goal` (parse, write), :mod:`.goal_trace` (replay)
 ==========  ======================================  ==============================================
 
 :func:`detect_format` decides by extension first and then by content (the
@@ -25,7 +25,8 @@ from typing import Any
 from perfmod.trace.core import Trace, TraceError
 from perfmod.trace.formats.dumpi import read_dumpi
 from perfmod.trace.formats.dumpi_bin import read_dumpi_bin
-from perfmod.trace.formats.goal import GoalSchedule, read_goal, write_goal
+from perfmod.trace.formats.goal import write_goal
+from perfmod.trace.formats.goal_trace import read_goal_trace
 from perfmod.trace.formats.npz import read_npz, write_npz
 from perfmod.trace.formats.otf2 import read_otf2, write_otf2
 from perfmod.trace.formats.tit import read_tit, write_tit
@@ -46,7 +47,7 @@ def _read_dumpi(path: str | os.PathLike, **options: Any) -> Trace:
     return read_dumpi_bin(path, **options) if binary else read_dumpi(path, **options)
 
 
-_READERS = {"npz": read_npz, "dumpi": _read_dumpi, "otf2": read_otf2, "tit": read_tit, "goal": read_goal}
+_READERS = {"npz": read_npz, "dumpi": _read_dumpi, "otf2": read_otf2, "tit": read_tit, "goal": read_goal_trace}
 
 
 def _head(path: Path, n: int = 4096) -> bytes:
@@ -99,7 +100,7 @@ def detect_format(path: str | os.PathLike) -> str:
     raise TraceError(f"{p}: not a trace perfmod can read (expected one of {', '.join(FORMATS)})")
 
 
-def read_trace(path: str | os.PathLike, format: str | None = None, **options: Any) -> Trace | GoalSchedule:
+def read_trace(path: str | os.PathLike, format: str | None = None, **options: Any) -> Trace:
     """Read a trace in any format perfmod knows, detected from the file.
 
     Parameters
@@ -114,9 +115,11 @@ def read_trace(path: str | os.PathLike, format: str | None = None, **options: An
 
     Returns
     -------
-    Trace or GoalSchedule
-        A :class:`~perfmod.trace.core.Trace`; a GOAL file gives its parsed
-        :class:`~perfmod.trace.formats.goal.GoalSchedule`.
+    Trace
+        A :class:`~perfmod.trace.core.Trace`, which
+        :func:`perfmod.replay.replay` takes; a GOAL schedule is put in the
+        order a rank would post it (:mod:`perfmod.trace.formats.goal_trace`;
+        :func:`~perfmod.trace.formats.goal.read_goal` gives the parsed graph).
 
     Raises
     ------

@@ -34,9 +34,19 @@ What perfmod keeps of each call:
   any other negative peer is taken as ``MPI_PROC_NULL`` (DUMPI stores the
   MPI library's own value for it); a tag of -1 on a receive is ``MPI_ANY_TAG``;
 - communicators: id 2 (``MPI_COMM_WORLD``) becomes 0; communicators made
-  by ``MPI_Comm_dup``, ``MPI_Cart_create`` (ranks not reordered) and
-  ``MPI_Comm_split`` are rebuilt across the rank files (members of a split
-  ordered by key, then old rank) and numbered 1, 2, ...;
+  by ``MPI_Comm_dup``, ``MPI_Cart_create`` (ranks not reordered),
+  ``MPI_Comm_split`` and ``MPI_Comm_create`` (with its group from
+  ``MPI_Comm_group`` and ``MPI_Group_incl`` / ``_excl`` / ``_range_incl`` /
+  ``_range_excl``) are rebuilt across the rank files (members of a split
+  ordered by key, then old rank) and numbered 1, 2, ..., by the same code as
+  the binary reader's (:mod:`perfmod.trace.formats.dumpi_bin_comms`);
+- files and ranks: a ``.meta`` file or directory is resolved as the binary
+  reader does (:mod:`perfmod.trace.formats.dumpi_bin_files`: a renamed
+  trace whose ``fileprefix`` matches no file is read from the files beside
+  it, with a warning); a rank file that is missing, by ``numprocs``, by
+  the size ``MPI_Comm_size(MPI_COMM_WORLD)`` returned, or by the file
+  names, is an error naming it; one rank's file given alone is read with
+  the world size it recorded; a rank file without any call is an error;
 - wildcards: kept as posted, or (``resolve_wildcards=True``) replaced by
   the source and tag of the receive's ``MPI_Status`` where DUMPI recorded it;
 - requests: the handle DUMPI printed; handles that a wait lists but no
@@ -52,20 +62,19 @@ rejected with an error.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, NO_REQUEST, PROC_NULL, Call, Trace, TraceError
+from perfmod.trace.formats.dumpi_bin_comms import comm_table, group_expression
+from perfmod.trace.formats.dumpi_bin_files import text_files, world_size
 from perfmod.trace.formats.textio import FormatError, decimal_ns, numbered_lines, rank_of_path
 
 __all__ = ["DUMPI_TYPE_SIZES", "DUMPI_COMM_WORLD", "read_dumpi"]
@@ -99,7 +108,10 @@ _SIMPLE = {
     "MPI_Recv": Call.RECV, "MPI_Irecv": Call.IRECV,
 }
 _NO_ARGS = {"MPI_Init": Call.INIT, "MPI_Init_thread": Call.INIT, "MPI_Finalize": Call.FINALIZE}
-_COMM_CREATORS = ("MPI_Comm_dup", "MPI_Cart_create", "MPI_Comm_split")
+_COMM_CREATORS = ("MPI_Comm_dup", "MPI_Cart_create", "MPI_Comm_split", "MPI_Comm_create")
+_GROUP_OPS = {f"MPI_Group_{op}": op for op in ("incl", "excl", "range_incl", "range_excl")}
+_GROUP_OTHER = ("MPI_Group_union", "MPI_Group_intersection", "MPI_Group_difference")
+_DUMPI_COMM_NULL = 1
 _TYPE_CREATORS = ("MPI_Type_contiguous", "MPI_Type_vector", "MPI_Type_hvector", "MPI_Type_create_hvector")
 
 
@@ -126,6 +138,9 @@ class _RankState:
     resolve: bool = False
     wild: dict[int, dict] = field(default_factory=dict)  # request -> its Irecv event, while it has a wildcard
     resolved: int = 0
+    groups: dict[int, tuple | None] = field(default_factory=dict)  # group handle -> expression (dumpi_bin_comms)
+    world_size: int | None = None  # what MPI_Comm_size(MPI_COMM_WORLD) returned, where recorded
+    calls: int = 0
 
 
 def _ints(text: str, path: str, line: int, name: str) -> list[int] | None:
@@ -329,10 +344,42 @@ def _side_effects(c: _Call) -> None:
         color = c.int("color") if name == "MPI_Comm_split" else 0
         key = (parent, k, color)
         new = c.int("newcomm")
-        if color >= 0 and new != 1:  # MPI_UNDEFINED colour: MPI_COMM_NULL (dumpi id 1)
+        if color >= 0 and new != _DUMPI_COMM_NULL:  # MPI_UNDEFINED colour, or not in the group: MPI_COMM_NULL
+            expr = None
+            if name == "MPI_Comm_create":
+                expr = st.groups.get(c.int("group"))
+                if expr is None:
+                    raise FormatError(st.path, c.raw("group")[1], f"{name}: field 'group': group {c.int('group')} "
+                                      "was not made by MPI_Comm_group / MPI_Group_incl / _excl / _range_incl / "
+                                      "_range_excl")
             st.comm_key[new] = key
             order = c.int("key") if name == "MPI_Comm_split" else 0
-            st.creations.append((key, order))
+            st.creations.append((key, order, expr, f"{st.path}:{c.b.line}"))
+    elif name == "MPI_Comm_group":
+        h = c.int("comm")
+        st.groups[c.int("group")] = ("comm", st.comm_key[h]) if h in st.comm_key else None
+    elif name in _GROUP_OPS:
+        op = _GROUP_OPS[name]
+        ranks = _ranges(c) if op.startswith("range") else c.list("ranks")
+        st.groups[c.int("newgroup")] = group_expression(op, st.groups.get(c.int("group")), ranks)
+    elif name in _GROUP_OTHER:
+        st.groups[c.int("newgroup")] = None  # not followed; a communicator made from it is reported when created
+    elif name == "MPI_Comm_size" and c.int("comm") == DUMPI_COMM_WORLD:
+        st.world_size = c.int("size")
+
+
+def _ranges(c: _Call) -> list[list[int]]:
+    """The ``int ranges[n][3]=[[first, last, stride], ...]`` field of MPI_Group_range_incl / _excl."""
+    text, line = c.raw("ranges")
+    rows = re.findall(r"\[([^\[\]]*)\]", text)
+    try:
+        out = [[int(x) for x in row.split(",")] for row in rows]
+    except ValueError:
+        out = []
+    if not out or any(len(r) != 3 for r in out):
+        raise FormatError(c.st.path, line, f"{c.b.name}: field 'ranges': expected [[first, last, stride], ...], "
+                          f"got {text!r}")
+    return out
 
 
 def _parse_file(path: str, st: _RankState, unknown: str, ignored: Counter, unknown_calls: Counter) -> list[dict]:
@@ -355,6 +402,7 @@ def _parse_file(path: str, st: _RankState, unknown: str, ignored: Counter, unkno
             if t < block.t_entry:
                 raise FormatError(path, n, f"{name}: walltime at return is before the entry (line {block.line})")
             c = _Call(block, st)
+            st.calls += 1
             ev = _event(c, unknown, ignored)
             if ev is None or ev["call"] == Call.OTHER:
                 unknown_calls[name] += 1
@@ -373,7 +421,18 @@ def _parse_file(path: str, st: _RankState, unknown: str, ignored: Counter, unkno
                 continue
             if block.last and text.lstrip()[:1] in ("[", ",", "]"):  # rows of a 2-D array, one per line
                 value, first = block.params[block.last]
-                block.params[block.last] = (value + text.strip(), first)
+                row = text.strip()
+                rest = ""
+                if row.startswith("]"):  # the array's end, then (dumpi2ascii) the next parameter on this line
+                    rest = row.lstrip("]")
+                    row = row[:len(row) - len(rest)]
+                block.params[block.last] = (value + row, first)
+                p = _PARAM.match(rest) if rest else None
+                if p:
+                    block.params[p.group(1)] = (p.group(3), n)
+                    block.last = p.group(1)
+                elif rest:
+                    raise FormatError(path, n, f"{block.name}: cannot read parameter line {text!r}")
                 continue
             raise FormatError(path, n, f"{block.name}: cannot read parameter line {text!r}")
         if not (_HEADER.match(text) or _SIZE_LINE.match(text)):
@@ -392,79 +451,6 @@ def _printed_sizes(path: str) -> dict[int, int]:
             if m:
                 out[int(m.group(1))] = int(m.group(3))
     return out
-
-
-def _read_meta(path: Path) -> dict[str, str]:
-    """The ``key=value`` lines of a DUMPI ``.meta`` file (``numprocs``, ``fileprefix``, ...)."""
-    out = {}
-    for n, text in numbered_lines(path):
-        if text.strip():
-            key, sep, value = text.partition("=")
-            if not sep:
-                raise FormatError(path, n, f"expected key=value in a DUMPI .meta file, got {text!r}")
-            out[key.strip()] = value.strip()
-    return out
-
-
-def _expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> tuple[list[str], int | None]:
-    """The per-rank text files and, when a ``.meta`` file says, the number of ranks."""
-    if not isinstance(paths, str | os.PathLike):
-        return [str(p) for p in paths], None
-    p = Path(paths)
-    metas = [p] if p.suffix == ".meta" and p.is_file() else sorted(p.glob("*.meta")) if p.is_dir() else []
-    nprocs = None
-    if len(metas) == 1:
-        meta = _read_meta(metas[0])
-        try:
-            nprocs = int(meta["numprocs"]) if "numprocs" in meta else None
-        except ValueError:
-            raise TraceError(f"{metas[0]}: numprocs={meta['numprocs']!r} is not an integer") from None
-        if p.suffix == ".meta":
-            prefix = meta.get("fileprefix", p.stem)
-            found = sorted(str(f) for f in p.parent.glob(f"{glob.escape(prefix)}-*")
-                           if f.is_file() and f.suffix not in (".bin", ".meta"))
-            if not found:
-                raise TraceError(f"{p}: no text files {prefix}-NNNN.* next to it (convert the .bin files with "
-                                 "dumpi2ascii first)")
-            return found, nprocs
-    if p.is_dir():
-        found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix not in (".meta", ".bin"))
-    elif p.exists():
-        found = [str(p)]
-    else:
-        found = sorted(glob.glob(str(paths)))
-    if not found:
-        raise TraceError(f"{paths}: no DUMPI text files found")
-    return found, nprocs
-
-
-def _comm_table(states: Sequence[_RankState]) -> tuple[dict[tuple, int], dict[int, np.ndarray]]:
-    """Global ids and world members of every communicator the ranks created.
-
-    Members of a new communicator are ordered by (split key, rank in the
-    parent); a parent is always resolved before its children.
-    """
-    members: dict[tuple, list[tuple[int, int]]] = {}
-    for st in states:
-        for key, order in st.creations:
-            members.setdefault(key, []).append((order, st.rank))
-    ids: dict[tuple, int] = {("world",): 0}
-    comms: dict[int, np.ndarray] = {}
-    world = np.arange(max((st.rank for st in states), default=0) + 1)
-    todo = sorted(members, key=repr)
-    while todo:
-        ready = [k for k in todo if k[0] in ids]
-        if not ready:
-            break
-        for key in ready:
-            pid = ids[key[0]]
-            parent = comms[pid] if pid else world
-            pos = {int(r): i for i, r in enumerate(parent)}
-            ids[key] = len(ids)
-            ranked = sorted(members[key], key=lambda m: (m[0], pos.get(m[1], m[1])))
-            comms[ids[key]] = np.array([r for _, r in ranked], dtype=np.int64)
-        todo = [k for k in todo if k not in ids]
-    return ids, comms
 
 
 def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: int | None = None,
@@ -516,18 +502,11 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
     """
     if unknown not in ("skip", "keep", "error"):
         raise ValueError(f"unknown= must be 'skip', 'keep' or 'error', got {unknown!r}")
-    files, meta_nprocs = _expand(paths)
+    files, meta_nprocs, notes, alone = text_files(paths)
     ranks = [rank_of_path(f) for f in files]
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
         ranks = list(range(len(files)))
-    n = nprocs if nprocs is not None else meta_nprocs if meta_nprocs is not None else max(ranks) + 1
-    if nprocs is None and meta_nprocs is None and len(files) < n:
-        seen = set(ranks)
-        missing = next(k for k in range(len(seen) + 1) if k not in seen)
-        raise TraceError(f"{files[0]}: file names give ranks up to {n - 1} but {n - len(files)} rank files are "
-                         f"missing (first: rank {missing}); pass nprocs= if that is intended")
-    if max(ranks) >= n:
-        raise TraceError(f"{files[ranks.index(max(ranks))]}: rank {max(ranks)} >= nprocs = {n}")
+    world_size(files, ranks, nprocs, meta_nprocs, None, alone)  # missing files named before reading any
     ignored: Counter = Counter()
     unknown_calls: Counter = Counter()
     states, per_rank = [], []
@@ -535,8 +514,20 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
         st = _RankState(r, f, _LayeredSizes(_printed_sizes(f), DUMPI_TYPE_SIZES, datatype_sizes or {}),
                         resolve=resolve_wildcards)
         per_rank.append(_parse_file(f, st, unknown, ignored, unknown_calls))
+        if st.calls == 0:
+            raise TraceError(f"{f}: no MPI call in this DUMPI rank file (empty, or not dumpi2ascii output); "
+                             "libdumpi records every call from MPI_Init to MPI_Finalize")
         states.append(st)
-    ids, comms = _comm_table(states)
+    recorded = max((st.world_size for st in states if st.world_size is not None), default=None)
+    n = world_size(files, ranks, nprocs, meta_nprocs, recorded, alone)
+    if alone and n > 1:
+        notes.append(f"{files[0]}: one rank's file read alone (world of {n} ranks); the other ranks have no events")
+        derived = next((ev for ev in per_rank[0] if ev.get("comm", ("world",)) != ("world",)), None)
+        if derived is not None:
+            raise FormatError(files[0], derived["line"], "a rank file read alone: this call uses a communicator "
+                              "made with other ranks, whose members are in their files; read the whole trace (its "
+                              ".meta file or directory)")
+    ids, comms = comm_table(states, n)
     b = TraceBuilder(n, comms=comms, source=str(paths) if len(files) > 1 else files[0])
     for st, events in zip(states, per_rank, strict=True):
         for ev in events:
@@ -549,7 +540,8 @@ def read_dumpi(paths: str | os.PathLike | Sequence[str | os.PathLike], nprocs: i
                 ev["peer"] = b.other(other)
             b.append(st.rank, comm=ids[key], **ev)
     meta = {"format": "dumpi-ascii", "files": files, "unknown_calls": dict(unknown_calls),
-            "ignored_requests": int(sum(ignored.values())), "resolved_wildcards": sum(st.resolved for st in states)}
+            "ignored_requests": int(sum(ignored.values())), "resolved_wildcards": sum(st.resolved for st in states),
+            "notes": notes}
     return b.build(meta=meta)
 
 

@@ -1,6 +1,8 @@
 """Communicators and groups of a DUMPI binary trace, rebuilt across the rank files.
 
-Used by :mod:`perfmod.trace.formats.dumpi_bin`.  The scanner
+Used by :mod:`perfmod.trace.formats.dumpi_bin` and, through
+:func:`comm_table` and :func:`group_expression`, by the text reader
+:mod:`perfmod.trace.formats.dumpi` (one implementation for both).  The scanner
 (:mod:`perfmod.trace.formats.dumpi_bin_scan`) lists, per rank, the calls
 that make communicators and groups (side records) and numbers the
 communicators a rank creates 1, 2, ... ("local" indices; 0 is world).  This
@@ -30,7 +32,7 @@ import numpy as np
 from ..core import TraceError
 from .dumpi_bin_layout import LABEL, RECORDS
 
-__all__ = ["RankSides", "comm_table", "rank_sides"]
+__all__ = ["RankSides", "comm_table", "group_expression", "rank_sides"]
 
 _DUP, _SPLIT, _CART, _CREATE = LABEL["MPI_Comm_dup"], LABEL["MPI_Comm_split"], LABEL["MPI_Cart_create"], \
     LABEL["MPI_Comm_create"]
@@ -63,7 +65,11 @@ def _fields(buf: np.ndarray, pos: int, layout: str, end: int) -> list:
 
 @dataclass
 class RankSides:
-    """What one rank's side records define: a key per local communicator index, and its creations."""
+    """What one rank's side records define: a key per local communicator index, and its creations.
+
+    ``creations`` lists ``(key, order, group expression or None, where)``:
+    ``where`` names the file and the byte offset (or text line) of the call.
+    """
 
     rank: int
     path: str
@@ -86,9 +92,7 @@ def rank_sides(rank: int, path: str, buf: np.ndarray, end: int, labels: np.ndarr
         if label == _COMM_GROUP:
             groups[args[1]] = ("comm", st.keys[a]) if a >= 0 else None
         elif label in _GROUP_OPS:
-            base = groups.get(args[0])
-            ranks = tuple(map(tuple, args[2])) if _GROUP_OPS[label].startswith("range") else tuple(args[2])
-            groups[args[3]] = None if base is None else (_GROUP_OPS[label], base, ranks)
+            groups[args[3]] = group_expression(_GROUP_OPS[label], groups.get(args[0]), args[2])
         elif label in (_DUP, _SPLIT, _CART, _CREATE):
             parent = st.keys[a]
             k = created[parent]
@@ -104,10 +108,22 @@ def rank_sides(rank: int, path: str, buf: np.ndarray, end: int, labels: np.ndarr
                 if expr is None:
                     raise TraceError(f"{path}: byte {off}: MPI_Comm_create: group {args[1]} was not made by "
                                      "MPI_Comm_group / MPI_Group_incl / _excl / _range_incl / _range_excl")
-            st.creations.append((key, args[2] if label == _SPLIT else 0, expr, off))
+            st.creations.append((key, args[2] if label == _SPLIT else 0, expr, f"{path}: byte {off}"))
         else:  # union, intersection, difference: a group perfmod does not follow
             groups[args[2]] = None
     return st
+
+
+def group_expression(op: str, base: tuple | None, ranks: Sequence) -> tuple | None:
+    """The expression of a group made by ``MPI_Group_<op>`` (incl, excl, range_incl, range_excl) from ``base``.
+
+    ``ranks`` are the listed ranks, or ``(first, last, stride)`` triples for
+    the range forms; None when the base group is not followed.
+    """
+    if base is None:
+        return None
+    arg = tuple(map(tuple, ranks)) if op.startswith("range") else tuple(ranks)
+    return (op, base, arg)
 
 
 def _comms_in(expr: tuple) -> list[tuple]:
@@ -141,10 +157,10 @@ def comm_table(states: Sequence[RankSides], nprocs: int) -> tuple[dict[tuple, in
     joined: dict[tuple, list[tuple[int, int]]] = {}
     exprs: dict[tuple, tuple[tuple, RankSides, int]] = {}
     for st in states:
-        for key, order, expr, off in st.creations:
+        for key, order, expr, where in st.creations:
             joined.setdefault(key, []).append((order, st.rank))
             if expr is not None:
-                exprs.setdefault(key, (expr, st, off))
+                exprs.setdefault(key, (expr, st, where))
     ids: dict[tuple, int] = {("world",): 0}
     members: dict[tuple, np.ndarray] = {("world",): np.arange(nprocs, dtype=np.int64)}
     comms: dict[int, np.ndarray] = {}
@@ -155,15 +171,15 @@ def comm_table(states: Sequence[RankSides], nprocs: int) -> tuple[dict[tuple, in
             break
         for key in ready:
             if key in exprs:
-                expr, st, off = exprs[key]
+                expr, st, where = exprs[key]
                 try:
                     ranks = _evaluate(expr, members)
                 except IndexError:
-                    raise TraceError(f"{st.path}: byte {off}: MPI_Comm_create: the group names ranks outside its "
-                                     "base group") from None
+                    raise TraceError(f"{where}: MPI_Comm_create: the group names ranks outside its base "
+                                     "group") from None
                 outside = sorted({r for _, r in joined[key]} - set(ranks.tolist()))
                 if outside:
-                    raise TraceError(f"{st.path}: byte {off}: MPI_Comm_create: world rank {outside[0]} got the new "
+                    raise TraceError(f"{where}: MPI_Comm_create: world rank {outside[0]} got the new "
                                      "communicator but is not in its group")
             else:
                 pos = {int(r): i for i, r in enumerate(members[key[0]])}

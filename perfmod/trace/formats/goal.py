@@ -50,6 +50,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ from tqdm.auto import tqdm
 
 from perfmod.core.io import atomic_path
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
-from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, numbered_lines
+from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
 from perfmod.trace.requests import resolve_requests
 
 __all__ = ["COLLECTIVE_TAG", "GoalOp", "GoalSchedule", "collective_rounds", "read_goal", "write_goal"]
@@ -154,13 +155,33 @@ def collective_rounds(call: int, v: int, p: int, root: int = 0) -> list[list[tup
 
 
 class _WorldRanks:
-    """Rank in a communicator -> world rank (negative wildcards pass through)."""
+    """Rank in a communicator -> world rank (negative wildcards pass through), and back."""
 
     def __init__(self, members: np.ndarray) -> None:
         self.members = members
+        self._world = members.tolist()
+        self._pos: dict[int, int] | None = None
 
     def __call__(self, x: int) -> int:
-        return x if x < 0 else int(self.members[x])
+        return x if x < 0 else self._world[x]
+
+    def position(self, world_rank: int) -> int:
+        """Rank in the communicator of ``world_rank``."""
+        if self._pos is None:
+            self._pos = {w: k for k, w in enumerate(self._world)}
+        return self._pos[world_rank]
+
+
+class _Comms(dict):
+    """Communicator id -> :class:`_WorldRanks`, made once per communicator."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def __missing__(self, comm: int) -> _WorldRanks:
+        self[comm] = value = _WorldRanks(self.trace.comm_ranks(comm))
+        return value
 
 
 class _RankWriter:
@@ -174,7 +195,8 @@ class _RankWriter:
         self.n += 1
         label = f"l{self.n}"
         self.lines.append(f"{label}: {text}")
-        self.lines.extend(f"{label} requires {d}" for d in deps)
+        if deps:
+            self.lines += [f"{label} requires {d}" for d in deps]
         return label
 
     def join(self) -> list[str]:
@@ -199,29 +221,55 @@ def _msg(kind: str, nbytes: int, peer: int, tag: int) -> str:
     return f"recv {nbytes}b from {-1 if peer == ANY_SOURCE else peer} tag {-1 if tag == ANY_TAG else tag}"
 
 
-def _rank_schedule(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], unit: float) -> list[str]:
+_KIND = {int(k): v for k, v in (_P2P | _NONBLOCKING).items()}
+_BLOCKING = frozenset(int(k) for k in _P2P)
+_WAIT_CODES = frozenset(int(k) for k in _WAITS)
+_ROOTED = frozenset(int(k) for k in (Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER))
+_EXPANDED = frozenset(int(k) for k in (Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATHER,
+                                       Call.ALLTOALL, Call.ALLTOALLV, Call.GATHER, Call.SCATTER))
+
+
+@lru_cache(maxsize=65536)
+def _rounds(call: int, v: int, p: int, root: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """:func:`collective_rounds`, cached (every iteration of a rank repeats the same collectives)."""
+    return tuple(tuple(rnd) for rnd in collective_rounds(call, v, p, root))
+
+
+def _rank_schedule(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], unit: float,
+                   comms: _Comms) -> list[str]:
+    """The GOAL lines of rank ``r``'s block (one pass over its events, Python lists, no per-event NumPy)."""
     w = _RankWriter(r, unit)
     pending: dict[int, str] = {}
     sl = trace.rank_events(r)
-    for i in range(sl.start, sl.stop):
-        c, comm = int(trace.call[i]), int(trace.comm[i])
-        w.calc(float(trace.compute[i]))
-        members = trace.comm_ranks(comm)
-        world = _WorldRanks(members)
-        tag = int(trace.tag[i])
+    a, b = sl.start, sl.stop
+    calls, cms, tags = trace.call[sl].tolist(), trace.comm[sl].tolist(), trace.tag[sl].tolist()
+    nbs, peers, comp = trace.nbytes[sl].tolist(), trace.peer[sl].tolist(), trace.compute[sl].tolist()
+    ref = reqs.ref_ptr[a:b + 1].tolist()
+    created = reqs.created[ref[0]:ref[-1]].tolist() if b > a else []
+    for j in range(b - a):
+        i = a + j
+        c, comm = calls[j], cms[j]
+        if comp[j] > 0:
+            w.calc(comp[j])
+        world = comms[comm]
+        tag = tags[j]
         tag = tag if comm == 0 or tag == ANY_TAG else tag * 1000 + comm
-        nb, peer = int(trace.nbytes[i]), int(trace.peer[i])
-        if c in _P2P or c in _NONBLOCKING:
+        nb, peer = nbs[j], peers[j]
+        kind = _KIND.get(c)
+        if kind is not None:
             if peer == PROC_NULL:
                 continue
-            text = _msg(_P2P.get(Call(c)) or _NONBLOCKING[Call(c)], nb, world(peer), tag)
-            if c in _P2P:
+            if kind == "send":
+                text = f"send {nb}b to {world(peer)} tag {tag}"
+            else:
+                src = -1 if peer == ANY_SOURCE else world(peer)
+                text = f"recv {nb}b from {src} tag {-1 if tag == ANY_TAG else tag}"
+            if c in _BLOCKING:
                 w.round([text])
             else:
                 pending[i] = w.op(text, w.join())
-        elif c in _WAITS:
-            done = [pending.pop(int(x)) for x in reqs.created[reqs.ref_ptr[i]:reqs.ref_ptr[i + 1]]
-                    if int(x) in pending]
+        elif c in _WAIT_CODES:
+            done = [pending.pop(x) for x in created[ref[j] - ref[0]:ref[j + 1] - ref[0]] if x in pending]
             w.frontier = w.frontier + done
         elif c == Call.SENDRECV:
             src, rb, rt = (int(x) for x in trace.aux_of(i))
@@ -230,21 +278,21 @@ def _rank_schedule(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], unit:
                 [_msg("recv", rb, world(src), rt)] if src != PROC_NULL else [])
             w.round(texts)
         elif c == Call.REDUCE_SCATTER:
-            v, p = int(np.flatnonzero(members == r)[0]), len(members)
+            v, p = world.position(r), len(world.members)
             ctag = COLLECTIVE_TAG + comm
             for call, size in ((Call.REDUCE, nb), (Call.SCATTER, -(-nb // p))):
-                for rnd in collective_rounds(call, v, p, 0):
+                for rnd in _rounds(int(call), v, p, 0):
                     w.round([_msg(k, size, world(x), ctag) for k, x in rnd])
-        elif c in (Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATHER, Call.ALLTOALL,
-                   Call.ALLTOALLV, Call.GATHER, Call.SCATTER):
-            v, p = int(np.flatnonzero(members == r)[0]), len(members)
+        elif c in _EXPANDED:
+            v, p = world.position(r), len(world.members)
             ctag = COLLECTIVE_TAG + comm
-            root = peer if c in (Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER) else 0
-            for rnd in collective_rounds(c, v, p, root):
+            root = peer if c in _ROOTED else 0
+            sizes = trace.aux_of(i).tolist() if c == Call.ALLTOALLV else None
+            for rnd in _rounds(c, v, p, root):
                 texts = []
                 for k, x in rnd:
-                    if c == Call.ALLTOALLV:
-                        size = int(trace.aux_of(i)[x]) if k == "send" else a2av[i][x]
+                    if sizes is not None:
+                        size = sizes[x] if k == "send" else a2av[i][x]
                     else:
                         size = 0 if c == Call.BARRIER else nb
                     texts.append(_msg(k, size, world(x), ctag))
@@ -275,10 +323,12 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, p
         raise ValueError(f"time_unit must be > 0 s, got {time_unit!r}")
     reqs = resolve_requests(trace)
     a2av = alltoallv_recv_bytes(trace)
+    comms = _Comms(trace)
     out = [f"// GOAL schedule written by perfmod from {trace.source or 'a trace'}: calc in units of "
            f"{time_unit!r} s, sizes in bytes", f"num_ranks {trace.nprocs}", ""]
-    for r in tqdm(range(trace.nprocs), desc="GOAL ranks", disable=not progress):
-        out += [f"rank {r} {{", *_rank_schedule(trace, r, reqs, a2av, time_unit), "}", ""]
+    with gc_paused():
+        for r in tqdm(range(trace.nprocs), desc="GOAL ranks", disable=not progress):
+            out += [f"rank {r} {{", *_rank_schedule(trace, r, reqs, a2av, time_unit, comms), "}", ""]
     dest = Path(path)
     with atomic_path(dest) as tmp:
         tmp.write_text("\n".join(out))
@@ -299,7 +349,11 @@ class _Lazy(dict):
 
 @dataclass(frozen=True)
 class GoalOp:
-    """One GOAL operation: ``kind`` is ``"send"``, ``"recv"`` or ``"calc"``; ``peer``/``tag`` -1 = any."""
+    """One GOAL operation: ``kind`` is ``"send"``, ``"recv"`` or ``"calc"``; ``peer``/``tag`` -1 = any.
+
+    ``cpu`` and ``nic`` are LogGOPSim's extensions (``... cpu 1 nic 0``):
+    the CPU and network interface of the rank the operation runs on.
+    """
 
     label: str
     kind: str
@@ -307,6 +361,8 @@ class GoalOp:
     peer: int = -1
     tag: int = 0
     line: int = 0
+    cpu: int = 0
+    nic: int = 0
 
 
 @dataclass
@@ -338,7 +394,7 @@ class GoalSchedule:
 
 
 _OP = re.compile(r"^(?:([A-Za-z]\w*)\s*:\s*)?(send|recv|calc)\s+(\d+)\s*(b?)\s*(?:(to|from)\s+(-1|\d+))?"
-                 r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+\d+)?(?:\s+nic\s+\d+)?$")
+                 r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+(\d+))?(?:\s+nic\s+(\d+))?$")
 _DEP = re.compile(r"^([A-Za-z]\w*)\s+(requires|irequires)\s+([A-Za-z]\w*)$")
 
 
@@ -390,7 +446,8 @@ def read_goal(path: str | os.PathLike) -> GoalSchedule:
         label = m.group(1) or f"_anon{n}"
         if label in ops:
             raise FormatError(path, n, f"rank {rank}: label {label!r} defined twice")
-        ops[label] = GoalOp(label, kind, int(m.group(3)), int(m.group(6) or -1), int(m.group(7) or 0), n)
+        ops[label] = GoalOp(label, kind, int(m.group(3)), int(m.group(6) or -1), int(m.group(7) or 0), n,
+                            int(m.group(8) or 0), int(m.group(9) or 0))
     if sched is None:
         raise TraceError(f"{path}: empty GOAL file (no num_ranks)")
     if rank is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,21 @@ def read_npz(path: str | os.PathLike, validate: bool = True) -> Trace:
     """
     p = Path(path)
     try:
+        with open(p, "rb") as fh:
+            head = fh.read(4)
+    except OSError as err:
+        raise TraceError(f"{p}: cannot read: {err.strerror or err}") from None
+    if not head:
+        raise TraceError(f"{p}: empty file (0 bytes): not a perfmod trace file (an interrupted write?)")
+    if head != b"PK\x03\x04":  # np.load would try a pickle or a .npy here, with messages about neither
+        raise TraceError(f"{p}: not a perfmod trace file: an .npz is a zip archive, this file starts with "
+                         f"{head!r}")
+    try:
         with np.load(p, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as err:
-        raise TraceError(f"{p}: not a perfmod trace file ({err})") from None
+    except (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile, zlib.error) as err:
+        raise TraceError(f"{p}: not a perfmod trace file (damaged zip archive: {type(err).__name__}: "
+                         f"{err})") from None
     if "header" not in data:
         raise TraceError(f"{p}: not a perfmod trace file (no header)")
     try:

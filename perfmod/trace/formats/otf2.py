@@ -12,7 +12,13 @@ nonblocking call starts, ``MpiIsendComplete``/``MpiIrecv`` inside the wait
 or test that completes it (``MpiRequestTest`` when a test found nothing),
 ``MpiCollectiveBegin``/``MpiCollectiveEnd`` around collectives.  Ranks are
 the positions of the locations in the MPI ``COMM_LOCATIONS`` group; peers
-and roots are ranks in the record's communicator.
+and roots are ranks in the record's communicator.  Score-P stores
+``MPI_COMM_SELF`` (and other one-rank communicators) as a communicator whose
+group has type ``COMM_SELF`` and no members: the reader gives each rank
+that uses one its own one-member communicator.  An archive without MPI
+events (a GPU-only Score-P trace) reads as a trace without events and a
+:class:`~perfmod.trace.core.TraceWarning`; a damaged event file is named
+(``traces/<location>.evt``) in the error, with what the OTF2 library said.
 
 Bytes of collectives follow Score-P's accounting (its ``scorep_mpi_coll_bytes``
 tests): with ``P`` ranks and ``N`` = perfmod's per-rank vector size,
@@ -34,17 +40,31 @@ writer opens a ``main`` region that long before the first call).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 import tempfile
+import warnings
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from perfmod.trace.builder import TraceBuilder
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, NO_TIME, PROC_NULL, Call, Trace, TraceError
+from perfmod.trace.core import (
+    ANY_SOURCE,
+    ANY_TAG,
+    CALL_NAMES,
+    NO_TIME,
+    PROC_NULL,
+    Call,
+    Trace,
+    TraceError,
+    TraceWarning,
+)
 from perfmod.trace.requests import resolve_requests
 
 __all__ = ["OTF2_AVAILABLE", "read_otf2", "write_otf2", "require_otf2"]
@@ -254,10 +274,11 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
     anchor = anchor / "traces.otf2" if anchor.is_dir() else anchor
     if not anchor.is_file():
         raise TraceError(f"{anchor}: no OTF2 anchor file")
-    try:
-        reader = otf2.reader.open(str(anchor))
-    except Exception as err:  # the C library reports its own error types
-        raise TraceError(f"{anchor}: not a readable OTF2 archive: {err}") from None
+    with _c_stderr() as said:
+        try:
+            reader = otf2.reader.open(str(anchor))
+        except Exception as err:  # the C library reports its own error types
+            raise TraceError(f"{anchor}: not a readable OTF2 archive: {err}{said()}") from None
     with reader as tr:
         res = int(tr.timer_resolution)
         locs_group = [g for g in tr.definitions.groups if g.group_type == GroupType.COMM_LOCATIONS]
@@ -266,6 +287,9 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
         rank_of = {id(loc): r for r, loc in enumerate(locs_group[0].members)}
         comm_ids, comms = {}, {}
         for c in tr.definitions.comms:
+            if c.group.group_type == GroupType.COMM_SELF or not len(c.group.members):
+                comm_ids[id(c)] = _SELF  # Score-P's MPI_COMM_SELF (and one-rank communicators): no members
+                continue
             members = [rank_of[id(m)] for m in c.group.members]
             if c.parent is None and members == list(range(len(rank_of))):
                 comm_ids[id(c)] = 0
@@ -273,16 +297,68 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
                 comm_ids[id(c)] = len(comms) + 1
                 comms[len(comms) + 1] = np.array(members, dtype=np.int64)
         state = _ReadState(len(rank_of), comm_ids, comms, res, unknown, str(anchor))
+        refs = [loc._ref for loc in tr.definitions.locations]
+        failed = ""
+        with _c_stderr() as said:
+            try:
+                for loc, ev in tr.events:
+                    r = rank_of.get(id(loc))
+                    if r is not None:
+                        state.event(r, ev)
+            except TraceError:
+                raise
+            except Exception as err:  # the OTF2 library's own errors on damaged event files
+                failed = f"{type(err).__name__}: {err}{said()}"
+    if failed:  # the reader is closed now: find the file by reading each location alone
+        where = _damaged_event_file(anchor, refs)
+        raise TraceError(f"{where or anchor}: OTF2 event data unreadable (truncated or corrupt): {failed}")
+    trace = state.build()
+    if not state.mpi_calls:
+        warnings.warn(f"{anchor}: no MPI events in this OTF2 archive ({len(trace)} events on {trace.nprocs} "
+                      "ranks; a GPU-only or non-MPI Score-P trace?): the replay has nothing to replay",
+                      TraceWarning, stacklevel=2)
+    return trace
+
+
+_SELF = -100  #: marker id of a COMM_SELF communicator (one per rank, numbered when first used)
+
+
+@contextlib.contextmanager
+def _c_stderr() -> Iterator[Callable[[], str]]:
+    """Capture what the OTF2 C library prints on file descriptor 2, for the error message instead of the terminal."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # pragma: no cover - no stderr descriptor
+        yield lambda: ""
+        return
+    with tempfile.TemporaryFile(mode="w+b") as buf:
+        sys.stderr.flush()
+        os.dup2(buf.fileno(), 2)
         try:
-            for loc, ev in tr.events:
-                r = rank_of.get(id(loc))
-                if r is not None:
-                    state.event(r, ev)
-        except TraceError:
-            raise
-        except Exception as err:  # the OTF2 library's own errors on damaged event files
-            raise TraceError(f"{anchor}: OTF2 event data unreadable: {type(err).__name__}: {err}") from None
-    return state.build()
+            def said() -> str:
+                buf.flush()
+                buf.seek(0)
+                text = buf.read().decode("utf-8", errors="replace").strip()
+                return f" (the OTF2 library said: {' | '.join(text.splitlines()[-4:])})" if text else ""
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _damaged_event_file(anchor: Path, refs: list[int]) -> Path | None:
+    """The first ``<archive>/traces/<location>.evt`` that the OTF2 library cannot read alone, or None."""
+    otf2 = require_otf2()
+    with _c_stderr():
+        for ref in refs:
+            try:
+                with otf2.reader.open(str(anchor)) as tr:
+                    mine = [x for x in tr.definitions.locations if x._ref == ref]
+                    for _ in tr.events(mine):
+                        pass
+            except Exception:  # noqa: BLE001 - any library error marks this location's file
+                return anchor.with_suffix("") / f"{ref}.evt"
+    return None
 
 
 class _ReadState:
@@ -296,6 +372,8 @@ class _ReadState:
         self.irecv: list[dict[int, dict]] = [{} for _ in range(nprocs)]
         self.unknown_calls: Counter = Counter()
         self.first_ts: list[int | None] = [None] * nprocs
+        self.self_ids: dict[int, int] = {}  # rank -> id of its COMM_SELF communicator
+        self.mpi_calls = 0
 
     def ns(self, t: int) -> int:
         return int(t) * _NS // self.res
@@ -327,6 +405,8 @@ class _ReadState:
             cur["recs"].append((kind, ev))
 
     def finish(self, r: int, cur: dict, t_exit: int) -> None:
+        self.mpi_calls += 1
+        self.rank = r
         name = cur["name"]
         code = _NAME_CALL.get("MPI_" + name[4:].capitalize())
         row: dict[str, Any] = {"t_entry": cur["t_entry"], "t_exit": t_exit}
@@ -403,7 +483,15 @@ class _ReadState:
         return np.arange(self.nprocs) if cid == 0 else self.comms[cid]
 
     def cid(self, e: Any) -> int:
-        return self.comm_ids[id(e.communicator)]
+        """Communicator id of a record (of the rank being read); COMM_SELF is one communicator per rank."""
+        c = self.comm_ids[id(e.communicator)]
+        if c != _SELF:
+            return c
+        r = self.rank
+        if r not in self.self_ids:
+            self.self_ids[r] = len(self.comms) + 1
+            self.comms[self.self_ids[r]] = np.array([r], dtype=np.int64)
+        return self.self_ids[r]
 
     @staticmethod
     def wild(v: int, wildcard: int) -> int:

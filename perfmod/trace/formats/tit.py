@@ -48,88 +48,29 @@ operations on ``MPI_PROC_NULL`` with their waits, are left out;
 from __future__ import annotations
 
 import os
+import warnings
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from perfmod.core.io import atomic_path
 from perfmod.trace.builder import TraceBuilder
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
-from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, numbered_lines
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError, TraceWarning
+from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
+from perfmod.trace.formats.tit_actions import (
+    DEFAULT_FLOP_RATE,
+    SMPI_ANY_SOURCE,
+    SMPI_ANY_TAG,
+    TIT_TYPE_SIZES,
+    Line,
+    RankState,
+    action,
+    finish_vector,
+)
 from perfmod.trace.requests import resolve_requests
 
 __all__ = ["TIT_TYPE_SIZES", "DEFAULT_FLOP_RATE", "read_tit", "write_tit"]
-
-#: Bytes per element of SMPI's datatype ids (``src/smpi/mpi/smpi_datatype.cpp``, CREATE_MPI_DATATYPE).
-TIT_TYPE_SIZES: dict[int, int] = {0: 8, 1: 4, 2: 1, 3: 2, 4: 8, 5: 4, 6: 1, 7: 8, 8: 1, 9: 1, 10: 2, 11: 4, 12: 8,
-                                  13: 8, 14: 16, 15: 4, 16: 1, 17: 1, 18: 2}
-DEFAULT_FLOP_RATE = 1e9  #: flop/s used to turn compute seconds into TIT flops and back
-_SMPI_ANY_SOURCE, _SMPI_ANY_TAG, _SMPI_PROC_NULL = -555, -444, -666
-_BYTE, _DOUBLE = 6, 0
-
-
-class _Rank:
-    def __init__(self) -> None:
-        self.pending: list[tuple[int, int, int, int]] = []  # (src, dst, tag, request id)
-        self.next_req = 0
-        self.compute = 0.0
-        self.default_type = _BYTE
-
-
-class _Line:
-    """One action line: typed access to its arguments with errors naming file:line."""
-
-    def __init__(self, path: str, n: int, tokens: list[str]) -> None:
-        self.path, self.n, self.tok = path, n, tokens
-        self.action = tokens[1]
-
-    def fail(self, msg: str) -> FormatError:
-        return FormatError(self.path, self.n, f"{self.action}: {msg}")
-
-    def need(self, k: int) -> None:
-        if len(self.tok) - 2 < k:
-            raise self.fail(f"needs {k} arguments, got {len(self.tok) - 2}")
-
-    def num(self, i: int, what: str) -> float:
-        self.need(i + 1)
-        try:
-            return float(self.tok[2 + i])
-        except ValueError:
-            raise self.fail(f"argument {i + 1} ({what}): {self.tok[2 + i]!r} is not a number") from None
-
-    def int(self, i: int, what: str, default: int | None = None) -> int:
-        if default is not None and len(self.tok) <= 2 + i:
-            return default
-        text = self.tok[2 + i] if len(self.tok) > 2 + i else ""
-        try:
-            return int(text)
-        except ValueError:
-            v = self.num(i, what)
-            if not np.isfinite(v):
-                raise self.fail(f"argument {i + 1} ({what}) must be finite") from None
-            return int(v)  # SMPI truncates "1e6"-style sizes
-
-    def size(self, i: int, what: str, dtype_at: int, st: _Rank) -> int:
-        n = self.int(i, what)
-        if n < 0:
-            raise self.fail(f"argument {i + 1} ({what}) must be >= 0, got {n}")
-        return n * self.type_size(dtype_at, st)
-
-    def type_size(self, i: int, st: _Rank) -> int:
-        """Bytes per element of the datatype id at argument ``i`` (the rank's default when absent)."""
-        dt = self.int(i, "datatype", default=st.default_type)
-        if dt not in TIT_TYPE_SIZES:
-            raise self.fail(f"argument {i + 1} (datatype): unknown SMPI datatype id {dt}")
-        return TIT_TYPE_SIZES[dt]
-
-
-def _peer(v: int, recv: bool) -> int:
-    if v == _SMPI_PROC_NULL:
-        return PROC_NULL
-    return ANY_SOURCE if recv and v == _SMPI_ANY_SOURCE else v
-
 
 def _files(path: Path) -> list[Path]:
     """A trace file, or an index file listing one trace file per line (relative to the index)."""
@@ -178,11 +119,11 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
     if flop_rate <= 0:
         raise ValueError(f"flop_rate must be > 0 flop/s, got {flop_rate!r}")
     rows: list[tuple[int, dict]] = []
-    states: dict[int, _Rank] = {}
+    states: dict[int, RankState] = {}
     unknown_calls: Counter = Counter()
     red_flops = 0.0
     for f in _files(Path(path)):
-        for n, text in numbered_lines(f):
+        for n, text in numbered_lines(f, complete=True):
             tok = text.split()
             if not tok or tok[0].startswith("#"):
                 continue
@@ -194,9 +135,9 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
                 raise FormatError(f, n, f"rank: {tok[0]!r} is not an integer") from None
             if rank < 0:
                 raise FormatError(f, n, f"rank: must be >= 0, got {rank}")
-            st = states.setdefault(rank, _Rank())
-            ln = _Line(str(f), n, tok)
-            ev, flops = _action(ln, rank, st, unknown, flop_rate, nprocs)
+            st = states.setdefault(rank, RankState())
+            ln = Line(str(f), n, tok)
+            ev, flops = action(ln, rank, st, unknown, flop_rate, nprocs)
             red_flops += flops
             if ev is None:
                 continue
@@ -209,6 +150,8 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
     for rank, st in states.items():
         if st.compute > 0:
             rows.append((rank, dict(call=Call.COMPUTE, compute=st.compute)))
+        for rid, test in st.tested.items():  # tested, and no later wait completed it: the test did
+            test["request"] = rid
     size = nprocs if nprocs is not None else (max(states) + 1 if states else 1)
     if nprocs is None and len(states) < size:
         missing = next(k for k in range(len(states) + 1) if k not in states)
@@ -216,6 +159,17 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
                          f"have no action (first: rank {missing}); pass nprocs= if that is intended")
     if states and max(states) >= size:
         raise TraceError(f"{path}: rank {max(states)} >= nprocs = {size}")
+    for _, ev in rows:
+        if "vector" in ev:
+            red_flops += finish_vector(ev, size)
+    skipped: Counter = Counter()
+    for st in states.values():
+        skipped.update(st.skipped_data)
+    if skipped:
+        warnings.warn(f"{path}: skipped SMPI actions that move data, which perfmod does not model: "
+                      + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items()))
+                      + "; the replay leaves their communication out (read with unknown='keep' or 'error')",
+                      TraceWarning, stacklevel=2)
     b = TraceBuilder(size, source=str(path))
     for rank, ev in rows:
         other = ev.pop("other", None)
@@ -227,167 +181,96 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
     return b.build(meta=meta)
 
 
-def _action(ln: _Line, rank: int, st: _Rank, unknown: str, rate: float,
-            nprocs: int | None) -> tuple[dict | None, float]:
-    """The event of one action line (None for compute and ignored lines) and its reduction flops."""
-    a = ln.action
-    if a in ("compute", "sleep"):
-        v = ln.num(0, "flops" if a == "compute" else "seconds")
-        if not np.isfinite(v) or v < 0:
-            raise ln.fail(f"argument 1 must be finite and >= 0, got {ln.tok[2]!r}")
-        st.compute += v / rate if a == "compute" else v
-        return None, 0.0
-    if a == "init":
-        st.default_type = _DOUBLE if len(ln.tok) > 2 else _BYTE
-        return dict(call=Call.INIT), 0.0
-    if a == "finalize":
-        return dict(call=Call.FINALIZE), 0.0
-    if a in ("send", "isend", "recv", "irecv"):
-        ln.need(2)
-        recv = a in ("recv", "irecv")
-        old = len(ln.tok) == 4  # pre-3.2x form without a tag: <rank> send <dst> <size>
-        peer = _peer(ln.int(0, "partner"), recv)
-        tag = 0 if old else ln.int(1, "tag")
-        tag = ANY_TAG if recv and tag == _SMPI_ANY_TAG else tag
-        nbytes = ln.size(1 if old else 2, "size", 2 if old else 3, st)
-        code = {"send": Call.SEND, "isend": Call.ISEND, "recv": Call.RECV, "irecv": Call.IRECV}[a]
-        ev = dict(call=code, peer=peer, nbytes=nbytes, tag=tag)
-        if a[0] == "i":
-            ev["request"] = st.next_req
-            st.pending.append((peer, rank, tag, st.next_req) if recv else (rank, peer, tag, st.next_req))
-            st.next_req += 1
-        return ev, 0.0
-    if a in ("wait", "test"):
-        if not st.pending:
-            raise ln.fail("no isend/irecv of this rank is pending")
-        if len(ln.tok) > 2:
-            key = (_peer(ln.int(0, "src"), True), _peer(ln.int(1, "dst"), False), ln.int(2, "tag"))
-            key = (key[0], key[1], ANY_TAG if key[2] == _SMPI_ANY_TAG else key[2])
-            hit = [i for i, p in enumerate(st.pending) if p[:3] == key]
-            if not hit:
-                raise ln.fail(f"no pending request with src {key[0]}, dst {key[1]}, tag {key[2]}")
-            i = hit[0]
-        else:
-            i = 0
-        req = st.pending.pop(i)[3]
-        return dict(call=Call.WAIT if a == "wait" else Call.TEST, request=req), 0.0
-    if a == "waitall":
-        ids = [p[3] for p in st.pending]
-        st.pending.clear()
-        return dict(call=Call.WAITALL, aux=ids), 0.0
-    if a == "barrier":
-        return dict(call=Call.BARRIER), 0.0
-    if a == "bcast":
-        return dict(call=Call.BCAST, nbytes=ln.size(0, "size", 2, st), peer=ln.int(1, "root", default=0)), 0.0
-    if a in ("reduce", "allreduce"):
-        flops = ln.num(1, "flops")
-        if a == "reduce":
-            return dict(call=Call.REDUCE, nbytes=ln.size(0, "size", 3, st), peer=ln.int(2, "root", default=0)), flops
-        return dict(call=Call.ALLREDUCE, nbytes=ln.size(0, "size", 2, st)), flops
-    if a in ("alltoall", "allgather"):
-        ln.need(2)
-        code = Call.ALLTOALL if a == "alltoall" else Call.ALLGATHER
-        return dict(call=code, nbytes=ln.size(0, "send size", 2, st)), 0.0
-    if a in ("gather", "scatter"):
-        ln.need(2)
-        i = 0 if a == "gather" else 1
-        return dict(call=Call.GATHER if a == "gather" else Call.SCATTER, nbytes=ln.size(i, "size", 3 + i, st),
-                    peer=ln.int(2, "root", default=0)), 0.0
-    if a == "alltoallv":
-        p = nprocs if nprocs is not None else (len(ln.tok) - 4) // 2
-        if p < 1 or len(ln.tok) not in (4 + 2 * p, 6 + 2 * p):
-            raise ln.fail("needs send total, one send count per rank, receive total and receive counts")
-        sz = ln.type_size(2 + 2 * p, st)
-        counts = [ln.int(1 + k, f"sendcount {k}") * sz for k in range(p)]
-        return dict(call=Call.ALLTOALLV, nbytes=sum(counts), aux=counts), 0.0
-    if a == "reducescatter":
-        p = nprocs if nprocs is not None else len(ln.tok) - 3
-        ln.need(p + 1)
-        counts = [ln.int(k, f"recvcount {k}") for k in range(p)]
-        return dict(call=Call.REDUCE_SCATTER, nbytes=sum(counts) * ln.type_size(p + 1, st)), ln.num(p, "flops")
-    if a == "sendRecv":
-        ln.need(4)
-        return dict(call=Call.SENDRECV, peer=_peer(ln.int(1, "dst"), False), nbytes=ln.size(0, "sendcount", 4, st),
-                    aux=[_peer(ln.int(3, "src"), True), ln.size(2, "recvcount", 5, st), 0]), 0.0
-    if a == "comm_size":
-        return {}, 0.0
-    if unknown == "error":
-        raise ln.fail("action not modelled by perfmod (read with unknown='skip' or 'keep' to count it instead)")
-    return (dict(call=Call.OTHER, other=a) if unknown == "keep" else {"call": None, "skipped": a}), 0.0
-
-
-
-
 def _tit_peer(v: int) -> int:
-    return _SMPI_ANY_SOURCE if v == ANY_SOURCE else v
+    return SMPI_ANY_SOURCE if v == ANY_SOURCE else v
 
 
 def _tit_tag(v: int) -> int:
-    return _SMPI_ANY_TAG if v == ANY_TAG else v
+    return SMPI_ANY_TAG if v == ANY_TAG else v
+
+
+#: Call code -> how the writer handles it (plain ints: enum lookups per event cost more than the rest)
+_KIND: dict[int, str] = {
+    int(Call.COMPUTE): "skip", int(Call.OTHER): "skip", int(Call.INIT): "init", int(Call.FINALIZE): "finalize",
+    **{int(c): "p2p" for c in (Call.SEND, Call.SSEND, Call.ISEND, Call.ISSEND, Call.RECV, Call.IRECV)},
+    **{int(c): "wait" for c in (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME)},
+    **{int(c): "test" for c in (Call.TEST, Call.TESTALL, Call.TESTANY, Call.TESTSOME)},
+    int(Call.SENDRECV): "sendrecv", int(Call.BARRIER): "barrier", int(Call.BCAST): "bcast",
+    int(Call.REDUCE): "reduce", int(Call.ALLREDUCE): "allreduce", int(Call.ALLTOALL): "alltoall",
+    int(Call.ALLGATHER): "allgather", int(Call.GATHER): "gather", int(Call.SCATTER): "scatter",
+    int(Call.ALLTOALLV): "alltoallv", int(Call.REDUCE_SCATTER): "reducescatter",
+}
+_P2P_NAME = {int(Call.SEND): "send", int(Call.SSEND): "send", int(Call.ISEND): "isend", int(Call.ISSEND): "isend",
+             int(Call.RECV): "recv", int(Call.IRECV): "irecv"}
+_WAITALL = int(Call.WAITALL)
 
 
 def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: float) -> list[str]:
+    """The TIT lines of rank ``r`` (one pass over its events as Python lists)."""
     lines: list[str] = []
+    add = lines.append
     pending: dict[int, str] = {}  # creating event -> "src dst tag"
     sl = trace.rank_events(r)
-    for i in range(sl.start, sl.stop):
-        c, peer, nb, tag = int(trace.call[i]), int(trace.peer[i]), int(trace.nbytes[i]), int(trace.tag[i])
-        if trace.compute[i] > 0:
-            lines.append(f"{r} compute {float(trace.compute[i]) * rate!r}")
-        if c in (Call.COMPUTE, Call.OTHER):
+    a, b = sl.start, sl.stop
+    calls, cms, tags = trace.call[sl].tolist(), trace.comm[sl].tolist(), trace.tag[sl].tolist()
+    nbs, peers, comp = trace.nbytes[sl].tolist(), trace.peer[sl].tolist(), trace.compute[sl].tolist()
+    ref = reqs.ref_ptr[a:b + 1].tolist()
+    created = reqs.created[ref[0]:ref[-1]].tolist() if b > a else []
+    r0 = ref[0] if ref else 0
+    for j in range(b - a):
+        c, peer, nb, tag = calls[j], peers[j], nbs[j], tags[j]
+        if comp[j] > 0:
+            add(f"{r} compute {comp[j] * rate!r}")
+        kind = _KIND.get(c)
+        if kind == "skip":
             continue
-        if c != Call.INIT and c != Call.FINALIZE and int(trace.comm[i]) != 0:
-            raise TraceError(f"{trace._at(i)}: TIT describes MPI_COMM_WORLD only; communicator {int(trace.comm[i])}")
-        if c == Call.INIT:
-            lines.append(f"{r} init")
-        elif c == Call.FINALIZE:
-            lines.append(f"{r} finalize")
-        elif c in (Call.SEND, Call.SSEND, Call.ISEND, Call.ISSEND, Call.RECV, Call.IRECV):
+        if kind is None:  # pragma: no cover - every Call has a kind
+            raise TraceError(f"{trace._at(a + j)}: no TIT action for this call")
+        if cms[j] != 0 and kind != "init" and kind != "finalize":
+            raise TraceError(f"{trace._at(a + j)}: TIT describes MPI_COMM_WORLD only; communicator {cms[j]}")
+        if kind == "init" or kind == "finalize":
+            add(f"{r} {kind}")
+        elif kind == "p2p":
             if peer == PROC_NULL:
                 continue
-            recv = c in (Call.RECV, Call.IRECV)
-            name = {Call.SEND: "send", Call.SSEND: "send", Call.ISEND: "isend", Call.ISSEND: "isend",
-                    Call.RECV: "recv", Call.IRECV: "irecv"}[Call(c)]
-            lines.append(f"{r} {name} {_tit_peer(peer)} {_tit_tag(tag)} {nb}")
+            name = _P2P_NAME[c]
+            ttag = SMPI_ANY_TAG if tag == ANY_TAG else tag
+            tpeer = SMPI_ANY_SOURCE if peer == ANY_SOURCE else peer
+            add(f"{r} {name} {tpeer} {ttag} {nb}")
             if name[0] == "i":
-                key = (_tit_peer(peer), r) if recv else (r, peer)
-                pending[i] = f"{key[0]} {key[1]} {_tit_tag(tag)}"
-        elif c in (Call.WAIT, Call.TEST, Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TESTALL, Call.TESTANY,
-                   Call.TESTSOME):
-            done = [int(x) for x in reqs.created[reqs.ref_ptr[i]:reqs.ref_ptr[i + 1]] if int(x) in pending]
-            verb = "wait" if c in (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME) else "test"
-            if c == Call.WAITALL and done and set(done) == set(pending):
-                lines.append(f"{r} waitall")
+                pending[a + j] = f"{tpeer} {r} {ttag}" if name == "irecv" else f"{r} {peer} {ttag}"
+        elif kind == "wait" or kind == "test":
+            done = [x for x in created[ref[j] - r0:ref[j + 1] - r0] if x in pending]
+            if c == _WAITALL and done and len(done) == len(pending):
+                add(f"{r} waitall")
                 pending.clear()
                 continue
             for x in done:
-                lines.append(f"{r} {verb} {pending.pop(x)}")
-        elif c == Call.SENDRECV:
-            src, rb = int(trace.aux_of(i)[0]), int(trace.aux_of(i)[1])
-            lines.append(f"{r} sendRecv {nb} {peer} {rb} {_tit_peer(src)}")
-        elif c == Call.BARRIER:
-            lines.append(f"{r} barrier")
-        elif c == Call.BCAST:
-            lines.append(f"{r} bcast {nb} {peer}")
-        elif c == Call.REDUCE:
-            lines.append(f"{r} reduce {nb} 0 {peer}")
-        elif c == Call.ALLREDUCE:
-            lines.append(f"{r} allreduce {nb} 0")
-        elif c in (Call.ALLTOALL, Call.ALLGATHER):
-            lines.append(f"{r} {'alltoall' if c == Call.ALLTOALL else 'allgather'} {nb} {nb}")
-        elif c == Call.GATHER:
-            lines.append(f"{r} gather {nb} {nb if r == peer else 0} {peer}")
-        elif c == Call.SCATTER:
-            lines.append(f"{r} scatter {nb if r == peer else 0} {nb} {peer}")
-        elif c == Call.ALLTOALLV:
-            send, recv = [int(x) for x in trace.aux_of(i)], a2av[i]
-            lines.append(f"{r} alltoallv {sum(send)} {' '.join(map(str, send))} {sum(recv)} {' '.join(map(str, recv))}")
-        elif c == Call.REDUCE_SCATTER:
+                add(f"{r} {kind} {pending.pop(x)}")
+        elif kind == "sendrecv":
+            src, rb = (int(x) for x in trace.aux_of(a + j)[:2])
+            add(f"{r} sendRecv {nb} {peer} {rb} {_tit_peer(src)}")
+        elif kind == "barrier":
+            add(f"{r} barrier")
+        elif kind == "bcast":
+            add(f"{r} bcast {nb} {peer}")
+        elif kind == "reduce":
+            add(f"{r} reduce {nb} 0 {peer}")
+        elif kind == "allreduce":
+            add(f"{r} allreduce {nb} 0")
+        elif kind == "alltoall" or kind == "allgather":
+            add(f"{r} {kind} {nb} {nb}")
+        elif kind == "gather":
+            add(f"{r} gather {nb} {nb if r == peer else 0} {peer}")
+        elif kind == "scatter":
+            add(f"{r} scatter {nb if r == peer else 0} {nb} {peer}")
+        elif kind == "alltoallv":
+            send, recv = trace.aux_of(a + j).tolist(), a2av[a + j]
+            add(f"{r} alltoallv {sum(send)} {' '.join(map(str, send))} {sum(recv)} {' '.join(map(str, recv))}")
+        elif kind == "reducescatter":
             p = trace.nprocs
             counts = [nb // p + (1 if k < nb % p else 0) for k in range(p)]
-            lines.append(f"{r} reducescatter {' '.join(map(str, counts))} 0")
-        else:  # pragma: no cover - every Call is handled above
-            raise TraceError(f"{trace._at(i)}: no TIT action for this call")
+            add(f"{r} reducescatter {' '.join(map(str, counts))} 0")
     # SMPI's replay needs init first (it sets the default datatype) and ends ranks at finalize
     calls = trace.call[sl]
     if not (calls.size and calls[0] == Call.INIT):
@@ -431,8 +314,9 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
         raise ValueError(f"flop_rate must be > 0 flop/s, got {flop_rate!r}")
     reqs = resolve_requests(trace)
     a2av = alltoallv_recv_bytes(trace)
-    per = [_rank_lines(trace, r, reqs, a2av, flop_rate)
-           for r in tqdm(range(trace.nprocs), desc="TIT ranks", disable=not progress)]
+    with gc_paused():
+        per = [_rank_lines(trace, r, reqs, a2av, flop_rate)
+               for r in tqdm(range(trace.nprocs), desc="TIT ranks", disable=not progress)]
     dest = Path(path)
     header = [f"# SimGrid time-independent trace written by perfmod: {trace.nprocs} ranks, sizes in bytes, "
               f"compute in flops at {flop_rate!r} flop/s"]
