@@ -271,8 +271,8 @@ def test_unknown_calls_counted_skipped_or_error():
 
 def test_calls_the_reader_skipped_are_reported_and_honoured(tmp_path, capsys):
     """Issue 14 item 10: calls skipped at read time reach the dataset, and --unknown error fails on them."""
-    from perfmod.replay.__main__ import main
     from perfmod.trace import TraceWarning, read_trace
+    from perfmod.workflow.cli import main
 
     p = tmp_path / "s.tit"
     p.write_text("0 init\n1 init\n0 scan 8 0\n1 scan 8 0\n0 location a.c 3\n0 barrier\n1 barrier\n"
@@ -285,7 +285,7 @@ def test_calls_the_reader_skipped_are_reported_and_honoured(tmp_path, capsys):
     with pytest.raises(ReplayError, match=r"s.tit: unknown MPI calls in the trace: location x1, scan x2 \(kept"):
         replay(tr, SUMMIT, "postal", unknown="error")
     with pytest.warns(TraceWarning):
-        assert main([str(p), "--model", "postal", "--unknown", "error"]) == 1
+        assert main(["replay", str(p), "--model", "postal", "--unknown", "error"]) == 1
     assert "unknown MPI calls in the trace: location x1, scan x2" in capsys.readouterr().err
     kept = read_trace(p, unknown="keep")  # counted in meta and kept as events (no warning): counted once
     assert replay(kept, SUMMIT, "postal").attrs["unknown_calls"] == "location=1, scan=2"

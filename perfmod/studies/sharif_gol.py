@@ -30,7 +30,7 @@ from perfmod.measure.runner import run_mpi
 from perfmod.models.bsp import BSPFit, fit_bsp
 from perfmod.studies.design import interleaved_order, position_of
 from perfmod.studies.records import provenance, save_raw
-from perfmod.viz.plots import plot_measured_vs_predicted
+from perfmod.viz.validation import plot_validation
 
 __all__ = ["halo_cells", "measure_gol", "fit_gol", "predict_gol", "run", "figures", "error_summary"]
 
@@ -222,4 +222,5 @@ def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 300
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset: measured vs predicted per held-out case (Figure 2 counterpart)."""
-    return {"measured_vs_predicted": plot_measured_vs_predicted(ds)}
+    return {"measured_vs_predicted": plot_validation(ds, ["t_w", "t_c", "total_time"], x="nprocs", row="case",
+                                                      shade="oversubscribed")}

@@ -43,7 +43,8 @@ from perfmod.models.bsp import BSPFit, bsp_times, fit_bsp, kw_from_coarse_run, s
 from perfmod.studies.design import interleaved_order, position_of
 from perfmod.studies.records import provenance, save_raw
 from perfmod.studies.sharif_gol import LONG, QUANTITIES
-from perfmod.viz.plots import plot_error_by_experiment, plot_event_predictions, plot_halo_by_rank
+from perfmod.viz.plots import plot_error_by_experiment, plot_halo_by_rank
+from perfmod.viz.validation import plot_validation
 
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
@@ -291,7 +292,9 @@ def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     The halo exchange per rank is shown for the first event at the finest resolution and the largest
     rank count that is not oversubscribed (every repetition).
     """
-    figs = {"measured_vs_predicted": plot_event_predictions(ds), "error_by_experiment": plot_error_by_experiment(ds)}
+    fit = plot_validation(ds, ["t_w", "t_c", "total_time"], x="nprocs", row="event", hue="factor",
+                          shade="oversubscribed", mark="used_for_kw", logy=True)
+    figs = {"measured_vs_predicted": fit, "error_by_experiment": plot_error_by_experiment(ds)}
     ok = ds.nprocs.values[~ds.oversubscribed.values]
     if ok.size:
         halo = ds.halo_time.sel(event=ds.event.values[0], factor=ds.factor.min(), nprocs=ok.max())
