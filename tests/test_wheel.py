@@ -47,7 +47,7 @@ def test_wheel_from_a_fresh_venv(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=True).stdout.strip()
     # third-party packages of the test environment, but not its editable perfmod (path entries, not a site dir)
     (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    inst = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
+    inst = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q", str(wheel)],
                           capture_output=True, text=True, timeout=300)
     assert inst.returncode == 0, inst.stderr[-2000:]
     elsewhere = tmp_path / "elsewhere"
