@@ -75,11 +75,12 @@ def _dataset(study: str) -> xr.Dataset | None:
         return ds.load()
 
 
-def _not_run(study: str) -> str:
+def _not_run(study: str, code: str = "`") -> str:
     target = make_targets().get(study, study)
-    return (f"This study has not been run in this checkout: `make {target}` (or `make all`) writes "
-            f"`data/processed/{study}.nc`, `figures/{study}/` and `build/executed/{study}.ipynb`; "
-            "`make docs` then renders them here.")
+    c = code
+    return (f"This study has not been run in this checkout: {c}make {target}{c} (or {c}make all{c}) writes "
+            f"{c}data/processed/{study}.nc{c}, {c}figures/{study}/{c} and {c}build/executed/{study}.ipynb{c}; "
+            f"{c}make docs{c} then renders them here.")
 
 
 # ---- generated pages --------------------------------------------------------------------------------------------
@@ -182,8 +183,8 @@ class StudyDirective(SphinxDirective):
         if study not in studies():
             raise self.error(f"unknown study {study!r}; studies: {', '.join(studies())}")
         ds = _dataset(study)
-        if ds is None:
-            return [nodes.note("", _para(_not_run(study)))]
+        if ds is None:  # the generated page opens with the notice (write_study_pages)
+            return []
         path = PROCESSED / f"{study}.nc"
         self.env.note_dependency(str(path))
         out: list[nodes.Node] = []
@@ -219,7 +220,7 @@ class GalleryDirective(SphinxDirective):
             section += title
             figs = figure_paths(study)
             if not figs:
-                section += _para(_not_run(study))
+                section += _para(_not_run(study, code=""))
             for fig in figs:
                 section += _image(fig, self.env.docname, alt=f"{study}: {fig.stem}")
                 section += _para(f"figures/{study}/{fig.name}")
