@@ -71,6 +71,13 @@ test-all: setup ## run every test, slow ones included
 bench: setup ## run the benchmarks (pytest-benchmark; tests/test_bench*.py, one file per topic)
 	$(PY) -m pytest -q tests/test_bench*.py --benchmark-only --benchmark-columns=min,median,mean,ops,rounds
 
+.PHONY: docs
+docs: setup ## build the documentation site into build/docs/html from what make all wrote (warnings are errors)
+	@test $(VENV)/.perfmod-docs-installed -nt pyproject.toml || \
+		{ $(PY) -m pip install --quiet -e '.[docs]' && touch $(VENV)/.perfmod-docs-installed; }
+	$(PY) -m sphinx -W --keep-going -q -b html docs build/docs/html
+	@echo "documentation: build/docs/html/index.html"
+
 lint: setup ## ruff
 	$(VENV)/bin/ruff check perfmod tests
 

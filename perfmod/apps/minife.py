@@ -167,7 +167,7 @@ def decompose(nprocs: int, box: int = 200, global_box: Any = None) -> Exchange:
 
 
 def kernel_counts(box: int = 200) -> list[KernelCounts]:
-    """MiniFE CG-iteration kernels with ``box``^3 rows per rank (see module docstring)."""
+    """MiniFE CG-iteration kernels with ``box**3`` rows per rank (see module docstring)."""
     _positive("box", box)
     rows = float(box) ** 3
     nnz = 27

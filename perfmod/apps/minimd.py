@@ -201,7 +201,7 @@ def decompose(
 
 
 def kernel_counts(cells: int = 64) -> list[KernelCounts]:
-    """MiniMD timestep kernels with ``cells``^3 FCC unit cells per rank (see module docstring)."""
+    """MiniMD timestep kernels with ``cells**3`` FCC unit cells per rank (see module docstring)."""
     _positive("cells", cells)
     atoms = 4.0 * float(cells) ** 3
     border = float(minimd_border_atoms(cells).sum())  # atoms packed per exchange (6 swaps)

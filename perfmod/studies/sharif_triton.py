@@ -211,7 +211,7 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
 
 
 def error_summary(res: xr.Dataset) -> pd.DataFrame:
-    """Mean and largest |relative error| over the held-out cases, per quantity (the Figure 5a numbers)."""
+    """Mean and largest absolute relative error over the held-out cases, per quantity (the Figure 5a numbers)."""
     rows = {}
     mask = res.held_out.astype(bool)
     for q in ("t_w", "t_c", "total_time", "steps"):

@@ -95,8 +95,8 @@ def initial_field(gy: np.ndarray, gx: np.ndarray, init: str = "wave", seed: int 
 def stencil_step(xp: ModuleType, a: Any, out: Any, tmp: Any) -> None:
     """Eq. 6 on the interior of padded ``a`` into the interior of ``out`` (six element-wise passes).
 
-    ``tmp`` has the interior's shape.  Passes: N+S, +W, +E, *1/4, +centre,
-    *1/2; 6 flops per cell.
+    ``tmp`` has the interior's shape.  Passes: ``N+S``, ``+W``, ``+E``, ``*1/4``,
+    ``+centre``, ``*1/2``; 6 flops per cell.
     """
     xp.add(a[:-2, 1:-1], a[2:, 1:-1], out=tmp)
     xp.add(tmp, a[1:-1, :-2], out=tmp)

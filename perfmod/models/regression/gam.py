@@ -172,7 +172,7 @@ class GAMFit(FitResult):
 
 def gam(response: str, data: Any, smooth: Sequence[str], linear: Sequence[str] = (), df: int = 8,
         degree: int = 3, penalty: float | None = None) -> GAMFit:
-    """Fit ``response ~ s(x1) + s(x2) + ... + linear terms`` with penalized B-splines (statsmodels GLMGam).
+    """Fit ``response ~ s(x1) + s(x2) + linear terms`` with penalized B-splines (statsmodels GLMGam).
 
     Parameters
     ----------

@@ -98,7 +98,7 @@ def format_pval(p: float | Sequence[float], digits: int = 4, eps: float = EPS) -
 
 
 def signif_stars(p: float) -> str:
-    """R's significance codes: *** < 0.001 < ** < 0.01 < * < 0.05 < . < 0.1."""
+    """R's significance codes: ``***`` below 0.001, ``**`` below 0.01, ``*`` below 0.05, ``'.'`` below 0.1."""
     if np.isnan(p):
         return ""
     for cut, star in ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, ".")):

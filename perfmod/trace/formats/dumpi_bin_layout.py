@@ -17,7 +17,7 @@ defines no record for the label (it cannot occur in a valid stream).
 Field characters (all integers big-endian; counts are signed 32-bit, and a
 count <= 0 means no elements, as ``libundumpi`` reads them):
 
-====  =======================================================================
+=====  =======================================================================
 ``b``  8-bit integer (op, ordering, thread level, ...)
 ``h``  16-bit integer (datatype, communicator, group, info, file, window, ...)
 ``i``  32-bit integer (count, rank, tag, request, ...)
@@ -36,7 +36,7 @@ count <= 0 means no elements, as ``libundumpi`` reads them):
 ``a``  ``argc`` (32-bit), then ``argc`` ``c`` strings (``MPI_Init``)
 ``?``  the next field is present only when ``k`` equals ``o`` (root-only
        arguments of ``MPI_Gather``, ``MPI_Scatter``, ``MPI_Comm_spawn``, ...)
-====  =======================================================================
+=====  =======================================================================
 """
 
 from __future__ import annotations
