@@ -67,26 +67,25 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from perfmod.measure.regions.modelcall import SkeletonError, evaluate_model
 from perfmod.measure.regions.recorder import region as _record_region
-from perfmod.trace.recorder import Recorder as TraceRecorder
-from perfmod.trace.recorder import RecordingComm
 
-__all__ = ["MODES", "Skeleton", "SkeletonError", "SkeletonTraceRecorder", "RegionStats", "active_skeleton",
+if TYPE_CHECKING:
+    from perfmod.trace.recorder import Recorder as TraceRecorder
+    from perfmod.trace.recorder import RecordingComm
+
+__all__ = ["MODES", "Skeleton", "SkeletonError", "RegionStats", "active_skeleton",
            "skeleton_region", "skeleton_function", "virtual_clock"]
 
 MODES = ("measure", "model", "hybrid")
-_VARIANTS = {"predicted": 1, "lower": 2, "upper": 3}
+VARIANTS = {"predicted": 1, "lower": 2, "upper": 3}
 
 _active: Skeleton | None = None
-
-
-class SkeletonError(RuntimeError):
-    """A skeleton cannot model a call: no model for the region, or a parameter it needs is unknown."""
 
 
 def active_skeleton() -> Skeleton | None:
@@ -368,6 +367,9 @@ class Skeleton:
     # ------------------------------------------------------------------ MPI recording
     def record(self, comm: Any) -> RecordingComm:
         """A :class:`RecordingComm` around ``comm`` whose events are stamped on this skeleton's virtual clock."""
+        from perfmod.measure.regions.skeleton_trace import SkeletonTraceRecorder
+        from perfmod.trace.recorder import RecordingComm
+
         return RecordingComm(comm, SkeletonTraceRecorder(comm, self))
 
     def attach(self, recorder: TraceRecorder) -> None:
@@ -378,12 +380,12 @@ class Skeleton:
 
     def event_offsets(self, n_events: int, variant: str = "predicted") -> np.ndarray:
         """Virtual-clock shift (integer ns) of each of the first ``n_events`` recorded MPI events."""
-        if variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {sorted(_VARIANTS)}, not {variant!r}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
         if not self.marks:
             return np.zeros(n_events, dtype=np.int64)
         at = np.array([m[0] for m in self.marks])
-        val = np.array([m[_VARIANTS[variant]] for m in self.marks])
+        val = np.array([m[VARIANTS[variant]] for m in self.marks])
         k = np.searchsorted(at, np.arange(n_events), side="right") - 1
         return np.where(k >= 0, np.round(val[np.maximum(k, 0)]), 0).astype(np.int64)
 
@@ -472,7 +474,7 @@ class Skeleton:
             return out
         else:
             raise SkeletonError(f"region {name!r} has no model; models are given for {sorted(self.models)}")
-        out = _evaluate(model, name, params, self.interval, self.level)
+        out = evaluate_model(model, name, params, self.interval, self.level)
         out = tuple(max(v, 0.0) for v in out)
         if self.cache:
             self._cache[key] = out
@@ -488,84 +490,3 @@ class Skeleton:
 
 def _key(params: Mapping[str, Any]) -> tuple:
     return tuple(sorted(params.items()))
-
-
-def _evaluate(model: Any, name: str, params: Mapping[str, Any], interval: str | None,
-              level: float) -> tuple[float, float, float]:
-    """Predicted seconds (and interval bounds) of ``model`` at ``params``."""
-    if isinstance(model, int | float | np.floating | np.integer):
-        v = float(model)
-        return v, v, v
-    if hasattr(model, "predict") and hasattr(model, "parameters"):
-        values = {}
-        for p in model.parameters:
-            v = params.get(p)
-            if v is None or not np.isfinite(float(v)):
-                raise SkeletonError(f"region {name!r}: the model needs parameter {p!r}, the call gives "
-                                    f"{v!r} (parameters of the call: {sorted(params)})")
-            values[p] = [float(v)]
-        frame = pd.DataFrame(values)
-        if interval is None:
-            v = _fast_value(model, frame)
-            return v, v, v
-        try:
-            ds = model.predict(frame, interval=interval, level=level)
-        except ValueError:  # no residual variance (e.g. a model read from an Eiger file)
-            v = float(model.predict(frame).predicted.values[0])
-            return v, v, v
-        return float(ds.predicted.values[0]), float(ds.lower.values[0]), float(ds.upper.values[0])
-    if callable(model):
-        v = float(model(dict(params)))
-        return v, v, v
-    raise SkeletonError(f"region {name!r}: cannot evaluate a model of type {type(model).__name__}")
-
-
-def _fast_value(model: Any, frame: pd.DataFrame) -> float:
-    """One prediction without building the result dataset.
-
-    The compute models of :mod:`perfmod.models.compute` map a frame to term inputs and a
-    cluster (``_inputs``) and evaluate the cluster's expression; their ``predict`` then wraps
-    the value in an xarray Dataset, which costs milliseconds per call.  Models without
-    that structure go through ``predict``.
-    """
-    inputs = getattr(model, "_inputs", None)
-    clusters = getattr(model, "clusters", None)
-    if inputs is None or clusters is None:
-        return float(model.predict(frame).predicted.values[0])
-    X, cl, _ = inputs(frame, strict=False)
-    value = clusters[int(cl[0])].evaluate(X[:1])
-    post = getattr(model, "_postprocess", None)
-    return float((post(value) if post is not None else value)[0])
-
-
-class SkeletonTraceRecorder(TraceRecorder):
-    """A trace recorder whose event times are on a skeleton's virtual clock.
-
-    :meth:`columns` (and so ``save``/``gather``) shifts every event by the
-    modeled time of the regions skipped before it; ``columns("lower")`` and
-    ``columns("upper")`` use the interval bounds of the modeled calls instead.
-
-    Parameters
-    ----------
-    world : mpi4py communicator
-        The communicator the trace's ranks are numbered in.
-    skeleton : Skeleton
-        The skeleton whose virtual clock stamps the events.
-    """
-
-    def __init__(self, world: Any, skeleton: Skeleton) -> None:
-        super().__init__(world)
-        self.skeleton = skeleton
-        skeleton.attach(self)
-
-    def columns(self, variant: str = "predicted") -> dict[str, np.ndarray]:
-        """This rank's events as arrays, times shifted onto the virtual clock (ns)."""
-        cols = super().columns()
-        shift = self.skeleton.event_offsets(len(self.events), variant)
-        if self.skeleton.clock == "modeled":
-            cols["t_entry"] = shift.copy()
-            cols["t_exit"] = shift
-        else:
-            cols["t_entry"] = cols["t_entry"] + shift
-            cols["t_exit"] = cols["t_exit"] + shift
-        return cols

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfmod.measure.regions.skeleton import Skeleton, SkeletonTraceRecorder
+from perfmod.measure.regions.skeleton import Skeleton
+from perfmod.measure.regions.skeleton_trace import SkeletonTraceRecorder
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import NO_PEER, Call, Trace
 from perfmod.trace.recorder import RecordingComm
