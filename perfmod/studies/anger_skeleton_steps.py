@@ -92,7 +92,8 @@ def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], r
     """Run the proxy in measure mode for every (size, nprocs, rep); region calls go to ``store``.
 
     Returns one row per run: ``size``, ``nprocs``, ``rep``, ``time`` (s, slowest rank's timed
-    section), ``cpu_fraction`` (lowest over ranks), ``oversubscribed``, ``command``.
+    section), ``cpu_time`` (s, largest rank CPU time of that section), ``cpu_fraction`` (lowest over
+    ranks), ``oversubscribed``, ``command``.
     """
     rows = []
     for size in sizes:
@@ -104,6 +105,7 @@ def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], r
                                                     str(store), "--invariant", f"size={size}",
                                                     "--invariant", f"rep={rep}"])
                 rows.append({"size": int(size), "nprocs": int(p), "rep": rep, "time": float(res["time"]),
+                             "cpu_time": float(res["cpu_time"]),
                              "cpu_fraction": float(res["cpu_fraction"]),
                              "oversubscribed": bool(res["oversubscribed"]), "command": res["command"]})
     return pd.DataFrame(rows)

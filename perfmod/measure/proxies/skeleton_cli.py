@@ -17,7 +17,8 @@
 stamped on the virtual clock in model and hybrid mode) and writes the
 merged trace (``.npz``) on rank 0.  BLAS runs single-threaded (one rank
 per core).  Rank 0 prints one JSON line:
-``time`` and ``virtual_time`` (s, maximum over ranks of the timed section),
+``time``, ``virtual_time`` and ``cpu_time`` (s, maximum over ranks of the timed
+section: real, virtual and CPU time),
 ``cpu_fraction`` (minimum over ranks of CPU time / wall time of the whole
 run: below about 0.9 the rank was descheduled), the program's other
 results from rank 0, and per region the calls run and modeled and the
@@ -123,7 +124,7 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
         world.Abort(1)
         return
     cpu_frac = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
-    times = world.gather((res["time"], res["virtual_time"], cpu_frac), root=0)
+    times = world.gather((res["time"], res["virtual_time"], cpu_frac, res.get("cpu_time", float("nan"))), root=0)
     trace = comm.recorder.gather(0, source=f"{app} {args.mode}") if args.trace_out else None
     if rank == 0:
         if trace is not None:
@@ -132,7 +133,8 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
             write_npz(trace, args.trace_out)
         out = {k: v for k, v in res.items() if isinstance(v, int | float | str)}
         out.update(app=app, mode=args.mode, nprocs=world.Get_size(), time=max(t[0] for t in times),
-                   virtual_time=max(t[1] for t in times), cpu_fraction=min(t[2] for t in times))
+                   virtual_time=max(t[1] for t in times), cpu_fraction=min(t[2] for t in times),
+                   cpu_time=max(t[3] for t in times))
         if sk is not None:
             out["regions"] = sk.summary().reset_index().to_dict(orient="records")
         print(json.dumps(out, default=float))
