@@ -92,13 +92,16 @@ def plot_skeleton_error(ds: xr.Dataset, paper: pd.DataFrame) -> plt.Figure:
         held = err.sel({"method": m}).where(ds.held_out).mean(("size", "nprocs")).values
         every = err.sel({"method": m}).mean(("size", "nprocs")).values
         pos = np.arange(len(apps)) + (k - (len(methods) - 1) / 2) * w
+        clean = err.sel({"method": m}).where(ds.held_out & ds.measured_clean).mean(("size", "nprocs")).values
         ax.bar(pos, held * 100, w, color=_STYLE.get(str(m), ("C3",))[0], label=f"{m} (held out)")
         ax.plot(pos, every * 100, "k_", ms=10)
+        ax.plot(pos, clean * 100, "D", mfc="white", mec="k", ms=5,
+                label="held out, clean runs only" if k == 0 else None)
     for m, ls in (("eiger", "--"), ("loop", ":")):
         v = _paper(paper, "skeleton_error", m)
         ax.axhline(v, color="k", ls=ls, lw=1, label=f"paper, {m}: {v:.2f} %")
     ax.set_xticks(np.arange(len(apps)), apps)
-    ax.set_ylabel("mean |runtime error| [%] (bars: held-out sizes; ticks: all sizes)")
+    ax.set_ylabel("mean |runtime error| [%]\n(bars: held-out sizes; ticks: all sizes)")
     ax.set_title("Skeleton runtime error, 1 and 2 ranks (paper Fig. 8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
