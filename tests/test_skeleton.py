@@ -100,7 +100,8 @@ def test_virtual_ranks_replay_at_scale_with_interval_bounds():
 
 
 def test_hybrid_switches_to_the_model_once_the_relative_standard_error_is_small():
-    with Skeleton("hybrid", {"steady": 7e-3}, rse_threshold=0.05, min_samples=4) as sk:
+    # a threshold any timing meets: the model takes over right after min_samples
+    with Skeleton("hybrid", {"steady": 7e-3}, rse_threshold=10.0, min_samples=4) as sk:
         for _ in range(20):
             with skeleton_region("steady", n=1) as run:
                 if run:
@@ -108,8 +109,18 @@ def test_hybrid_switches_to_the_model_once_the_relative_standard_error_is_small(
     st = sk.stats["steady"]
     assert st.run == 4 and st.modeled == 16 and st.switched_after == 4
     assert st.modeled_s == pytest.approx(16 * 7e-3)  # the region's model took over, not the sample mean
+    # a realistic threshold: it switches once the samples' relative standard error is below it
+    with Skeleton("hybrid", {"steady": 7e-3}, rse_threshold=0.2, min_samples=3, max_samples=40) as sk1:
+        for _ in range(60):
+            with skeleton_region("steady", n=1) as run:
+                if run:
+                    _busy(200_000)
+    st1 = sk1.stats["steady"]
+    s = sk1._samplers[("steady", (("n", 1),))]
+    assert s.done and 3 <= st1.run == s.n <= 40 and st1.run + st1.modeled == 60
+    assert s.rse() < 0.2 or s.n == 40
     # no model: SMPI_SAMPLE injects the sample mean of that parameter point
-    with Skeleton("hybrid", rse_threshold=0.05, min_samples=4) as sk2:
+    with Skeleton("hybrid", rse_threshold=10.0, min_samples=4) as sk2:
         for _ in range(10):
             with skeleton_region("steady", n=1) as run:
                 if run:
