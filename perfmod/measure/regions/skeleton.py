@@ -332,7 +332,7 @@ class Skeleton:
         self.interval, self.level = interval, float(level)
         self.cache = cache is not False
         self.stats: dict[str, RegionStats] = {}
-        self.offset_ns = np.zeros(3)  # virtual-clock shift (ns) with the predicted, lower, upper times
+        self.offset_ns = [0.0, 0.0, 0.0]  # virtual-clock shift (ns) with the predicted, lower, upper times
         self.marks: list[tuple[int, float, float, float]] = []
         self._samplers: dict[tuple, _Sampler] = {}
         self._cache: dict[tuple, tuple[float, float, float]] = cache if isinstance(cache, dict) else {}
@@ -444,13 +444,13 @@ class Skeleton:
         t1 = self._clock()
         st.eval_s += (t1 - te) * 1e-9
         cost = t1 - t0 if self.clock == "real" else 0
-        off = self.offset_ns
+        off = self.offset_ns  # Python floats: numpy scalar updates doubled the cost of a modeled call
         off[0] += pred * 1e9 - cost
         off[1] += lo * 1e9 - cost
         off[2] += hi * 1e9 - cost
         if self._trace is not None:
             n = len(self._trace.events)
-            mark = (n, float(off[0]), float(off[1]), float(off[2]))
+            mark = (n, off[0], off[1], off[2])
             if self.marks and self.marks[-1][0] == n:
                 self.marks[-1] = mark
             else:
