@@ -50,6 +50,8 @@ STUDIES += sasidharan-sedov
 sasidharan-sedov: $(PROCESSED)/sasidharan_sedov.nc ## paper 001 §5: Models A, B, C and Tables 5-7 on the Sedov proxy
 STUDIES += sasidharan-quicksilver
 sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
+STUDIES += anger-skeletons
+anger-skeletons: $(PROCESSED)/anger_skeletons.nc ## paper 004: region models, skeletons of the HPCCG/MiniMD proxies, replay at scale
 
 .PHONY: help setup all test test-all bench lint clean $(STUDIES)
 

@@ -1,0 +1,140 @@
+"""Command line shared by the skeleton proxies (HPCCG-like, MiniMD-like): one program, four ways to run it.
+
+``--mode native``
+    plain run: no region recording, no skeleton.
+``--mode measure``
+    every region runs; with ``--regions FILE`` its calls go to an Eiger-schema
+    SQLite store (one writer per rank, WAL), application = the proxy's name,
+    invariants ``nprocs`` and those given with ``--invariant NAME=VALUE``.
+``--mode model``
+    skippable regions are replaced by the models in ``--models FILE`` (a pickle
+    of ``{region: model}``) on a virtual clock.
+``--mode hybrid``
+    regions run until their relative standard error is below ``--rse``, then
+    the model (or the sample mean) takes over.
+
+``--trace-out FILE`` records the MPI calls (``perfmod.trace.recorder``;
+stamped on the virtual clock in model and hybrid mode) and writes the
+merged trace (``.npz``) on rank 0.  BLAS runs single-threaded (one rank
+per core).  Rank 0 prints one JSON line:
+``time``, ``virtual_time`` and ``cpu_time`` (s, maximum over ranks of the timed
+section: real, virtual and CPU time),
+``cpu_fraction`` (minimum over ranks of CPU time / wall time of the whole
+run: below about 0.9 the rank was descheduled), the program's other
+results from rank 0, and per region the calls run and modeled and the
+model evaluation cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["proxy_main"]
+
+
+def _parser(app: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=f"python -m perfmod.measure.proxies.{app}")
+    ap.add_argument("--mode", choices=("native", "measure", "model", "hybrid"), default="native")
+    ap.add_argument("--regions", default="", help="SQLite region store (measure, hybrid)")
+    ap.add_argument("--models", default="", help="pickle of {region: model} (model, hybrid)")
+    ap.add_argument("--trace-out", default="", help="write the MPI trace (.npz) here")
+    ap.add_argument("--rse", type=float, default=0.02, help="hybrid: relative standard error threshold")
+    ap.add_argument("--min-samples", type=int, default=5, help="hybrid: fewest samples per parameter point")
+    ap.add_argument("--invariant", action="append", default=[], metavar="NAME=VALUE",
+                    help="a number stored with every region call (lwperf invariant), e.g. size=32; repeatable")
+    return ap
+
+
+def _invariants(items: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = float(value)
+        except ValueError:
+            raise SystemExit(f"--invariant wants NAME=NUMBER, got {item!r}") from None
+    return out
+
+
+def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+               program: Callable[[Any, argparse.Namespace], dict[str, Any]], argv: Sequence[str] | None = None
+               ) -> None:
+    """Parse the shared and the proxy's arguments, run ``program(comm, args)`` in the chosen mode, print JSON.
+
+    Parameters
+    ----------
+    app : str
+        Proxy name (region store application, module name).
+    add_arguments : callable
+        Adds the proxy's own arguments to the parser.
+    program : callable
+        One rank's run; returns a dict with at least ``time`` and ``virtual_time`` (s).
+    argv : sequence of str, optional
+        Arguments (default: ``sys.argv``).
+    """
+    from mpi4py import MPI
+    from threadpoolctl import threadpool_limits
+
+    from perfmod.measure.regions.recorder import Recorder
+    from perfmod.measure.regions.skeleton import Skeleton
+    from perfmod.trace.recorder import record
+
+    ap = _parser(app)
+    add_arguments(ap)
+    args = ap.parse_args(argv)
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    models = {}
+    if args.models:
+        with open(args.models, "rb") as fh:
+            models = pickle.load(fh)
+    sk = None if args.mode == "native" else Skeleton(args.mode, models, rse_threshold=args.rse,
+                                                     min_samples=args.min_samples)
+    rec = None
+    if args.regions and args.mode in ("measure", "hybrid"):
+        rec = Recorder(args.regions, application=app, rank=rank,
+                       invariants={"nprocs": world.Get_size(), **_invariants(args.invariant)})
+    comm: Any = world
+    if args.trace_out:
+        comm = sk.record(world) if sk is not None else record(world)
+    w0, c0 = time.perf_counter(), time.process_time()
+    try:
+        if rec is not None:
+            rec.start()
+        if sk is not None:
+            sk.start()
+        try:
+            with threadpool_limits(1):  # one rank per core: BLAS threads would compete with the other ranks
+                res = program(comm, args)
+        finally:
+            if sk is not None:
+                sk.stop()
+            if rec is not None:
+                rec.stop()
+    except Exception:  # one failing rank must not leave the others waiting forever
+        traceback.print_exc()
+        world.Abort(1)
+        return
+    cpu_frac = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
+    times = world.gather((res["time"], res["virtual_time"], cpu_frac, res.get("cpu_time", float("nan"))), root=0)
+    trace = comm.recorder.gather(0, source=f"{app} {args.mode}") if args.trace_out else None
+    if rank == 0:
+        if trace is not None:
+            from perfmod.trace.formats.npz import write_npz
+
+            write_npz(trace, args.trace_out)
+        out = {k: v for k, v in res.items() if isinstance(v, int | float | str)}
+        out.update(app=app, mode=args.mode, nprocs=world.Get_size(), time=max(t[0] for t in times),
+                   virtual_time=max(t[1] for t in times), cpu_fraction=min(t[2] for t in times),
+                   cpu_time=max(t[3] for t in times))
+        if sk is not None:
+            out["regions"] = sk.summary().reset_index().to_dict(orient="records")
+        print(json.dumps(out, default=float))

@@ -1,0 +1,228 @@
+"""The steps of the ``anger_skeletons`` study: measure, fit region models, run skeletons, replay (paper 004 §V-§VI).
+
+1. :func:`measure_native` runs a proxy (HPCCG-like, MiniMD-like) under
+   ``mpiexec`` in measure mode: its whole-application time and its region
+   calls (an Eiger-schema SQLite store, the case's size as an invariant).
+2. :func:`training_frame` and :func:`fit_region_models`: one model per
+   region and method (``eiger``, ``perfmod``, ``loop``, ``mean``) on the
+   training sizes, from the median call time of each run and parameter point.
+3. :func:`skeleton_runtime`: the program in model mode as 1 or 2 virtual
+   ranks (real clock: the glue code counts), its trace replayed on a
+   platform; the replayed time of the timed section is the skeleton's
+   predicted runtime, and the skeleton's own wall time gives the speedup.
+4. :func:`scale_out`: the skeleton as 64-1,024 virtual ranks (modeled clock),
+   replayed with the models' confidence bounds as well.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perfmod.measure.proxies.hpccg import REGIONS as HPCCG_REGIONS
+from perfmod.measure.proxies.hpccg import run_hpccg
+from perfmod.measure.proxies.minimd_lj import REGIONS as MINIMD_REGIONS
+from perfmod.measure.proxies.minimd_lj import run_minimd
+from perfmod.measure.regions.skeleton import Skeleton
+from perfmod.measure.regions.store import RegionStore
+from perfmod.measure.regions.virtual import run_virtual
+from perfmod.measure.runner import run_mpi
+from perfmod.models.compute import fit_compute_model
+from perfmod.replay import replay
+from perfmod.trace.core import Call, Trace
+
+__all__ = ["AppSpec", "app_spec", "measure_native", "training_frame", "fit_region_models", "skeleton_runtime",
+           "scale_out", "timed_section", "METHODS"]
+
+METHODS = ("eiger", "perfmod", "loop", "mean")
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """How the study runs one proxy.
+
+    Attributes
+    ----------
+    name : str
+        ``hpccg`` or ``minimd``.
+    module : str
+        Module run under ``mpiexec``.
+    regions : dict
+        Region -> its parameters.
+    extent : str
+        The loop model's trip-count parameter (SST/macro ``compute_loops``).
+    args : callable
+        ``args(size) -> list`` of command-line arguments.
+    program : callable
+        ``program(comm, size, weak) -> dict``: one rank's run, for virtual runs.
+    """
+
+    name: str
+    module: str
+    regions: Mapping[str, tuple[str, ...]]
+    extent: str
+    args: Callable[[int], list[Any]]
+    program: Callable[[Any, int, bool], dict[str, Any]]
+    size_meaning: str = ""
+
+
+def app_spec(name: str, iterations: int) -> AppSpec:
+    """The spec of proxy ``name`` (``hpccg``: CG iterations; ``minimd``: time steps)."""
+    if name == "hpccg":
+        return AppSpec("hpccg", "perfmod.measure.proxies.hpccg", {**HPCCG_REGIONS, "generate": ("n",)}, "n",
+                       lambda s: ["--n", s, "--iterations", iterations],
+                       lambda comm, s, weak: run_hpccg(comm, s, iterations=iterations),
+                       "local block edge (n^3 rows per rank)")
+    if name == "minimd":
+        return AppSpec("minimd", "perfmod.measure.proxies.minimd_lj", MINIMD_REGIONS, "natoms",
+                       lambda s: ["--size", s, "--steps", iterations],
+                       lambda comm, s, weak: run_minimd(comm, s, iterations, weak=weak),
+                       "FCC unit cells per box edge (4 size^3 atoms)")
+    raise ValueError(f"unknown app {name!r}; the study has 'hpccg' and 'minimd' (the LULESH-like proxy is not built)")
+
+
+def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], reps: int, store: Path,
+                   progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Run the proxy in measure mode for every (size, nprocs, rep); region calls go to ``store``.
+
+    Returns one row per run: ``size``, ``nprocs``, ``rep``, ``time`` (s, slowest rank's timed
+    section), ``cpu_time`` (s, largest rank CPU time of that section), ``cpu_fraction`` (lowest over
+    ranks), ``oversubscribed``, ``command``.
+    """
+    rows = []
+    for size in sizes:
+        for p in nprocs:
+            for rep in range(reps):
+                if progress:
+                    progress(f"{spec.name} size {size} on {p} rank(s), rep {rep}")
+                res = run_mpi(spec.module, int(p), [*spec.args(int(size)), "--mode", "measure", "--regions",
+                                                    str(store), "--invariant", f"size={size}",
+                                                    "--invariant", f"rep={rep}"])
+                rows.append({"size": int(size), "nprocs": int(p), "rep": rep, "time": float(res["time"]),
+                             "cpu_time": float(res["cpu_time"]),
+                             "cpu_fraction": float(res["cpu_fraction"]),
+                             "oversubscribed": bool(res["oversubscribed"]), "command": res["command"]})
+    return pd.DataFrame(rows)
+
+
+def training_frame(store: Path, region: str, params: Sequence[str], sizes: Sequence[int] | None = None
+                   ) -> pd.DataFrame:
+    """Median call time (s) of ``region`` per run, rank and parameter point, restricted to ``sizes``.
+
+    Columns: the region's ``params``, ``size``, ``nprocs``, ``time``.
+    """
+    with RegionStore(store) as st:
+        calls = st.calls(region)
+    if calls.empty:
+        raise KeyError(f"no calls of region {region!r} in {store}")
+    if sizes is not None:
+        calls = calls[calls["size"].isin([float(s) for s in sizes])]
+    keys = ["run_id", "rank", "size", "nprocs", *params]
+    out = calls.groupby(keys, as_index=False)["time"].median()
+    return out[[*params, "size", "nprocs", "time"]].reset_index(drop=True)
+
+
+def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method: str,
+                      eiger_threshold: float = 1e-3) -> dict[str, Any]:
+    """One model per region by ``method``, on the parameters that vary in its training frame."""
+    models = {}
+    for region, frame in frames.items():
+        params = [p for p in spec.regions[region] if frame[p].nunique() > 1]
+        data = frame[[*params, "time"]]
+        if method == "eiger":
+            models[region] = fit_compute_model(data, "time", params, method="eiger", threshold=eiger_threshold)
+        elif method == "loop":
+            if spec.extent not in params:
+                models[region] = fit_compute_model(data, "time", params, method="mean")
+            else:
+                models[region] = fit_compute_model(data, "time", params, method="loop", extents=[spec.extent])
+        else:
+            models[region] = fit_compute_model(data, "time", params, method=method)
+    return models
+
+
+def timed_section(trace: Trace) -> Trace:
+    """The trace with no compute up to each rank's first ``Barrier`` (the proxies time from there)."""
+    comp = trace.compute.copy()
+    is_barrier = trace.call == Call.BARRIER
+    ptr = trace.rank_ptr
+    for r in range(trace.nprocs):
+        seg = is_barrier[ptr[r]:ptr[r + 1]]
+        if seg.any():
+            comp[ptr[r]:ptr[r] + int(np.argmax(seg)) + 1] = 0.0
+    return trace.with_compute(comp)
+
+
+@dataclass
+class SkeletonResult:
+    """Predicted runtime of a skeleton and what running it cost.
+
+    Attributes
+    ----------
+    runtime : float
+        Replayed time of the timed section (s), best of the repetitions.
+    wall : float
+        Real time of the skeleton's timed section (s, slowest virtual rank), best of the repetitions.
+    replay_wall : float
+        Real time of replaying its trace (s), best of the repetitions.
+    eval_per_call : float
+        Mean real time per modeled call, prediction cache included (s).
+    stats : DataFrame
+        Per region: calls modeled, evaluations.
+    """
+
+    runtime: float
+    wall: float
+    replay_wall: float
+    eval_per_call: float
+    stats: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def skeleton_runtime(spec: AppSpec, size: int, nprocs: int, models: Mapping[str, Any], platform: str,
+                     reps: int = 2, comm_model: str = "postal") -> SkeletonResult:
+    """Run the skeleton of ``spec`` at ``size`` as ``nprocs`` virtual ranks (real clock) and replay it
+    on ``platform`` with communication model ``comm_model``."""
+    best_rt, best_wall, best_replay, stats = np.inf, np.inf, np.inf, pd.DataFrame()
+    for _ in range(max(reps, 1)):
+        cache: dict = {}  # shared by the virtual ranks of one run, not across repetitions
+        vr = run_virtual(lambda c: spec.program(c, size, False), nprocs,
+                         lambda r, cache=cache: Skeleton("model", models, clock="real", interval=None, cache=cache))
+        t0 = time.perf_counter()
+        ds = replay(timed_section(vr.traces["predicted"]), platform, comm_model)
+        t_replay = time.perf_counter() - t0
+        rt = float(ds.total_time.max())
+        wall = max(r["time"] for r in vr.results)
+        best_rt, best_wall, best_replay = min(best_rt, rt), min(best_wall, wall), min(best_replay, t_replay)
+        stats = vr.stats
+    calls = float(stats["modeled"].sum()) if len(stats) else 0.0
+    per_call = float(stats["eval_s"].sum()) / calls if calls else float("nan")
+    return SkeletonResult(best_rt, best_wall, best_replay, per_call, stats)
+
+
+def scale_out(spec: AppSpec, size: int, nprocs: Sequence[int], models: Mapping[str, Any], platform: str,
+              level: float = 0.95, comm_model: str = "postal") -> pd.DataFrame:
+    """Weak-scaling skeleton replays: predicted runtime with the models' confidence bounds per rank count.
+
+    Returns one row per rank count: ``nprocs``, ``predicted``, ``lower``, ``upper`` (s, replayed
+    timed section; bounds from each call's confidence interval, summed along the run),
+    ``events``, ``skeleton_wall`` (s, running all virtual ranks), ``replay_wall`` (s).
+    """
+    rows = []
+    for p in nprocs:
+        cache: dict = {}
+        vr = run_virtual(lambda c: spec.program(c, size, True), int(p),
+                         lambda r, cache=cache: Skeleton("model", models, clock="modeled", interval="confidence",
+                                                         level=level, cache=cache),
+                         variants=("predicted", "lower", "upper"))
+        t0 = time.perf_counter()
+        out = {v: float(replay(timed_section(tr), platform, comm_model).total_time.max())
+               for v, tr in vr.traces.items()}
+        rows.append({"nprocs": int(p), **out, "events": len(vr.traces["predicted"]), "skeleton_wall": vr.wall_s,
+                     "replay_wall": time.perf_counter() - t0})
+    return pd.DataFrame(rows)

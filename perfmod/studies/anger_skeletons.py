@@ -1,0 +1,399 @@
+"""Paper 004's skeleton study on this machine: region models, skeleton accuracy and speed, replay at scale.
+
+Paper: ``shared/papers/004_771325c66d6cd69c.txt`` §V (instrument, learn,
+skeletonize), §VI (Figures 6-9).  For each proxy (HPCCG-like CG, MiniMD-like
+Lennard-Jones; the LULESH-like proxy is not built):
+
+1. the native program runs in measure mode on training and held-out sizes
+   (held-out sizes inside and beyond the training range), on 1 and 2 ranks,
+   recording its region calls (:func:`~.anger_skeleton_steps.measure_native`);
+2. one model per region and method (``eiger``: Eiger mode; ``perfmod``:
+   cross-validated perfmod mode; ``loop``: SST/macro's loop model; ``mean``:
+   SMPI's constant) is fitted on the training sizes (Figure 6 counterpart);
+3. the skeleton (model mode) of every size runs as 1 and 2 virtual ranks and
+   is replayed on ``platform``: the predicted whole-application time beside
+   the measured one (Figure 8), and the skeleton's speed (Figure 9);
+4. Eiger's threshold is swept on HPCCG: terms and skeleton error per
+   threshold, beside perfmod mode's cross-validated choice (Figure 7);
+5. the perfmod-mode skeleton is replayed at 64-1,024 virtual ranks (weak
+   scaling) with the models' 95 % confidence bounds.
+
+Measured times are the best of the repetitions (load on a shared machine only
+adds time); every run keeps its CPU fraction and is flagged ``interfered``
+below ``clean_cpu_fraction``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from tqdm.auto import tqdm
+
+from perfmod.core.io import annotate
+from perfmod.core.paperdata import read_table
+from perfmod.measure.regions.skeleton import Skeleton
+from perfmod.studies.anger_skeleton_steps import (
+    METHODS,
+    app_spec,
+    fit_region_models,
+    measure_native,
+    scale_out,
+    skeleton_runtime,
+    training_frame,
+)
+
+__all__ = ["run", "figures", "summary", "STUDY"]
+
+STUDY = "anger_skeletons"
+_SOURCE = ("measurement: HPCCG-like and MiniMD-like proxies (perfmod.measure.proxies) on this machine, their "
+           "skeletons (perfmod.measure.regions.skeleton) replayed with perfmod.replay; method of paper 004 §V-§VI")
+
+
+def run(apps: Sequence[str] = ("hpccg", "minimd"),
+        hpccg_train: Sequence[int] = (12, 16, 20, 24, 32, 40), hpccg_test: Sequence[int] = (18, 28, 48, 56),
+        minimd_train: Sequence[int] = (4, 5, 6, 8, 9), minimd_test: Sequence[int] = (7, 11, 12),
+        hpccg_iterations: int = 20, minimd_steps: int = 20, nprocs: Sequence[int] = (1, 2), reps: int = 2,
+        skeleton_reps: int = 2, eiger_threshold: float = 1e-3,
+        thresholds: Sequence[float] = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.3),
+        scale_nprocs: Sequence[int] = (64, 256, 1024), hpccg_scale_size: int = 32, minimd_scale_size: int = 6,
+        platform: str = "summit", comm_model: str = "kmodel", speedup_method: str = "eiger",
+        clean_cpu_fraction: float = 0.8, raw_out: str = "", progress: bool = True) -> xr.Dataset:
+    """Run the study and return its dataset (see the module docstring).
+
+    Parameters
+    ----------
+    apps : sequence of str
+        Proxies: ``hpccg``, ``minimd``.
+    hpccg_train, hpccg_test : sequence of int
+        HPCCG local block edges (``n^3`` rows per rank) to fit on and to hold out.
+    minimd_train, minimd_test : sequence of int
+        MiniMD box edges in FCC cells (``4 size^3`` atoms) to fit on and to hold out.
+    hpccg_iterations, minimd_steps : int
+        CG iterations and MD time steps per run.
+    nprocs : sequence of int
+        Rank counts of the measured runs and of the validated skeletons.
+    reps : int
+        Repetitions of each native run (the best is kept).
+    skeleton_reps : int
+        Repetitions of each skeleton run.
+    eiger_threshold : float
+        Eiger's adjusted-R^2 threshold for the ``eiger`` method.
+    thresholds : sequence of float
+        Eiger thresholds swept on HPCCG (Figure 7).
+    scale_nprocs : sequence of int
+        Virtual rank counts of the weak-scaling replays.
+    hpccg_scale_size, minimd_scale_size : int
+        Per-rank problem of the weak-scaling replays.
+    platform : str
+        Platform the skeletons are replayed on (:func:`perfmod.machine.platforms.load`).
+    comm_model : str
+        Communication model of the replay (the published platforms other than Summit lack some modes, paper
+        000 Tables 2-3; Summit places 6 ranks per node, one per GPU).
+    speedup_method : str
+        Method whose skeleton gives ``skeleton_speedup``.
+    clean_cpu_fraction : float
+        Runs whose lowest rank CPU time / wall time is below this are flagged ``interfered``.
+    raw_out : str
+        Directory for the region stores; empty: a temporary directory.
+    progress : bool
+        Progress bars.
+    """
+    train = {"hpccg": list(hpccg_train), "minimd": list(minimd_train)}
+    test = {"hpccg": list(hpccg_test), "minimd": list(minimd_test)}
+    iters = {"hpccg": hpccg_iterations, "minimd": minimd_steps}
+    scale_size = {"hpccg": hpccg_scale_size, "minimd": minimd_scale_size}
+    apps = list(apps)
+    for a in apps:
+        overlap = set(train[a]) & set(test[a])
+        if overlap:
+            raise ValueError(f"{a}: sizes {sorted(overlap)} are both training and held-out")
+        if not train[a] or not test[a]:
+            raise ValueError(f"{a}: give training and held-out sizes")
+    if speedup_method not in METHODS:
+        raise ValueError(f"speedup_method must be one of {METHODS}, not {speedup_method!r}")
+    nsize = max(len(train[a]) + len(test[a]) for a in apps)
+    tmp = tempfile.TemporaryDirectory(prefix="anger_skeletons-") if not raw_out else None
+    raw = Path(raw_out) if raw_out else Path(tmp.name)
+    raw.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=len(apps) * 5, desc="anger_skeletons", disable=not progress)
+    per_app = []
+    try:
+        for a in apps:
+            per_app.append(_one_app(a, sorted(train[a] + test[a]), set(test[a]), train[a], iters[a], list(nprocs),
+                                    reps, skeleton_reps, eiger_threshold, list(thresholds), list(scale_nprocs),
+                                    scale_size[a], platform, comm_model, speedup_method, clean_cpu_fraction, nsize,
+                                    raw, bar))
+    finally:
+        bar.close()
+        if tmp is not None:
+            tmp.cleanup()
+    ds = xr.concat([p[0] for p in per_app], dim="app", data_vars="all", coords="minimal", compat="override",
+                   join="outer")
+    regions = xr.concat([p[1] for p in per_app], dim="region")
+    ds = xr.merge([ds, regions])
+    if "hpccg" in apps:
+        ds = xr.merge([ds, per_app[apps.index("hpccg")][2]])
+    params = dict(apps=apps, train=train, test=test, iterations=iters, nprocs=list(nprocs), reps=reps,
+                  skeleton_reps=skeleton_reps, eiger_threshold=eiger_threshold, thresholds=list(thresholds),
+                  scale_nprocs=list(scale_nprocs), scale_size=scale_size, platform=platform, comm_model=comm_model,
+                  speedup_method=speedup_method, clean_cpu_fraction=clean_cpu_fraction)
+    ds.attrs.update(speedup_method=speedup_method, platform=platform, comm_model=comm_model,
+                    clean_cpu_fraction=clean_cpu_fraction,
+                    lulesh="not built: the LULESH-like proxy from the Sedov kernels is left for later")
+    return annotate(ds, STUDY, _SOURCE, params)
+
+
+def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int], iterations: int,
+             nprocs: list[int], reps: int, skeleton_reps: int, eiger_threshold: float, thresholds: list[float],
+             scale_nprocs: list[int], scale_size: int, platform: str, comm_model: str, speedup_method: str,
+             clean: float, nsize: int, raw: Path, bar: Any) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset | None]:
+    spec = app_spec(app, iterations)
+    store = raw / f"{app}-regions.sqlite"
+    runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s))
+    bar.update()
+    frames = {r: training_frame(store, r, spec.regions[r], train_sizes) for r in spec.regions}
+    models = {m: fit_region_models(frames, spec, m, eiger_threshold) for m in METHODS}
+    bar.update()
+    shape = (nsize, len(nprocs), len(METHODS))
+    pred = np.full(shape, np.nan)
+    wall = np.full((nsize, len(METHODS)), np.nan)
+    replay_wall = np.full((nsize, len(METHODS)), np.nan)
+    for i, s in enumerate(sizes):
+        for j, p in enumerate(nprocs):
+            for k, m in enumerate(METHODS):
+                res = skeleton_runtime(spec, s, p, models[m], platform, skeleton_reps, comm_model)
+                pred[i, j, k] = res.runtime
+                if p == 1:
+                    wall[i, k], replay_wall[i, k] = res.wall, res.replay_wall
+    bar.update()
+    app_ds = _app_dataset(app, spec, runs, sizes, held, nprocs, pred, wall, replay_wall, clean, nsize, models,
+                          frames, speedup_method)
+    scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model)
+    for q in ("predicted", "lower", "upper"):
+        app_ds[f"scaled_runtime_{q}"] = (("app", "scale_nprocs"), scaled[q].to_numpy()[None], {
+            "units": "s", "long_name": f"{q} runtime of the weak-scaling skeleton replayed on {platform}"
+            + (" (95 % confidence bounds of the perfmod-mode models)" if q != "predicted" else ""),
+            "interval": "confidence", "level": 0.95})
+    app_ds["scaled_skeleton_wall"] = (("app", "scale_nprocs"), scaled["skeleton_wall"].to_numpy()[None],
+                                      {"units": "s", "long_name": "real time running every virtual rank"})
+    app_ds["scaled_replay_wall"] = (("app", "scale_nprocs"), scaled["replay_wall"].to_numpy()[None],
+                                    {"units": "s", "long_name": "real time of the three replays"})
+    app_ds["scaled_events"] = (("app", "scale_nprocs"), scaled["events"].to_numpy()[None],
+                               {"units": "1", "long_name": "events in the trace"})
+    app_ds = app_ds.assign_coords(scale_nprocs=np.asarray(scale_nprocs))
+    app_ds["scale_size_per_rank"] = ("app", [scale_size], {"units": "1",
+                                                            "long_name": f"per-rank size: {spec.size_meaning}"})
+    bar.update()
+    regions = _region_dataset(app, spec, store, sizes, nsize, models, frames)
+    sweep = _threshold_sweep(spec, frames, models, app_ds, sizes, held, eiger_threshold, thresholds,
+                             platform, comm_model) if app == "hpccg" else None
+    bar.update()
+    return app_ds, regions, sweep
+
+
+def _app_dataset(app: str, spec: Any, runs: pd.DataFrame, sizes: list[int], held: set[int], nprocs: list[int],
+                 pred: np.ndarray, wall: np.ndarray, replay_wall: np.ndarray, clean: float, nsize: int,
+                 models: dict, frames: dict, speedup_method: str) -> xr.Dataset:
+    reps = int(runs["rep"].max()) + 1
+    t = np.full((nsize, len(nprocs), reps), np.nan)
+    cpu = np.full_like(t, np.nan)
+    cpu_t = np.full_like(t, np.nan)
+    for row in runs.itertuples():
+        i, j = sizes.index(row.size), nprocs.index(row.nprocs)
+        t[i, j, row.rep], cpu[i, j, row.rep], cpu_t[i, j, row.rep] = row.time, row.cpu_fraction, row.cpu_time
+    interfered = cpu < clean
+    clean_t = np.where(interfered, np.nan, t)
+    best_clean = np.min(np.where(np.isfinite(clean_t), clean_t, np.inf), axis=2)
+    best_any = np.min(np.where(np.isfinite(t), t, np.inf), axis=2)
+    best = np.where(np.isfinite(best_clean), best_clean, best_any)
+    best[~np.isfinite(best)] = np.nan
+    has_clean = np.any(~interfered & np.isfinite(t), axis=2)
+    size_vals = np.full(nsize, np.nan)
+    size_vals[:len(sizes)] = sizes
+    held_out = np.zeros(nsize, bool)
+    held_out[:len(sizes)] = [s in held for s in sizes]
+    meas = np.broadcast_to(best[:, :, None], pred.shape)
+    best_cpu = np.min(np.where(np.isfinite(cpu_t), cpu_t, np.inf), axis=2)
+    best_cpu[~np.isfinite(best_cpu)] = np.nan
+    meas_cpu = np.broadcast_to(best_cpu[:, :, None], pred.shape)
+    k = METHODS.index(speedup_method)
+    eval_cost = {m: _eval_cost(models[m], frames) for m in METHODS}
+    dims3 = ("size", "nprocs", "method")
+    ds = xr.Dataset(
+        {
+            "runtime_measured": (dims3, meas.copy(), {"units": "s", "long_name": "native runtime (timed section, "
+                                 "slowest rank; best clean repetition, else best repetition)"}),
+            "runtime_predicted": (dims3, pred, {"units": "s", "long_name": "skeleton runtime: model-mode run "
+                                  "replayed (timed section)"}),
+            "runtime_error": (dims3, (pred - meas) / meas, {"units": "1", "long_name": "relative error of the "
+                              "skeleton runtime: (predicted - measured) / measured"}),
+            "runtime_cpu_measured": (dims3, meas_cpu.copy(), {"units": "s", "long_name": "CPU time of the native "
+                                     "timed section (largest over ranks; best repetition): a load-robust stand-in "
+                                     "for the undisturbed runtime, not a wall time"}),
+            "runtime_cpu_error": (dims3, (pred - meas_cpu) / meas_cpu, {"units": "1", "long_name": "relative error "
+                                  "of the skeleton runtime against the native CPU time"}),
+            "native_cpu_time": (("size", "nprocs", "rep"), cpu_t, {"units": "s", "long_name": "CPU time of each "
+                                "repetition's timed section (largest over ranks)"}),
+            "native_time": (("size", "nprocs", "rep"), t, {"units": "s", "long_name": "native runtime of each "
+                            "repetition (timed section, slowest rank)"}),
+            "cpu_fraction": (("size", "nprocs", "rep"), cpu, {"units": "1", "long_name": "lowest rank's CPU time "
+                             "/ wall time of the run"}),
+            "interfered": (("size", "nprocs", "rep"), interfered, {"units": "1", "long_name": "CPU fraction below "
+                           "the clean threshold (descheduled by other load)"}),
+            "measured_clean": (("size", "nprocs"), has_clean, {"units": "1", "long_name": "a repetition ran "
+                               "without interference"}),
+            "held_out": ("size", held_out, {"units": "1", "long_name": "size not used for training"}),
+            "problem_size": ("size", size_vals, {"units": "1", "long_name": "problem size (HPCCG: local block "
+                             "edge n, n^3 rows per rank; MiniMD: FCC cells per box edge, 4 size^3 atoms)"}),
+            "skeleton_wall": (("size", "method"), wall, {"units": "s", "long_name": "real time of the skeleton's "
+                              "timed section on 1 rank (model evaluation included)"}),
+            "replay_wall": (("size", "method"), replay_wall, {"units": "s", "long_name": "real time of replaying "
+                            "the 1-rank skeleton trace"}),
+            "skeleton_speedup": ("size", best[:, nprocs.index(1)] / wall[:, k] if 1 in nprocs
+                                 else np.full(nsize, np.nan),
+                                 {"units": "1", "long_name": f"native runtime / skeleton wall time on 1 rank "
+                                  f"({speedup_method} models)"}),
+            "model_eval_time": ("method", np.array([eval_cost[m] for m in METHODS]),
+                                {"units": "s", "long_name": "real time of one uncached model evaluation "
+                                 "(mean over the regions' training points)"}),
+            "model_terms": ("method", np.array([_terms(models[m]) for m in METHODS]),
+                            {"units": "1", "long_name": "mean number of terms per region model"}),
+        },
+        coords={"size": np.arange(nsize), "nprocs": np.asarray(nprocs), "method": list(METHODS),
+                "rep": np.arange(reps)},
+    )
+    return ds.expand_dims(app=[app])
+
+
+def _terms(models: dict) -> float:
+    return float(np.mean([sum(len(c.terms) for c in m.clusters) for m in models.values()]))
+
+
+def _eval_cost(models: dict, frames: dict) -> float:
+    import time
+
+    sk = Skeleton("model", models, cache=False, interval=None)
+    n, t0 = 0, time.perf_counter()
+    for region, frame in frames.items():
+        for _, row in frame.drop_duplicates(subset=[c for c in frame.columns if c not in ("time", "size")]
+                                            ).head(5).iterrows():
+            sk.predict(region, row.to_dict())
+            n += 1
+    return (time.perf_counter() - t0) / max(n, 1)
+
+
+def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: int, models: dict,
+                    frames: dict) -> xr.Dataset:
+    """Figure 6 data: per region, median call time per size (1 rank) and each method's fit."""
+    names = [f"{app}.{r}" for r in spec.regions]
+    meas = np.full((len(names), nsize), np.nan)
+    predicted = np.full((len(names), nsize, len(METHODS)), np.nan)
+    r2 = np.full((len(names), len(METHODS)), np.nan)
+    err = np.full_like(r2, np.nan)
+    for i, region in enumerate(spec.regions):
+        allf = training_frame(store, region, spec.regions[region])
+        one = allf[allf["nprocs"] == 1]
+        for j, s in enumerate(sizes):
+            rows = one[one["size"] == s]
+            if len(rows):
+                meas[i, j] = rows["time"].median()
+                point = rows[list(spec.regions[region])].median().to_frame().T
+                for k, m in enumerate(METHODS):
+                    model = models[m][region]
+                    predicted[i, j, k] = float(model.predict(point[model.parameters]).predicted[0])
+        fr = frames[region]
+        y = fr["time"].to_numpy()
+        for k, m in enumerate(METHODS):
+            model = models[m][region]
+            yhat = model.predict(fr[model.parameters]).predicted.to_numpy()
+            r2[i, k] = 1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2) if np.ptp(y) > 0 else np.nan
+            err[i, k] = float(np.mean(np.abs(yhat - y) / y))
+    return xr.Dataset(
+        {
+            "region_time_measured": (("region", "size"), meas, {"units": "s", "long_name": "median time per "
+                                     "region call on 1 rank"}),
+            "region_time_predicted": (("region", "size", "method"), predicted, {"units": "s", "long_name":
+                                      "model's time per call at the median parameters of that size"}),
+            "region_r2": (("region", "method"), r2, {"units": "1", "long_name": "R^2 of the fit on the training "
+                          "points (median call time per run and parameter point)"}),
+            "region_error": (("region", "method"), err, {"units": "1", "long_name": "mean |relative error| of "
+                             "the fit on the training points"}),
+        },
+        coords={"region": names, "region_app": ("region", [app] * len(names)), "method": list(METHODS),
+                "size": np.arange(nsize)},
+    )
+
+
+def _threshold_sweep(spec: Any, frames: dict, models: dict, app_ds: xr.Dataset, sizes: list[int], held: set[int],
+                     eiger_threshold: float, thresholds: list[float], platform: str, comm_model: str
+                     ) -> xr.Dataset:
+    """Figure 7 data: Eiger's threshold vs mean terms and held-out 1-rank skeleton error (HPCCG)."""
+    meas = app_ds.runtime_measured.isel(app=0).sel({"nprocs": 1, "method": "eiger"}).values
+    idx = [i for i, s in enumerate(sizes) if s in held]
+    terms, error = [], []
+    for th in thresholds:
+        mods = fit_region_models(frames, spec, "eiger", th)
+        terms.append(_terms(mods))
+        errs = [abs(skeleton_runtime(spec, sizes[i], 1, mods, platform, 1, comm_model).runtime / meas[i] - 1)
+                for i in idx]
+        error.append(float(np.mean(errs)))
+    cv_err = app_ds.runtime_error.isel(app=0).sel({"nprocs": 1, "method": "perfmod"}).values[idx]
+    return xr.Dataset(
+        {
+            "threshold_terms": ("threshold", np.asarray(terms), {"units": "1", "long_name": "mean terms per HPCCG "
+                                "region model (Eiger mode)"}),
+            "threshold_error": ("threshold", np.asarray(error), {"units": "1", "long_name": "mean |relative error| "
+                                "of the 1-rank HPCCG skeleton on the held-out sizes (Eiger mode)"}),
+            "cv_terms": ((), _terms(models["perfmod"]), {"units": "1", "long_name": "mean terms per HPCCG region "
+                         "model, perfmod mode (cross-validated stopping)"}),
+            "cv_error": ((), float(np.mean(np.abs(cv_err))), {"units": "1", "long_name": "mean |relative error| of "
+                         "the perfmod-mode 1-rank HPCCG skeleton on the held-out sizes"}),
+        },
+        coords={"threshold": np.asarray(thresholds, dtype=float)},
+        attrs={"eiger_threshold": eiger_threshold},
+    )
+
+
+def summary(ds: xr.Dataset) -> pd.DataFrame:
+    """Mean |runtime error| on held-out sizes per app and method, beside the paper's means.
+
+    Rows ``(points, app)``: ``points`` is ``clean`` (measurements with a repetition that ran
+    without interference), ``all``, or ``all, vs CPU time`` (against the native run's CPU time,
+    which load on the machine inflates much less than its wall time); the count of points is
+    in the ``n`` column.
+    """
+    rows = {}
+    for label, mask, var in (("clean", ds.held_out & ds.measured_clean, "runtime_error"),
+                             ("all", ds.held_out, "runtime_error"),
+                             ("all, vs CPU time", ds.held_out, "runtime_cpu_error")):
+        sub = np.abs(ds[var]).where(mask)
+        for app in [*map(str, ds.app.values), "all"]:
+            s = sub if app == "all" else sub.sel(app=app)
+            n = int(np.isfinite(s.isel(method=0)).sum())
+            rows[(label, app)] = {**{str(m): float(s.sel({"method": m}).mean()) for m in ds.method.values}, "n": n}
+    paper = read_table("anger_results")
+    sel = paper[paper.quantity == "skeleton_error"].set_index("method")["value"] / 100
+    rows[("paper", "all")] = {**{str(m): float(sel.get(m, np.nan)) for m in ds.method.values}, "n": np.nan}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.names = ["points", "app"]
+    return table
+
+
+def figures(ds: xr.Dataset) -> dict[str, Any]:
+    """Figures 6-9 counterparts and the scale-out replay, with the paper's numbers beside them."""
+    from perfmod.viz import skeletons as viz
+
+    paper = read_table("anger_results")
+    figs = {"fig6_region_fit": viz.plot_region_fit(ds, paper),
+            "fig8_skeleton_error": viz.plot_skeleton_error(ds, paper),
+            "fig9_speedup": viz.plot_speedup(ds, paper),
+            "scale_out": viz.plot_scale_out(ds)}
+    if "threshold" in ds.dims:
+        figs["fig7_threshold"] = viz.plot_threshold(ds)
+    return figs

@@ -1,0 +1,214 @@
+"""Skeleton mode (paper 004 §III, §V): measure / model / hybrid, virtual ranks, traces that replay."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from perfmod.measure.bench.pingpong import mpiexec_path
+from perfmod.measure.proxies.hpccg import generate_matrix, run_hpccg
+from perfmod.measure.proxies.minimd_lj import run_minimd
+from perfmod.measure.regions import Recorder
+from perfmod.measure.regions.skeleton import (
+    Skeleton,
+    SkeletonError,
+    active_skeleton,
+    skeleton_function,
+    skeleton_region,
+)
+from perfmod.measure.regions.virtual import run_virtual
+from perfmod.replay import replay
+from perfmod.trace.core import Call
+from perfmod.trace.formats.npz import read_npz
+
+HPCCG_MODELS = {"sparsemv": 1e-3, "ddot": 1e-5, "waxpby": 2e-5, "generate": 0.0}
+MINIMD_MODELS = {"force": 1e-3, "neighbor": 2e-3, "integrate": 1e-5, "migrate": 1e-5, "borders": 1e-5}
+
+
+def _busy(ns):
+    t = time.perf_counter_ns()
+    while time.perf_counter_ns() - t < ns:
+        pass
+
+
+def _sequence(trace, with_bytes=True):
+    cols = [trace.rank, trace.call, trace.peer, trace.tag, trace.comm] + ([trace.nbytes] if with_bytes else [])
+    return np.stack(cols)
+
+
+def _record(mode, program, models):
+    from mpi4py import MPI
+
+    sk = Skeleton(mode, models, min_samples=2, rse_threshold=0.5)
+    comm = sk.record(MPI.COMM_WORLD)
+    with sk:
+        res = program(comm)
+    return comm.recorder.gather(0), sk, res
+
+
+@pytest.mark.parametrize("app", ["hpccg", "minimd"])
+def test_model_and_hybrid_make_the_same_mpi_calls_as_measure(app):
+    if app == "hpccg":
+        program, models, same_bytes = (lambda c: run_hpccg(c, 8, iterations=4)), HPCCG_MODELS, True
+    else:
+        program, models, same_bytes = (lambda c: run_minimd(c, 4, steps=12, rebuild_every=5)), MINIMD_MODELS, False
+    measured, sk_m, _ = _record("measure", program, models)
+    modeled, sk_p, _ = _record("model", program, models)
+    hybrid, sk_h, _ = _record("hybrid", program, models)
+    assert len(measured) > 10
+    ref = _sequence(measured, same_bytes)
+    np.testing.assert_array_equal(ref, _sequence(modeled, same_bytes))
+    np.testing.assert_array_equal(ref, _sequence(hybrid, same_bytes))
+    assert all(st.modeled == 0 for st in sk_m.stats.values())
+    assert all(st.run == 0 for st in sk_p.stats.values())
+    assert sum(st.modeled for st in sk_h.stats.values()) > 0 and sum(st.run for st in sk_h.stats.values()) > 0
+
+
+def test_hpccg_model_mode_time_is_the_sum_of_the_region_models():
+    # timed section: sparsemv 1 + 4, ddot 1 + 3 + 4 + 1, waxpby 1 + 4 + 2 * 4 (paper-free closed form)
+    vr = run_virtual(lambda c: run_hpccg(c, 8, iterations=4), 1,
+                     lambda r: Skeleton("model", HPCCG_MODELS, clock="modeled"))
+    expected = 5 * 1e-3 + 9 * 1e-5 + 13 * 2e-5
+    assert vr.results[0]["virtual_time"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert vr.stats.loc["sparsemv", "modeled"] == 5 and vr.stats.loc["ddot", "modeled"] == 9
+    ds = replay(vr.traces["predicted"], "summit")
+    assert float(ds.compute_time.max()) == pytest.approx(expected, rel=1e-6)
+
+
+def test_virtual_ranks_replay_at_scale_with_interval_bounds():
+    from perfmod.models.compute import fit_perfmod
+
+    rng = np.random.default_rng(1)
+    n = np.repeat([512.0, 1000, 1728, 2744, 4096, 5832], 4)
+    frame = {"n": n, "time": 2e-7 * n * (1 + 0.05 * rng.standard_normal(len(n)))}
+    model = fit_perfmod(frame, "time", ["n"], segments="none")
+    models = {**HPCCG_MODELS, "sparsemv": model}
+    shared = {}
+    vr = run_virtual(lambda c: run_hpccg(c, 10, iterations=3), 64,
+                     lambda r: Skeleton("model", models, clock="modeled", cache=shared),
+                     variants=("predicted", "lower", "upper"))
+    tr = vr.traces["predicted"]
+    assert tr.nprocs == 64
+    assert set(tr.peer[(tr.call == Call.ISEND) & (tr.rank == 0)]) == {1}  # the bottom block: one neighbour
+    assert set(tr.peer[(tr.call == Call.ISEND) & (tr.rank == 5)]) == {4, 6}
+    out = {v: float(replay(t, "summit").total_time.max()) for v, t in vr.traces.items()}
+    assert out["lower"] < out["predicted"] < out["upper"]
+    assert vr.stats.loc["sparsemv", "evaluations"] == 1  # one parameter point, cache shared by the ranks
+
+
+def test_hybrid_switches_to_the_model_once_the_relative_standard_error_is_small():
+    # a threshold any timing meets: the model takes over right after min_samples
+    with Skeleton("hybrid", {"steady": 7e-3}, rse_threshold=10.0, min_samples=4) as sk:
+        for _ in range(20):
+            with skeleton_region("steady", n=1) as run:
+                if run:
+                    _busy(200_000)
+    st = sk.stats["steady"]
+    assert st.run == 4 and st.modeled == 16 and st.switched_after == 4
+    assert st.modeled_s == pytest.approx(16 * 7e-3)  # the region's model took over, not the sample mean
+    # a realistic threshold: it switches once the samples' relative standard error is below it
+    with Skeleton("hybrid", {"steady": 7e-3}, rse_threshold=0.2, min_samples=3, max_samples=40) as sk1:
+        for _ in range(60):
+            with skeleton_region("steady", n=1) as run:
+                if run:
+                    _busy(200_000)
+    st1 = sk1.stats["steady"]
+    s = sk1._samplers[("steady", (("n", 1),))]
+    assert s.done and 3 <= st1.run == s.n <= 40 and st1.run + st1.modeled == 60
+    assert s.rse() < 0.2 or s.n == 40
+    # no model: SMPI_SAMPLE injects the sample mean of that parameter point
+    with Skeleton("hybrid", rse_threshold=10.0, min_samples=4) as sk2:
+        for _ in range(10):
+            with skeleton_region("steady", n=1) as run:
+                if run:
+                    _busy(200_000)
+    st2 = sk2.stats["steady"]
+    assert st2.run == 4 and st2.modeled == 6
+    assert st2.modeled_s / 6 == pytest.approx(st2.run_s / 4, rel=1e-9)
+    # a threshold never reached: the region runs until max_samples
+    with Skeleton("hybrid", rse_threshold=1e-9, min_samples=2, max_samples=5) as sk3:
+        for _ in range(8):
+            with skeleton_region("noisy", n=1) as run:
+                if run:
+                    _busy(int(np.random.default_rng().integers(50_000, 300_000)))
+    assert sk3.stats["noisy"].run == 5 and sk3.stats["noisy"].modeled == 3
+
+
+def test_control_flow_regions_stand_ins_and_clear_errors():
+    calls = []
+
+    @skeleton_function("count", params=("n",), skippable=False)
+    def count(n):
+        calls.append(n)
+        return n + 1
+
+    @skeleton_function("dot", params=lambda x: {"n": len(x)}, stand_in=lambda x: 1.0)
+    def dot(x):
+        return float(x @ x)
+
+    with Skeleton("model", {"dot": 1e-3}) as sk:
+        assert count(3) == 4 and calls == [3]  # steers control flow: always runs
+        assert dot(np.arange(3.0)) == 1.0  # skipped: the stand-in's value
+        assert sk.modeled_time == pytest.approx(1e-3, abs=5e-5)
+        with pytest.raises(SkeletonError, match="region 'other' has no model; models are given for \\['dot'\\]"):
+            with skeleton_region("other", n=1):
+                pass
+    assert active_skeleton() is None
+    assert dot(np.arange(3.0)) == 5.0  # no skeleton: the body runs
+
+
+def test_model_parameter_missing_is_named():
+    from perfmod.models.compute import fit_constant_mean
+
+    model = fit_constant_mean({"n": [1.0, 2.0, 3.0], "time": [1.0, 1.1, 0.9]}, "time", ["n"])
+    with Skeleton("model", {"r": model}), pytest.raises(SkeletonError, match="region 'r': the model needs "
+                                                                            "parameter 'n'"):
+        with skeleton_region("r", m=1):
+            pass
+
+
+def test_measure_mode_records_region_calls(tmp_path):
+    with Recorder(None, application="hpccg") as rec, Skeleton("measure"):
+        run_hpccg(_null_world(), 6, iterations=2)
+    df = rec.to_dataframe()
+    assert set(df.region) == {"generate", "sparsemv", "ddot", "waxpby"}
+    assert (df.loc[df.region == "waxpby", "n"] == 216).all()
+
+
+def _null_world():
+    from perfmod.measure.regions.virtual import NullComm
+
+    class World(NullComm):
+        def Waitall(self, reqs):  # noqa: N802
+            pass
+
+    return World(0, 1)
+
+
+def test_hpccg_matrix_is_the_27_point_stencil():
+    A, b = generate_matrix(4, 4, 4, rank=0, nprocs=1)
+    nnz = np.diff(A.indptr)
+    assert nnz.max() == 27 and nnz.min() == 8  # interior row, corner row
+    assert A.diagonal(k=16).tolist() == [27.0] * 64  # column offset = one ghost plane
+    assert np.allclose(A @ np.ones(A.shape[1]), b)
+    A2, _ = generate_matrix(4, 4, 2, rank=0, nprocs=2)
+    assert np.diff(A2.indptr).max() == 27 and A2.shape == (32, 64)
+
+
+@pytest.mark.mpi
+def test_two_ranks_measured_trace_matches_the_virtual_skeleton(tmp_path):
+    out = tmp_path / "measured.npz"
+    cmd = [str(mpiexec_path()), "-n", "2", sys.executable, "-m", "perfmod.measure.proxies.hpccg", "--n", "6",
+           "--iterations", "3", "--mode", "measure", "--trace-out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
+    assert res["nprocs"] == 2 and res["mode"] == "measure" and res["time"] > 0
+    measured = read_npz(out)
+    vr = run_virtual(lambda c: run_hpccg(c, 6, iterations=3), 2, lambda r: Skeleton("model", HPCCG_MODELS))
+    np.testing.assert_array_equal(_sequence(measured), _sequence(vr.traces["predicted"]))
+    ds = replay(vr.traces["predicted"], "summit")
+    assert float(ds.total_time.max()) > 4 * 1e-3  # four sparsemv calls after the setup exchange
