@@ -103,7 +103,7 @@ def platform_of(ds: xr.Dataset) -> platforms.Platform:
 
 def write_platform(ds: xr.Dataset, path: str | Path) -> Path:
     """Write the fitted platform of a calibration dataset as TOML (atomically); return the path."""
-    return platforms.save(platform_of(ds), path)
+    return platforms.write(platform_of(ds), path)
 
 
 def plot_pairs(ds: xr.Dataset) -> plt.Figure:

@@ -187,7 +187,7 @@ def _client(scheduler: str | None, workers: int | None) -> Any:
     if scheduler:
         return Client(scheduler)
     n = workers or os.cpu_count() or 1
-    return Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None))
+    return Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"))
 
 
 def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path], stem: str) -> xr.Dataset:
