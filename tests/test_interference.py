@@ -59,9 +59,13 @@ def test_oversubscription_alone_is_not_interference() -> None:
     # the same with a third process taking a fifth of the machine
     v = classify({**over, "cpu_s": [0.4] * 4}, oversubscribed=True, cores=2)
     assert v.interfered and v.off_cpu == pytest.approx(0.2) and "got 80% of 2 cores" in v.reason
-    # threads of one rank count like ranks
-    v = classify({"wall_s": [1.0], "cpu_s": [1.96], "run_delay_s": [0.9], "threads": 2}, cores=2)
-    assert not v.interfered
+    # threads that fit the cores: run-queue delay per thread
+    v = classify({"wall_s": [1.0], "cpu_s": [1.96], "run_delay_s": [0.04], "threads": 2}, cores=2)
+    assert not v.interfered and v.off_cpu == pytest.approx(0.02) and "(per thread, 2 threads)" in v.reason
+    assert classify({"wall_s": [1.0], "cpu_s": [1.3], "run_delay_s": [0.66], "threads": 2}, cores=2).interfered
+    # 2 ranks x 2 threads on 2 cores: the share criterion, as for oversubscribed ranks
+    v = classify({"wall_s": [1.0, 1.0], "cpu_s": [0.99, 0.99], "run_delay_s": [1.0, 1.0], "threads": 2}, cores=2)
+    assert not v.interfered and "the 2 ranks x 2 threads got 99% of 2 cores" in v.reason
 
 
 def test_classify_steal_and_errors() -> None:

@@ -20,10 +20,14 @@ fraction of its wall time that it waited in the run queue,
 is ``interfered`` when the largest such fraction over the ranks exceeds
 :data:`OFF_CPU_THRESHOLD`.  An oversubscribed run (more ranks than
 cores) waits in the run queue by construction, and so does a run whose
-ranks start several compute threads each (the report's ``threads``), so
-there the criterion is the share of the machine the ranks did not get:
+ranks start more compute threads in all than there are cores (the
+report's ``threads`` per rank), so there the criterion is the share of the
+machine the ranks did not get:
 ``1 - sum(cpu_s) / (min(cores, ranks x threads) * wall_s)`` above the same
-threshold.  Where
+threshold (a run whose threads wait for each other, e.g. for Python's GIL,
+also falls short of its share: such runs are flagged conservatively).
+When the threads fit the cores the run-queue delay is divided by the
+threads of the rank.  Where
 ``schedstat`` is missing the per-rank criterion falls back to
 ``1 - cpu_s / wall_s`` (which also counts blocking waits, so it errs on the
 side of flagging).  A steal fraction above :data:`STEAL_THRESHOLD` flags
@@ -212,15 +216,15 @@ def classify(report: Mapping[str, Any], oversubscribed: bool = False, cores: int
     steal = max((s for s in _values(report, "steal_frac", n) if math.isfinite(s)), default=_NAN)
     cores = cores or usable_cores()
     threads = int(report.get("threads", 1) or 1)
-    if oversubscribed or threads > 1:
+    if oversubscribed or n * threads > cores:
         cap = min(cores, n * threads)
         share = sum(cpu) / (cap * max(wall))
         off = 1.0 - share
         how = f"the {n} ranks x {threads} threads got {share:.0%} of {cap} cores"
     else:
         if all(math.isfinite(d) for d in delay):
-            fr = [d / w for d, w in zip(delay, wall, strict=True)]
-            what = "waited for a CPU"
+            fr = [d / (w * threads) for d, w in zip(delay, wall, strict=True)]
+            what = "waited for a CPU" + (f" (per thread, {threads} threads)" if threads > 1 else "")
         else:
             fr = [max(0.0, 1.0 - c / w) for c, w in zip(cpu, wall, strict=True)]
             what = "was off CPU (no schedstat: CPU time vs wall)"

@@ -227,6 +227,10 @@ def calibrate(
     bic = segment_bic(n, t, max_breaks=max_breaks) if n.size >= 3 else {}
     found = min(bic.values(), key=lambda v: v[0])[1] if bic else []
     seg = fit_segments(n, t, found, where=where)
+    if "interfered" in ds and bool(ds["interfered"].sel(pairs=1)):
+        why = str(ds["interference_reason"].sel(pairs=1).item()) if "interference_reason" in ds else ""
+        seg.decisions.append(f"the single-pair run was flagged interfered ({why}); its medians were fitted "
+                             "anyway: re-measure on a quieter machine for a clean calibration")
     fits, breaks = seg.fits, seg.breakpoints
     src = f"fit of {where} (k = 1, median over reps, relative weights)"
     edges = [0.0, *breaks, np.inf]
