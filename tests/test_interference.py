@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from perfmod.measure import runner
 from perfmod.measure.interference import FIELDS, OFF_CPU_THRESHOLD, Probe, classify, usable_cores
-from perfmod.measure.runner import run_mpi, run_mpi_once
+from perfmod.measure.runner import rerun_budget, run_mpi, run_mpi_once
 
 GOL = "perfmod.measure.proxies.gol"
 GOL_ARGS = ["--ny", 1200, "--nx", 1200, "--generations", 80]
@@ -146,3 +147,26 @@ def test_idle_runs_flag_nothing_oversubscribed_included() -> None:
         r = run_mpi_once(GOL, n, GOL_ARGS)
         assert r["oversubscribed"] == (n > usable_cores())
         assert not r["interfered"], r["interference_reason"]
+
+
+def test_reruns_stop_when_the_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def fake(module: str, nprocs: int, args: list, timeout: float) -> dict:
+        calls.append(1)
+        time.sleep(0.05)
+        return {"interfered": True, "interference_reason": "busy", "off_cpu": 0.5}
+
+    monkeypatch.setattr(runner, "run_mpi_once", fake)
+    monkeypatch.setattr(runner, "_spent", [0.0])
+    monkeypatch.setenv("PERFMOD_MEASURE_RERUN_BUDGET", "0.01")
+    res = run_mpi("m", 1, [], retries=5, retry_wait=0.0, lock=False)
+    assert len(calls) == 2 and res["n_interfered"] == 2 and res["rerun_budget_exhausted"]
+    res = run_mpi("m", 1, [], retries=5, retry_wait=0.0, lock=False)  # budget gone: no re-run at all
+    assert len(calls) == 3 and len(res["attempts"]) == 1 and res["interfered"]
+    monkeypatch.setenv("PERFMOD_MEASURE_RERUN_BUDGET", "soon")
+    with pytest.raises(ValueError, match="must be a number of seconds"):
+        rerun_budget()
+    monkeypatch.setenv("PERFMOD_MEASURE_RETRIES", "-1")
+    with pytest.raises(ValueError, match="PERFMOD_MEASURE_RETRIES must be an integer >= 0"):
+        run_mpi("m", 1, [], lock=False)

@@ -22,10 +22,32 @@ from perfmod.measure.bench.pingpong import mpiexec_path
 from perfmod.measure.interference import classify, usable_cores
 from perfmod.measure.lock import measuring_lock
 
-__all__ = ["RETRIES_ENV", "default_retries", "run_mpi", "run_mpi_once"]
+__all__ = ["RETRIES_ENV", "BUDGET_ENV", "default_retries", "rerun_budget", "run_mpi", "run_mpi_once"]
 
 RETRIES_ENV = "PERFMOD_MEASURE_RETRIES"
 """Environment variable overriding the default number of re-runs of an interfered run."""
+
+BUDGET_ENV = "PERFMOD_MEASURE_RERUN_BUDGET"
+"""Environment variable overriding the seconds of re-runs one process may spend (default 90)."""
+
+_spent = [0.0]  # seconds of re-runs spent by this process
+
+
+def rerun_budget() -> float:
+    """Seconds of re-runs this process may spend in all: ``$PERFMOD_MEASURE_RERUN_BUDGET``, else 90.
+
+    It bounds what a busy machine adds to a study (``make all`` has six
+    measuring studies, about 8 minutes on an idle 2-core machine); past it
+    interfered runs are kept with their flag and not re-run.
+    """
+    env = os.environ.get(BUDGET_ENV, "").strip()
+    try:
+        b = float(env) if env else 90.0
+    except ValueError:
+        raise ValueError(f"{BUDGET_ENV} must be a number of seconds, got {env!r}") from None
+    if not b >= 0:
+        raise ValueError(f"{BUDGET_ENV} must be >= 0 s, got {b}")
+    return b
 
 
 def default_retries() -> int:
@@ -100,6 +122,8 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
         :func:`perfmod.measure.interference.classify`).
     retry_wait : float
         Seconds to wait before a re-run (a short burst of load may pass).
+        Re-runs also stop once this process has spent :func:`rerun_budget`
+        seconds on them.
     lock : bool
         Hold the measuring lock exclusively during each attempt.
 
@@ -110,8 +134,10 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
         interfered one when none was clean), with ``interfered``,
         ``interference_reason``, ``off_cpu``, ``oversubscribed`` and
         ``command`` (see :func:`run_mpi_once`), plus ``attempts``: every
-        attempt's result in order (each without ``attempts``), and
-        ``n_interfered``: how many of them were flagged.
+        attempt's result in order (each without ``attempts``),
+        ``n_interfered``: how many of them were flagged, and
+        ``rerun_budget_exhausted``: True when an interfered run was not
+        re-run for lack of budget.
     """
     if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
         raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
@@ -119,14 +145,21 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
     if retries < 0:
         raise ValueError(f"retries must be >= 0, got {retries}")
     attempts: list[dict[str, Any]] = []
+    exhausted = False
     for i in range(retries + 1):
         if i:
+            if _spent[0] >= rerun_budget():
+                exhausted = True
+                break
             time.sleep(retry_wait)
+        t0 = time.monotonic()
         if lock:
             with measuring_lock():
                 res = run_mpi_once(module, int(nprocs), args, timeout)
         else:
             res = run_mpi_once(module, int(nprocs), args, timeout)
+        if i:
+            _spent[0] += time.monotonic() - t0 + retry_wait
         res["attempt"] = i
         attempts.append(res)
         if not res["interfered"]:
@@ -134,4 +167,5 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
     out = dict(attempts[-1])
     out["attempts"] = attempts
     out["n_interfered"] = sum(bool(a["interfered"]) for a in attempts)
+    out["rerun_budget_exhausted"] = exhausted
     return out
