@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import inspect
-import os
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,10 +199,10 @@ def run_notebook(
     smoke : bool
         Start from the notebook's smoke parameter set.  A smoke run never
         writes into the project's ``data/`` or ``figures/``: every output
-        parameter not given (``dataset_path``, ``figures_dir``, ``*_out``)
-        goes to a new temporary directory, and the kernel runs with
-        ``PERFMOD_DATA`` there (raw files, ``local.toml``, the measuring
-        lock), unless the caller set ``PERFMOD_DATA`` itself.
+        parameter not given (``dataset_path``, ``figures_dir``, ``*_out``:
+        raw files, ``local.toml``) goes to a new temporary directory.  It
+        still reads ``data/`` (committed measurements such as
+        ``data/raw/gpu-h100``) and takes the measuring lock there.
     output : path, optional
         Where the executed notebook goes (default
         ``build/executed/<name>``, which git ignores; ``notebooks/`` holds
@@ -228,24 +226,20 @@ def run_notebook(
         raise NotebookShapeError(f"{src}: unknown parameters {unknown}; declared: {sorted(declared)}")
     out = Path(output) if output else repo_root() / "build" / "executed" / src.name
     out.parent.mkdir(parents=True, exist_ok=True)
-    env: dict[str, str] = {}
     if smoke:
         tmp = Path(tempfile.mkdtemp(prefix=f"perfmod-smoke-{src.stem}-"))
         for name in smoke_outputs(declared):
             if name not in (parameters or {}):
                 params[name] = str(tmp / name)
-        if "PERFMOD_DATA" not in os.environ:
-            env["PERFMOD_DATA"] = str(tmp / "data")
-    with _environ(env):
-        pm.execute_notebook(
-            str(src),
-            str(out),
-            parameters=params,
-            cwd=str(src.parent),
-            kernel_name="python3",
-            progress_bar=progress,
-            request_save_on_cell_execute=False,
-        )
+    pm.execute_notebook(
+        str(src),
+        str(out),
+        parameters=params,
+        cwd=str(src.parent),
+        kernel_name="python3",
+        progress_bar=progress,
+        request_save_on_cell_execute=False,
+    )
     return out
 
 
@@ -253,19 +247,6 @@ def smoke_outputs(declared: Mapping[str, str]) -> list[str]:
     """The output parameters a smoke run redirects: ``dataset_path``, ``figures_dir`` and every ``*_out``."""
     return [n for n in declared if n in ("dataset_path", "figures_dir") or n.endswith("_out")]
 
-
-@contextlib.contextmanager
-def _environ(extra: Mapping[str, str]) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _coerce(value: str) -> Any:
