@@ -34,13 +34,14 @@ side of flagging).  A steal fraction above :data:`STEAL_THRESHOLD` flags
 the run too.
 
 The threshold (0.05) was chosen from measurements on the 2-core
-development VM (``docs/measurement.md`` and the module's tests): clean
-Game of Life and Jacobi2D runs on 1 and 2 ranks waited at most 1-2 % of
-their wall time; the same runs beside one CPU-bound process pinned to
-core 0 waited 33-50 % on the rank that shared the core.  5 % sits well
-above the clean spread and is also the accuracy the studies aim at (a rank
-off its core for 5 % of a bulk-synchronous step delays every rank by as
-much).
+development VM, shared with other jobs (README, "Measurements on a machine
+that is not idle"): in a quiet moment clean Game of Life runs on 1 and 2
+ranks waited 0.02-0.2 % of their wall time; beside one CPU-bound process
+pinned to core 0 the rank on that core waited 50 % (the run took 1.8-2.3x
+as long).  5 % lies an order of magnitude from both, and a rank off its
+core for 5 % of a bulk-synchronous step delays every rank by about as much,
+the size of the studies' error targets.  CPU time + run-queue delay equals
+the wall time within 0.4 % for MPICH's spinning ranks.
 """
 
 from __future__ import annotations
