@@ -11,6 +11,11 @@ VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.perfmod-installed
 PERFMOD    := $(VENV)/bin/perfmod
+LOCK       := $(PY) -m perfmod.measure.lock
+# studies that measure on this machine: each holds the measuring lock exclusively (one at a time, even
+# under make -j); the others hold it shared (beside each other, never beside a measurement)
+MEASURING  := local_calibration sharif_gol sharif_triton local_jacobi2d sasidharan_sedov sasidharan_quicksilver \
+              anger_skeletons
 PROCESSED  := data/processed
 LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
@@ -59,7 +64,7 @@ all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, f
 
 # every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
 $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)
-	$(PERFMOD) run $< --canonical
+	$(LOCK) $(if $(filter $*,$(MEASURING)),,--shared) -- $(PERFMOD) run $< --canonical
 
 # after calibration (it writes data/platforms/local.toml, the platform this study predicts with); the H100 data
 $(PROCESSED)/local_jacobi2d.nc: $(PROCESSED)/local_calibration.nc $(wildcard data/raw/gpu-h100/*.json)

@@ -113,26 +113,16 @@ def test_measuring_notebooks_are_exclusive_and_analytic_ones_are_not():
     assert not exclusive & {"choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife"}
 
 
-def test_host_lock_serialises_exclusive_points(tmp_path):
-    import threading
-
+def test_exclusive_points_wait_for_the_measuring_lock(tmp_path, monkeypatch):
     from perfmod.workflow.sweep import host_lock
 
-    inside, peak = [0], [0]
-    guard = threading.Lock()
-
-    def work():
-        with host_lock(True):
-            with guard:
-                inside[0] += 1
-                peak[0] = max(peak[0], inside[0])
-            time.sleep(0.05)
-            with guard:
-                inside[0] -= 1
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert peak[0] == 1
+    monkeypatch.setenv("PERFMOD_DATA", str(tmp_path))
+    monkeypatch.delenv("PERFMOD_MEASURE_LOCK", raising=False)
+    holder = subprocess.Popen([sys.executable, "-m", "perfmod.measure.lock", "--", sys.executable, "-c",
+                               "import time; time.sleep(3)"], env={**__import__("os").environ})
+    time.sleep(1.0)  # let it take the lock
+    t0 = time.monotonic()
+    with host_lock(True):
+        waited = time.monotonic() - t0
+    holder.wait(timeout=30)
+    assert waited > 1.0

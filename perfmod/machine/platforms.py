@@ -13,7 +13,9 @@ communication parameters in SI units:
 - ``loggp``: ``L``, ``o``, ``g`` (s) and ``G`` (s/B), optional (not in the papers).
 
 A parameter entry may also carry standard errors ``<name>_se`` (same unit)
-when it was fitted here (:mod:`perfmod.models.comm.calibration`).  A table cell the paper
+when it was fitted here (:mod:`perfmod.models.comm.calibration`), and any
+entry (and ``[protocols]``) a ``note``: how it was decided (bounded fits,
+merged segments).  A table cell the paper
 marks "N/A" is kept as :class:`NotAvailable` with the paper's words, and
 ``fallback = "postal"`` where the paper says to apply the postal model
 (000 §4.1).  Modes are ``intra_socket``, ``inter_socket`` and
@@ -153,11 +155,14 @@ class NotAvailable:
         ``"postal"`` when the paper says to apply the postal model, else None.
     source : str
         The table the cell belongs to, e.g. ``"000 Table 3"``.
+    note : str
+        How the cell was decided (e.g. by a calibration), "" when nothing to say.
     """
 
     reason: str
     fallback: str | None = None
     source: str = ""
+    note: str = ""
 
 
 class Params(Mapping[str, float]):
@@ -173,13 +178,17 @@ class Params(Mapping[str, float]):
         optionally their standard errors ``<name>_se``.
     source : str
         Where the numbers come from, e.g. ``"000 Table 2"``.
+    note : str
+        How they were obtained when that needs saying (a calibration's fit
+        decisions: bounds, merged segments); "" otherwise.
     """
 
-    __slots__ = ("_values", "source")
+    __slots__ = ("_values", "source", "note")
 
-    def __init__(self, values: Mapping[str, float], source: str = "") -> None:
+    def __init__(self, values: Mapping[str, float], source: str = "", note: str = "") -> None:
         self._values = {str(k): float(v) for k, v in values.items()}
         self.source = str(source)
+        self.note = str(note)
 
     def __getitem__(self, key: str) -> float:
         return self._values[key]
@@ -203,7 +212,7 @@ class Params(Mapping[str, float]):
         return f"Params({self._values!r}, source={self.source!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Params, (self._values, self.source))
+        return (Params, (self._values, self.source, self.note))
 
 
 def _where(path: Path | None, name: str = "") -> str:
@@ -242,16 +251,19 @@ def _entry(where: str, key: tuple[str, str, str], entry: Any) -> Params | NotAva
     model, mode, proto = key
     dotted = f"comm.{model}.{mode}.{proto}"
     if isinstance(entry, NotAvailable):
-        entry = {"na": entry.reason, "fallback": entry.fallback, "source": entry.source}
+        entry = {"na": entry.reason, "fallback": entry.fallback, "source": entry.source, "note": entry.note}
     elif isinstance(entry, Params):
-        entry = {**entry, "source": entry.source}
+        entry = {**entry, "source": entry.source, "note": entry.note}
     if not isinstance(entry, Mapping):
         raise PlatformError(f"{where}: {dotted}: must be a table, got {entry!r}")
     source = entry.get("source", "")
     if not isinstance(source, str):
         raise PlatformError(f"{where}: {dotted}.source: must be a string, got {source!r}")
+    note = entry.get("note", "")
+    if not isinstance(note, str):
+        raise PlatformError(f"{where}: {dotted}.note: must be a string, got {note!r}")
     if "na" in entry:
-        extra = set(entry) - {"na", "fallback", "source"}
+        extra = set(entry) - {"na", "fallback", "source", "note"}
         if extra:
             raise PlatformError(f"{where}: {dotted}: an N/A entry carries no parameters, got {sorted(extra)}")
         if not isinstance(entry["na"], str) or not entry["na"]:
@@ -259,7 +271,7 @@ def _entry(where: str, key: tuple[str, str, str], entry: Any) -> Params | NotAva
         fb = entry.get("fallback")
         if fb not in (None, "postal") or (fb == "postal" and model == "postal"):
             raise PlatformError(f"{where}: {dotted}.fallback: must be 'postal' (for a non-postal model), got {fb!r}")
-        return NotAvailable(entry["na"], fb, source)
+        return NotAvailable(entry["na"], fb, source, note)
     names = PARAM_NAMES[(model, proto)]
     values: dict[str, float] = {}
     for p in names:
@@ -267,13 +279,13 @@ def _entry(where: str, key: tuple[str, str, str], entry: Any) -> Params | NotAva
             raise PlatformError(f"{where}: {dotted}.{p}: missing (a {model} {proto} entry needs {', '.join(names)})")
         values[p] = _num(where, f"{dotted}.{p}", entry[p], "nonnegative" if p in _NONNEGATIVE else "positive")
     for k, v in entry.items():
-        if k in values or k == "source":
+        if k in values or k in ("source", "note"):
             continue
         if k.endswith("_se") and k[:-3] in names:
             values[k] = _num(where, f"{dotted}.{k}", v, "nonnegative")
         else:
             raise PlatformError(f"{where}: {dotted}.{k}: unknown parameter; expected {', '.join(names)}")
-    return Params(values, source)
+    return Params(values, source, note)
 
 
 @dataclass(frozen=True)
@@ -302,6 +314,9 @@ class Platform:
         Largest message (bytes) sent eagerly; larger ones use rendezvous.
     protocol_source : str
         Where the two thresholds come from (not from the papers).
+    protocol_note : str
+        How the thresholds were decided when that needs saying (a
+        calibration's merged segments), "" otherwise.
     comm : mapping
         ``(model, mode, protocol) -> Params | NotAvailable``.
     nodes : int or None
@@ -328,6 +343,7 @@ class Platform:
     source: str = ""
     description: str = ""
     path: Path | None = None
+    protocol_note: str = ""
 
     def __post_init__(self) -> None:
         where = _where(self.path, self.name)
@@ -533,7 +549,7 @@ def from_dict(d: Mapping[str, Any], path: Path | None = None) -> Platform:
         if f not in proto:
             raise PlatformError(f"{where}: protocols.{f}: missing")
     for f in proto:
-        if f not in ("short_max_bytes", "eager_max_bytes", "source"):
+        if f not in ("short_max_bytes", "eager_max_bytes", "source", "note"):
             raise PlatformError(f"{where}: protocols.{f}: unknown field")
     comm: dict[tuple[str, str, str], Any] = {}
     tables = d.get("comm", {})
@@ -563,6 +579,7 @@ def from_dict(d: Mapping[str, Any], path: Path | None = None) -> Platform:
         short_max_bytes=proto["short_max_bytes"],
         eager_max_bytes=proto["eager_max_bytes"],
         protocol_source=str(proto.get("source", "")),
+        protocol_note=str(proto.get("note", "")),
         comm=comm,
         nodes=d.get("nodes"),
         path=path,
@@ -580,6 +597,8 @@ def to_dict(p: Platform) -> dict[str, Any]:
     out |= {f: getattr(p, f) for f in _STR_FIELDS if getattr(p, f)}
     out["protocols"] = {"short_max_bytes": p.short_max_bytes, "eager_max_bytes": p.eager_max_bytes,
                         "source": p.protocol_source}
+    if p.protocol_note:
+        out["protocols"]["note"] = p.protocol_note
     comm: dict[str, Any] = {}
     for (model, mode, proto), e in p.comm.items():
         if isinstance(e, NotAvailable):
@@ -589,6 +608,8 @@ def to_dict(p: Platform) -> dict[str, Any]:
         else:
             entry = dict(e)
         entry["source"] = e.source if isinstance(e, NotAvailable | Params) else ""
+        if getattr(e, "note", ""):
+            entry["note"] = e.note
         comm.setdefault(model, {}).setdefault(mode, {})[proto] = entry
     out["comm"] = comm
     return out

@@ -23,6 +23,7 @@ import argparse
 import ast
 import inspect
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "check_notebook",
     "strip_outputs",
     "run_notebook",
+    "smoke_outputs",
     "study_parameters",
     "main",
 ]
@@ -195,7 +197,12 @@ def run_notebook(
     parameters : mapping, optional
         Parameter overrides (applied after the smoke set when ``smoke``).
     smoke : bool
-        Start from the notebook's smoke parameter set.
+        Start from the notebook's smoke parameter set.  A smoke run never
+        writes into the project's ``data/`` or ``figures/``: every output
+        parameter not given (``dataset_path``, ``figures_dir``, ``*_out``:
+        raw files, ``local.toml``) goes to a new temporary directory.  It
+        still reads ``data/`` (committed measurements such as
+        ``data/raw/gpu-h100``) and takes the measuring lock there.
     output : path, optional
         Where the executed notebook goes (default
         ``build/executed/<name>``, which git ignores; ``notebooks/`` holds
@@ -219,6 +226,11 @@ def run_notebook(
         raise NotebookShapeError(f"{src}: unknown parameters {unknown}; declared: {sorted(declared)}")
     out = Path(output) if output else repo_root() / "build" / "executed" / src.name
     out.parent.mkdir(parents=True, exist_ok=True)
+    if smoke:
+        tmp = Path(tempfile.mkdtemp(prefix=f"perfmod-smoke-{src.stem}-"))
+        for name in smoke_outputs(declared):
+            if name not in (parameters or {}):
+                params[name] = str(tmp / name)
     pm.execute_notebook(
         str(src),
         str(out),
@@ -229,6 +241,12 @@ def run_notebook(
         request_save_on_cell_execute=False,
     )
     return out
+
+
+def smoke_outputs(declared: Mapping[str, str]) -> list[str]:
+    """The output parameters a smoke run redirects: ``dataset_path``, ``figures_dir`` and every ``*_out``."""
+    return [n for n in declared if n in ("dataset_path", "figures_dir") or n.endswith("_out")]
+
 
 
 def _coerce(value: str) -> Any:

@@ -17,10 +17,12 @@ with "Address already in use": such start failures are retried).  A point's
 directory is named by a hash of the notebook's content, its parameters and
 the perfmod sources, so ``resume=True`` skips exactly the points whose
 result is still valid.  A notebook whose metadata has
-``perfmod.exclusive: true`` measures the machine: its points take a
-host-wide lock, so no two run at once on one host, whatever the number of
-workers there.  The executor is a ``LocalCluster`` (one single-threaded
-worker process per core by default) or an existing cluster's scheduler.
+``perfmod.exclusive: true`` measures the machine: its points take the
+measuring lock exclusively (the one the Makefile's measuring studies take),
+the others take it shared, so no two measuring points run at once and
+nothing runs beside a measurement, whatever the number of workers.  The
+executor is a ``LocalCluster`` (one single-threaded worker process per core
+by default) or an existing cluster's scheduler.
 
 The result is one :class:`xarray.Dataset`: the points' datasets combined
 with the swept parameters as dimensions (a ``zip`` block is one dimension,
@@ -32,14 +34,12 @@ dimensions.  A failed point is NaN in every result variable, never dropped.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import itertools
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -51,6 +51,7 @@ import xarray as xr
 import yaml
 
 from perfmod.core.io import annotate, write_dataset
+from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.notebooks import declared_parameters
 from perfmod.workflow.params import check_type
 
@@ -142,17 +143,10 @@ def point_id(notebook: Path, params: Mapping[str, Any], sources: str) -> str:
 
 @contextlib.contextmanager
 def host_lock(exclusive: bool) -> Iterator[None]:
-    """Hold this host's measurement lock while ``exclusive`` (a no-op otherwise)."""
-    if not exclusive:
+    """The measuring lock (:func:`perfmod.measure.lock.measuring_lock`): exclusive for a measuring point,
+    shared for the others, so no point ever runs beside a measurement on the same data directory."""
+    with measuring_lock(shared=not exclusive, quiet=True):
         yield
-        return
-    path = Path(tempfile.gettempdir()) / "perfmod-measure.lock"
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run_point(notebook: str, params: dict[str, Any], point_dir: str, smoke: bool, exclusive: bool,

@@ -23,7 +23,9 @@ once, sent with ``Send``/``Recv`` (buffer interface, no pickling).
 
 Rank 0 prints ``pingpong: sweep <i>/<m>`` to stderr after each sweep and
 writes ``sizes``, ``inner``, ``t_oneway`` (shape ``(len(sizes), reps)``),
-the MPI library version and the ranks' cores/sockets to an ``.npz`` file.
+the MPI library version, the ranks' cores/sockets and every rank's
+interference probe over the sweeps (``probe_<field>``,
+:mod:`perfmod.measure.interference`) to an ``.npz`` file.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
+
+from perfmod.measure.interference import Probe, gather_reports
 
 
 def inner_iterations(nbytes: int) -> int:
@@ -89,6 +93,7 @@ def main() -> None:
 
     nsweeps = args.warmup + args.reps
     rng = np.random.default_rng(args.seed)
+    probe = Probe()
     for sweep in range(-args.warmup, args.reps):
         for i in rng.permutation(len(sizes)):  # same order on every rank: same seed
             buf = bufs[i]
@@ -103,13 +108,14 @@ def main() -> None:
                 out[i, sweep] = worst
         if rank == 0:
             print(f"pingpong: sweep {sweep + args.warmup + 1}/{nsweeps}", file=sys.stderr, flush=True)
+    probed = gather_reports(comm, probe.stop())
     if rank == 0:
-        assert where is not None
+        assert where is not None and probed is not None
         np.savez(
             args.out, sizes=np.asarray(sizes), inner=inners, t_oneway=out,
             mpi_version=" ".join(MPI.Get_library_version().splitlines()[0].split()),
             rank_cpus=np.array([w[0] for w in where]), rank_sockets=np.array([w[1] for w in where]),
-            wtime_resolution=MPI.Wtick(),
+            wtime_resolution=MPI.Wtick(), **{f"probe_{k}": np.asarray(v) for k, v in probed.items()},
         )
 
 

@@ -72,6 +72,7 @@ from perfmod.core.io import annotate, atomic_path, write_dataset
 from perfmod.core.paths import host_name, raw_dir
 from perfmod.measure.bench.pingpong import cpu_model
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize
+from perfmod.measure.interference import Probe, classify, gather_reports
 
 __all__ = [
     "DEVICE_COLUMNS",
@@ -338,14 +339,19 @@ def measure_devices(backend: str = "numpy", ranks: int = 1, reps: int = 10, size
     xarray.Dataset
         ``t`` (s) over (``rank``, ``bench``, ``rep``), ``work`` and
         ``opmix_efficiency`` over ``bench``, provenance attributes and, when
-        written, ``path``.
+        written, ``path``; attributes ``interfered`` (0/1), ``interference_reason`` and
+        ``interfered_attempts_discarded`` (:mod:`perfmod.measure.interference`).
     """
     if ranks < 1 or reps < 1:
         raise ValueError(f"need ranks >= 1 and reps >= 1, got ranks={ranks}, reps={reps}")
     if write and out is not None and Path(out).exists():
         raise FileExistsError(f"{out} exists; refusing to overwrite a measurement (pass another out)")
     if ranks == 1:
+        probe = Probe()
         per_rank = [run_devicebench(backend, reps, sizes)]
+        verdict = classify(probe.stop())
+        res = {"interfered": verdict.interfered, "interference_reason": verdict.reason,
+               "n_interfered": int(verdict.interfered)}
         command = f"perfmod.measure.bench.devicebench.measure_devices(backend={backend!r}, reps={reps})"
     else:
         from perfmod.measure.runner import run_mpi
@@ -355,6 +361,9 @@ def measure_devices(backend: str = "numpy", ranks: int = 1, reps: int = 10, size
         per_rank, command = res["per_rank"], res["command"]
     ds = _to_dataset(per_rank, backend, ranks, reps)
     ds.attrs["command"] = command
+    ds.attrs["interfered"] = int(res["interfered"])
+    ds.attrs["interference_reason"] = res["interference_reason"]
+    ds.attrs["interfered_attempts_discarded"] = int(res["n_interfered"]) - int(res["interfered"])
     ds.attrs["oversubscribed"] = int(ranks > (os.cpu_count() or 1) and backend == "numpy")
     if write:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -413,10 +422,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
+        probe = Probe()
         res = run_devicebench(args.backend, args.reps, sizes, comm if comm.Get_size() > 1 else None)
+        probed = gather_reports(comm, probe.stop())
         allres = comm.gather(res, root=0)
         if comm.Get_rank() == 0:
-            print(json.dumps({"per_rank": allres}))
+            print(json.dumps({"per_rank": allres, "interference": probed}))
         return 0
     ds = measure_devices(args.backend, args.ranks, args.reps, sizes, args.out)
     csv = write_device_csv(ds, f"{args.backend} on {host_name()} ({args.ranks} rank(s) at once)",

@@ -55,6 +55,8 @@ from tqdm.auto import tqdm
 
 from perfmod.core.io import annotate, write_dataset
 from perfmod.core.paths import host_name, raw_dir, repo_root
+from perfmod.measure.interference import FIELDS, Verdict, classify
+from perfmod.measure.lock import measuring_lock
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -267,7 +269,10 @@ def run_pingpong(
     xarray.Dataset
         ``t_oneway`` (s) over (``pairs``, ``msg_bytes``, ``rep``); ``inner``
         (round trips per sample); coordinates ``oversubscribed`` and ``mode``
-        over ``pairs``; ``load_before``/``load_after``; provenance attributes
+        over ``pairs``; ``load_before``/``load_after``; ``interfered``,
+        ``off_cpu`` and ``interference_reason`` over ``pairs`` (each run
+        classified by :func:`perfmod.measure.interference.classify`, kept,
+        not re-run: the calibration fits medians); provenance attributes
         (host, cpu, date, MPI library, mpi4py, command, binding, rank cores)
         and, when written, ``path``.
     """
@@ -286,6 +291,7 @@ def run_pingpong(
     inner = np.zeros((len(pairs), len(sizes)), dtype=np.int64)
     load = np.zeros((2, len(pairs)))
     steal = np.zeros(len(pairs))
+    verdicts: list[Verdict] = []
     cmds, binding, modes, placement = [], [], [], []
     mpi_version, tick = "", float("nan")
     sweeps = warmup + reps
@@ -295,7 +301,8 @@ def run_pingpong(
             load[0, i] = _load()
             ticks = _cpu_ticks()
             try:
-                data, cmd = _launch(2 * k, sizes, reps, warmup, seed, timeout, bind, bar)
+                with measuring_lock():
+                    data, cmd = _launch(2 * k, sizes, reps, warmup, seed, timeout, bind, bar)
             except RuntimeError as exc:
                 if not bind:
                     raise
@@ -304,11 +311,15 @@ def run_pingpong(
                 bind = False
                 bar.reset()
                 bar.update(i * sweeps)
-                data, cmd = _launch(2 * k, sizes, reps, warmup, seed, timeout, bind, bar)
+                with measuring_lock():
+                    data, cmd = _launch(2 * k, sizes, reps, warmup, seed, timeout, bind, bar)
             load[1, i] = _load()
             d = _cpu_ticks() - ticks
             steal[i] = d[0] / d[1] if d[1] > 0 else np.nan
             t[i], inner[i] = data["t_oneway"], data["inner"]
+            report = {f: data[f"probe_{f}"].tolist() for f in FIELDS if f"probe_{f}" in data}
+            verdicts.append(classify(report, oversubscribed=2 * k > ncores, cores=ncores) if report
+                            else Verdict(False, "not probed", float("nan")))
             mpi_version, tick = str(data["mpi_version"]), float(data["wtime_resolution"])
             sockets = [str(s) for s in data["rank_sockets"]]
             modes.append(_mode(sockets, k))
@@ -324,6 +335,9 @@ def run_pingpong(
             "load_before": ("pairs", load[0]),
             "load_after": ("pairs", load[1]),
             "cpu_steal": ("pairs", steal),
+            "interfered": ("pairs", np.array([v.interfered for v in verdicts])),
+            "off_cpu": ("pairs", np.array([v.off_cpu for v in verdicts])),
+            "interference_reason": ("pairs", np.array([v.reason for v in verdicts], dtype=str)),
         },
         coords={"pairs": pairs, "msg_bytes": sizes, "rep": np.arange(reps),
                 "oversubscribed": ("pairs", oversub), "mode": ("pairs", np.array(modes, dtype=str))},
@@ -343,6 +357,11 @@ def run_pingpong(
             "load_before": ("1", "1-minute load average before the run"),
             "load_after": ("1", "1-minute load average after the run"),
             "cpu_steal": ("1", "fraction of CPU time stolen by the hypervisor during the run (/proc/stat)"),
+            "interfered": ("1", "another process took a rank's CPU for a material part of the run "
+                                "(perfmod.measure.interference.classify)"),
+            "off_cpu": ("1", "largest fraction of a rank's wall time spent waiting for a CPU (oversubscribed: "
+                             "share of the cores the ranks did not get)"),
+            "interference_reason": ("1", "why the run is (not) flagged interfered"),
             "msg_bytes": ("B", "message size"),
             "pairs": ("1", "pairs communicating at once (k); 2k ranks, rank i paired with rank i + k"),
             "rep": ("1", "sample index"),

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.measure.interference import Probe, gather_reports
+
 __all__ = ["life_step", "LifeKernel", "life_serial", "row_block", "random_grid", "run_gol", "main"]
 
 
@@ -137,7 +139,11 @@ def run_gol(comm: Any, ny: int, nx: int, generations: int, seed: int = 0,
 
 
 def main() -> None:
-    """MPI entry point: prints ``{"t_w", "t_c", "t_o", "nprocs", "alive", ...}`` as JSON on rank 0."""
+    """MPI entry point: prints ``{"t_w", "t_c", "t_o", "nprocs", "alive", ..., "interference"}`` as JSON on rank 0.
+
+    ``interference`` holds every rank's probe report over the run
+    (:mod:`perfmod.measure.interference`).
+    """
     from mpi4py import MPI
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -147,6 +153,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
+    probe = Probe()
     t0 = time.perf_counter()
     try:
         res = run_gol(comm, args.ny, args.nx, args.generations, args.seed)
@@ -156,10 +163,11 @@ def main() -> None:
         traceback.print_exc()
         comm.Abort(1)
     total = time.perf_counter() - t0
+    probed = gather_reports(comm, probe.stop())
     if comm.Get_rank() == 0:
         print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "total_time": total,
                           "nprocs": comm.Get_size(), "alive": int(res["grid"].sum()),
-                          "ny": args.ny, "nx": args.nx, "generations": args.generations}))
+                          "ny": args.ny, "nx": args.nx, "generations": args.generations, "interference": probed}))
 
 
 if __name__ == "__main__":

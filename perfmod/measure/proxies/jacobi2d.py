@@ -49,6 +49,7 @@ from perfmod.core.checks import positive_int
 from perfmod.machine.cart import cart_coords, cart_shift, dims_create
 from perfmod.measure.bench.devicebench import traffic_bytes
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize, to_host
+from perfmod.measure.interference import Probe, gather_reports
 
 __all__ = [
     "PHASES",
@@ -450,6 +451,7 @@ def main() -> None:
     ap.add_argument("--trace", help="record the MPI calls and write the run's trace (.npz) here")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
+    probe = Probe()
     try:
         res = run_jacobi(comm, args.block, args.iters, args.warmup, args.backend, args.init, args.seed,
                          gather=args.checksum, trace=args.trace)
@@ -458,12 +460,13 @@ def main() -> None:
 
         traceback.print_exc()
         comm.Abort(1)
+    probed = gather_reports(comm, probe.stop())
     if comm.Get_rank() == 0:
         grid = res.pop("grid", None)
         if grid is not None:
             res["sum_squares"] = float(np.sum(grid * grid))
         print(json.dumps({**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
-                          "warmup": args.warmup, "backend": args.backend}))
+                          "warmup": args.warmup, "backend": args.backend, "interference": probed}))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.measure.interference import Probe, classify
 from perfmod.measure.proxies.sedov_mesh import CORNERS, HexMesh, split_sorted
 from perfmod.models.regression.responses import t_tot_montecarlo
 
@@ -311,7 +312,10 @@ def run_quicksilver(nx: int, ny: int, nz: int, particles: int, iterations: int =
     ``t_popctl`` (per population control), Eq. 7's
     ``t_total_eq7`` (s); ``x1_mesh_bytes``, ``x2_particle_bytes`` (mean over
     iterations of the allocated particle memory), ``x3_threads``,
-    ``mean_particles`` (live, mean over iterations) and the ledger counts.
+    ``mean_particles`` (live, mean over iterations) and the ledger counts;
+    the interference record of the timed loop (``interference``,
+    ``interfered``, ``interference_reason``, ``off_cpu``,
+    :mod:`perfmod.measure.interference`).
     ``sigma_t`` is the cross-section (1/m); ``kw`` go to :class:`QuicksilverSim`
     (``census_dt``, ``absorption``, ``spread``).
     """
@@ -321,6 +325,7 @@ def run_quicksilver(nx: int, ny: int, nz: int, particles: int, iterations: int =
     try:
         track_t = np.zeros((iterations, sim.workers))
         pop_t, mem, live = [], [], []
+        probe = Probe()
         t0 = time.perf_counter()
         for i in range(1, iterations + 1):
             mem.append(sim.particle_bytes())
@@ -335,6 +340,8 @@ def run_quicksilver(nx: int, ny: int, nz: int, particles: int, iterations: int =
                     setattr(sim.ledger, k, getattr(sim.ledger, k) + v)
                 sim.ledger.history.append({"iteration": i, "alive": sim.alive(), **c})
         loop = time.perf_counter() - t0
+        report = {**probe.stop(), "threads": sim.workers}
+        verdict = classify(report)
         led = sim.ledger
         out: dict[str, Any] = {
             "t_iter": loop / iterations, "t_track": float(track_t.max(axis=1).mean() / m),
@@ -348,7 +355,9 @@ def run_quicksilver(nx: int, ny: int, nz: int, particles: int, iterations: int =
             "x3_threads": sim.workers, "mean_particles": float(np.mean(live)), "final_particles": sim.alive(),
             "nx": nx, "ny": ny, "nz": nz, "target_particles": particles, "iterations": iterations, "m": m, "f": f,
             **{k: getattr(led, k) for k in ("initial", "absorbed", "escaped", "added", "deleted", "migrated",
-                                             "collisions", "facet_crossings")}}
+                                             "collisions", "facet_crossings")},
+            "interference": report, "interfered": verdict.interfered, "interference_reason": verdict.reason,
+            "off_cpu": verdict.off_cpu}
         if return_sim:
             out["sim"] = sim
         return out

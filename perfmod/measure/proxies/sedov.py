@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.measure.interference import Probe, classify
 from perfmod.measure.proxies.sedov_mesh import CORNERS, HexMesh, edge_cut, node_blocks, split_sorted
 
 __all__ = ["GAMMA", "DN", "hex_volume", "hex_volume_gradient", "SedovState", "corner_mass", "physics_summary",
@@ -300,7 +301,10 @@ def run_shared(nx: int, ny: int, nz: int, iterations: int, workers: int = 2, chu
     other processes), ``t_iter_min`` (fastest iteration) and ``t_kernel`` per
     kernel, the variables ``x1_bytes`` (persistent memory),
     ``x2_chunks``, ``x3_peer_edges`` (max edge-cut over workers), and the final
-    physics (energies in J, ``dt`` in s, a position moment) for checks.
+    physics (energies in J, ``dt`` in s, a position moment) for checks; the
+    interference record of the timed loop (``interference``: the probe
+    report, ``interfered``, ``interference_reason``, ``off_cpu``,
+    :mod:`perfmod.measure.interference`).
     """
     mesh = HexMesh(nx, ny, nz)
     state = SedovState(mesh, np.arange(mesh.n_elements), np.arange(mesh.n_nodes), workers, chunks, node_axis)
@@ -310,6 +314,7 @@ def run_shared(nx: int, ny: int, nz: int, iterations: int, workers: int = 2, chu
         e0 = sum(state.energies())
         kt = np.zeros(5)
         per_iter = np.zeros(iterations)
+        probe = Probe()
         t0 = time.perf_counter()
         for it in range(iterations):
             c = [time.perf_counter()]
@@ -326,6 +331,8 @@ def run_shared(nx: int, ny: int, nz: int, iterations: int, workers: int = 2, chu
             kt += np.diff(c)
             per_iter[it] = c[-1] - c[0]
         loop = time.perf_counter() - t0
+        report = {**probe.stop(), "threads": workers}
+        verdict = classify(report)
         e_int, e_kin = state.energies()
         out: dict[str, Any] = {
             "t_iter": loop / iterations, "t_iter_median": float(np.median(per_iter)),
@@ -333,7 +340,9 @@ def run_shared(nx: int, ny: int, nz: int, iterations: int, workers: int = 2, chu
             "t_kernel": (kt / iterations).tolist(), "iterations": iterations,
             "nx": nx, "ny": ny, "nz": nz, "workers": workers, "chunks": chunks, "node_axis": node_axis,
             "x1_bytes": state.memory_bytes(), "x2_chunks": chunks, "x3_peer_edges": state.peer_edges(),
-            "e_internal": e_int, "e_kinetic": e_kin, "e_initial": e0, **physics_summary(state, dt)}
+            "e_internal": e_int, "e_kinetic": e_kin, "e_initial": e0, **physics_summary(state, dt),
+            "interference": report, "interfered": verdict.interfered, "interference_reason": verdict.reason,
+            "off_cpu": verdict.off_cpu}
         if return_state:
             out["state"] = state
         return out

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.measure.interference import Probe, gather_reports
 from perfmod.measure.proxies.gol import row_block
 from perfmod.measure.proxies.sedov import DT_GROWTH, SedovState, corner_mass, physics_summary
 from perfmod.measure.proxies.sedov_mesh import HexMesh, edge_cut, node_blocks
@@ -183,6 +184,7 @@ def main() -> None:
     ap.add_argument("--node-axis", default="z", choices=["x", "y", "z"])
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
+    probe = Probe()
     try:
         res = run_distributed(comm, args.nx, args.ny, args.nz, args.iterations, args.workers, args.chunks,
                               args.node_axis)
@@ -191,8 +193,9 @@ def main() -> None:
 
         traceback.print_exc()
         comm.Abort(1)
+    probed = gather_reports(comm, probe.stop())
     if comm.Get_rank() == 0:
-        print(json.dumps(res))
+        print(json.dumps({**res, "interference": {**probed, "threads": args.workers}}))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.measure.interference import Probe, gather_reports
 from perfmod.measure.proxies.gol import row_block
 
 __all__ = ["G", "DRY", "EPS_U", "MANNING", "STRIP_CELLS", "EVENTS", "base_flow", "velocity", "max_speed", "step_fluxes",
@@ -335,6 +336,7 @@ def main() -> None:
     if args.event:
         vars(args).update(EVENTS[args.event])
     comm = MPI.COMM_WORLD
+    probe = Probe()
     t0 = time.perf_counter()
     z, dx, cells = scenario(args.terrain, args.ny, args.nx, args.dx, args.coarsen, args.seed)
     ny, nx = z.shape
@@ -347,6 +349,7 @@ def main() -> None:
         traceback.print_exc()
         comm.Abort(1)
     total = time.perf_counter() - t0
+    probed = gather_reports(comm, probe.stop())
     if comm.Get_rank() == 0:
         wet = float((res["h"] > DRY).mean())
         # T_o is everything but compute and communication (DEM, set-up, gathering), so T_w + T_c + T_o = total
@@ -354,7 +357,8 @@ def main() -> None:
         print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "total_time": total,
                           "steps": res["steps"], "mass": res["mass"], "wet_fraction": wet, "nprocs": comm.Get_size(),
                           "t_halo_ranks": res["t_halo_ranks"],
-                          "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain}))
+                          "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain,
+                          "interference": probed}))
 
 
 if __name__ == "__main__":

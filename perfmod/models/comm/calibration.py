@@ -13,7 +13,17 @@ Procedure (paper 000 §2.1 and §4.1, applied to this machine):
    segment.  A breakpoint is where the time-vs-size line changes; on one
    shared-memory node it can be a cache effect rather than an MPI protocol
    switch: look at the plot;
-3. postal parameters (Eq. 1) per segment from k = 1, with standard errors;
+3. postal parameters (Eq. 1) per segment from k = 1, with standard errors,
+   by :func:`perfmod.models.comm.segments.fit_segments`: a segment too
+   short, with a latency <= 0 or a per-byte cost not significantly > 0 is
+   merged into its better-fitting neighbour (its breakpoint dropped), and
+   the final fits are bounded least squares (alpha, beta >= 0), so noise
+   cannot write a platform that fails validation.  Each decision goes into
+   the platform file (``note`` of each postal entry and of
+   ``[protocols]``), :attr:`Calibration.decisions` and
+   :func:`calibration_dataset` (``fit_note``, attribute ``fit_decisions``);
+   a measurement with no usable fit raises :class:`CalibrationError` saying
+   what was measured and what to do;
 4. max-rate parameters per segment from all k measured *without*
    oversubscription: Eq. 3 for short, Eq. 2 for eager and rendezvous (its
    fallback to Eq. 3 on a negative parameter, 000 §2.1, is written as N/A
@@ -43,12 +53,11 @@ import xarray as xr
 from perfmod.core.io import read_dataset
 from perfmod.core.paths import platforms_dir, repo_root
 from perfmod.machine.platforms import MODES, Platform, from_dict, write
-from perfmod.models.comm.fitting import Fit, fit_protocols, segment_bic
+from perfmod.models.comm.fitting import Fit, segment_bic
 from perfmod.models.comm.registry import comm_model
+from perfmod.models.comm.segments import CalibrationError, fit_segments
 
-__all__ = ["Calibration", "median_curve", "calibrate", "calibration_dataset"]
-
-_DEFAULT = object()
+__all__ = ["Calibration", "CalibrationError", "median_curve", "calibrate", "calibration_dataset", "default_out"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,12 @@ class Calibration:
         Communication mode of the measurement.
     path : Path or None
         Where the platform file was written.
+    decisions : list of str
+        Every segment merged (with the numbers behind it); empty when the
+        breakpoints found by BIC all gave usable fits.
+    notes : dict
+        Protocol -> how its postal fit was obtained (also the ``note`` of
+        the platform entry).
     """
 
     platform: Platform
@@ -81,6 +96,8 @@ class Calibration:
     bic: dict[int, tuple[float, list[int]]] = field(default_factory=dict)
     mode: str = "intra_socket"
     path: Path | None = None
+    decisions: list[str] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 def median_curve(ds: xr.Dataset, pairs: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -89,11 +106,38 @@ def median_curve(ds: xr.Dataset, pairs: int = 1) -> tuple[np.ndarray, np.ndarray
     return ds.msg_bytes.values.astype(float), med.values
 
 
-def _entry(fit: Fit, source: str) -> dict[str, Any]:
+def _entry(fit: Fit, source: str, note: str = "") -> dict[str, Any]:
     out: dict[str, Any] = dict(fit.params)
     out |= {f"{k}_se": v for k, v in fit.stderr.items()}
     out["source"] = source
+    if note:
+        out["note"] = note
     return out
+
+
+def default_out(name: str = "local") -> Path:
+    """Where the studies keep the fitted platform: ``data/platforms/<name>.toml``."""
+    return platforms_dir() / f"{name}.toml"
+
+
+def _usable_curve(ds: xr.Dataset, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The k = 1 median curve, or :class:`CalibrationError` saying what was measured and what to do."""
+    todo = ("re-measure with `make calibration` (or `python -m perfmod.measure.bench.pingpong --pairs 1 "
+            "--reps 20`), on a quieter machine if other processes were running")
+    if "t_oneway" not in ds or "msg_bytes" not in ds.dims:
+        raise CalibrationError(f"{where}: not a ping-pong dataset (no t_oneway over msg_bytes); {todo}")
+    n, t = median_curve(ds, 1)
+    ok = np.isfinite(t) & (t > 0) & np.isfinite(n) & (n > 0)
+    if ok.sum() < 3:
+        raise CalibrationError(
+            f"{where}: {ok.sum()} of {n.size} message sizes have a positive finite median one-way time "
+            f"(sizes {n.astype(np.int64).tolist()[:8]}...); at least 3 are needed to fit a latency and a "
+            f"per-byte cost; {todo}")
+    if not ok.all():
+        bad = n[~ok].astype(np.int64).tolist()
+        raise CalibrationError(f"{where}: sizes {bad} B have no positive finite median one-way time "
+                               f"(failed or empty samples); {todo}")
+    return n, t
 
 
 def _rel(path: str) -> str:
@@ -141,11 +185,13 @@ def _maxrate(ds: xr.Dataset, ks: list[int], edges: list[float], fits: dict[str, 
 def calibrate(
     ds_or_path: xr.Dataset | str | Path,
     name: str = "local",
-    out: Any = _DEFAULT,
+    out: str | Path | None = None,
     max_breaks: int = 2,
     mode: str | None = None,
 ) -> Calibration:
-    """Fit the local platform from a ping-pong dataset and write it as TOML.
+    """Fit a platform from a ping-pong dataset or file, without measuring; optionally write it as TOML.
+
+    Also ``perfmod.models.comm.calibrate``.
 
     Parameters
     ----------
@@ -155,8 +201,8 @@ def calibrate(
     name : str
         Platform name.
     out : path or None
-        Where to write the platform (atomically); default
-        ``data/platforms/<name>.toml``; None writes nothing.
+        Where to write the platform (atomically); None (default) writes
+        nothing.  The studies write :func:`default_out` (``data/platforms/<name>.toml``).
     max_breaks : int
         Largest number of protocol breakpoints considered.
     mode : str, optional
@@ -165,16 +211,28 @@ def calibrate(
     Returns
     -------
     Calibration
+
+    Raises
+    ------
+    CalibrationError
+        When the measurement cannot give a valid platform (too few usable
+        sizes, or times that do not grow with the size); the message names
+        the file, what it holds and what to do.
     """
     ds = ds_or_path if isinstance(ds_or_path, xr.Dataset) else read_dataset(ds_or_path)
     where = _rel(str(ds_or_path) if not isinstance(ds_or_path, xr.Dataset) else ds.attrs.get("path", "<dataset>"))
     if "pairs" not in ds.dims or 1 not in ds.pairs.values:
         raise ValueError(f"{where}: no pairs = 1 (single pair) measurement to fit the postal model")
     mode = _mode(ds, mode)
-    n, t = median_curve(ds, 1)
-    bic = segment_bic(n, t, max_breaks=max_breaks)
-    breaks = min(bic.values(), key=lambda v: v[0])[1]
-    fits = fit_protocols(n, t, breaks)
+    n, t = _usable_curve(ds, where)
+    bic = segment_bic(n, t, max_breaks=max_breaks) if n.size >= 3 else {}
+    found = min(bic.values(), key=lambda v: v[0])[1] if bic else []
+    seg = fit_segments(n, t, found, where=where)
+    if "interfered" in ds and bool(ds["interfered"].sel(pairs=1)):
+        why = str(ds["interference_reason"].sel(pairs=1).item()) if "interference_reason" in ds else ""
+        seg.decisions.append(f"the single-pair run was flagged interfered ({why}); its medians were fitted "
+                             "anyway: re-measure on a quieter machine for a clean calibration")
+    fits, breaks = seg.fits, seg.breakpoints
     src = f"fit of {where} (k = 1, median over reps, relative weights)"
     edges = [0.0, *breaks, np.inf]
     over = ds.oversubscribed.values if "oversubscribed" in ds.coords else np.zeros(ds.pairs.size, bool)
@@ -183,7 +241,7 @@ def calibrate(
     postal_cells: dict[str, Any] = {}
     maxrate_cells: dict[str, Any] = {}
     for proto, fit in fits.items():
-        postal_cells[proto] = _entry(fit, src)
+        postal_cells[proto] = _entry(fit, src, seg.notes[proto])
         mr = maxrate.get(proto)
         if mr is None:
             ncores = ds.attrs.get("cores", "?")
@@ -214,14 +272,14 @@ def calibrate(
                    f"{ds.attrs.get('date_utc', '')}; {where}; calibrated by perfmod.models.comm.calibration {now}"),
         "protocols": {"short_max_bytes": int(short_max), "eager_max_bytes": int(eager_max),
                       "source": f"breakpoints {breaks} B found in {where} by "
-                                "perfmod.models.comm.fitting.find_breakpoints (piecewise-linear, BIC)"},
+                                "perfmod.models.comm.fitting.segment_bic (piecewise-linear, BIC)",
+                      "note": (f"BIC chose breakpoints {found} B; " + "; ".join(seg.decisions)) if seg.decisions
+                      else f"BIC chose breakpoints {found} B; every segment gave a usable fit"},
         "comm": {"postal": {mode: postal_cells}, "maxrate": {mode: maxrate_cells}},
     }
     plat = from_dict(d)
-    path = platforms_dir() / f"{name}.toml" if out is _DEFAULT else out
-    if path is not None:
-        path = write(plat, path)
-    return Calibration(plat, fits, breaks, maxrate, bic, mode, Path(path) if path is not None else None)
+    path = write(plat, out) if out is not None else None
+    return Calibration(plat, fits, breaks, maxrate, bic, mode, path, list(seg.decisions), dict(seg.notes))
 
 
 def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
@@ -230,7 +288,9 @@ def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
     Holds ``t_oneway_measured`` (median over reps), its minimum and
     quartiles, ``t_oneway_predicted`` (the postal fit of the size's
     protocol) and ``protocol``; the postal parameters with SEs over
-    (``fit_protocol``, ``parameter``); the BIC of 0..max breakpoints.  Only
+    (``fit_protocol``, ``parameter``) and ``fit_note`` (how each segment
+    was fitted); the BIC of 0..max breakpoints; attribute
+    ``fit_decisions`` (every merge, one per line).  Only
     units, long names and the ``breakpoints`` attribute are set: the caller
     adds provenance (:func:`perfmod.core.io.annotate`).
     """
@@ -266,6 +326,8 @@ def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
                               {"units": s_per_b, "long_name": "standard errors of the postal parameters"}),
             "postal_rel_rms": ("fit_protocol", [cal.fits[p].rel_rms for p in names],
                                {"units": "1", "long_name": "RMS relative residual of the postal fit"}),
+            "fit_note": ("fit_protocol", [cal.notes.get(p, "") for p in names],
+                         {"units": "1", "long_name": "how the segment's fit was obtained (bounds, merges)"}),
             "bic": ("n_breaks", [cal.bic[b][0] for b in nb],
                     {"units": "1", "long_name": "BIC of the best piecewise-linear fit (lowest chosen)"}),
         },
@@ -276,4 +338,5 @@ def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
     )
     out.attrs["breakpoints"] = np.asarray(cal.breakpoints, dtype=np.int64)
     out.attrs["mode"] = cal.mode
+    out.attrs["fit_decisions"] = "\n".join(cal.decisions) or "none: every segment BIC found gave a usable fit"
     return out

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.optimize import curve_fit
+from scipy.optimize import curve_fit, lsq_linear
 
 from perfmod.core.results import FitResult, Table, check_interval, interval_bounds, param_series, prediction_dataset
 from perfmod.models.comm.models import maxrate, maxrate2, postal
@@ -260,7 +260,7 @@ def _linear_start(n: np.ndarray, t: np.ndarray, relative: bool = True) -> tuple[
     return float(alpha), float(beta)
 
 
-def fit_postal(nbytes: Any, t: Any, relative: bool = True) -> Fit:
+def fit_postal(nbytes: Any, t: Any, relative: bool = True, nonnegative: bool = False) -> Fit:
     """Fit the postal model, paper 000 Eq. 1: ``t = alpha + beta n``.
 
     Parameters
@@ -271,6 +271,9 @@ def fit_postal(nbytes: Any, t: Any, relative: bool = True) -> Fit:
         One-way times in seconds (positive), same length.
     relative : bool
         Weigh by relative error (``sigma = t``, default) or not.
+    nonnegative : bool
+        Bounded least squares: alpha >= 0 s and beta >= 0 s/B (a parameter
+        may end on its bound; :attr:`Fit.form` then says so).
 
     Returns
     -------
@@ -278,10 +281,20 @@ def fit_postal(nbytes: Any, t: Any, relative: bool = True) -> Fit:
         ``params`` alpha (s) and beta (s/B) with standard errors.
     """
     n, tt = _arrays(nbytes, t)
-    popt, pcov = curve_fit(postal, n, tt, p0=_linear_start(n, tt, relative), sigma=tt if relative else None,
-                           absolute_sigma=False)
-    return _finish("postal", "2-parameter (Eq. 1)", ("alpha", "beta"), popt, pcov, tt, postal(n, *popt),
-                   relative)
+    form = "2-parameter (Eq. 1)"
+    if nonnegative:  # linear in (alpha, beta): the exact bounded optimum, curve_fit's covariance formula
+        w = 1.0 / tt if relative else np.ones_like(tt)
+        a = np.stack([np.ones_like(n), n], axis=1) * w[:, None]
+        sol = lsq_linear(a, tt * w, bounds=(0.0, np.inf), method="bvls")
+        popt = sol.x
+        dof = max(n.size - 2, 1)
+        pcov = np.linalg.pinv(a.T @ a) * float(np.sum((a @ popt - tt * w) ** 2)) / dof
+        at = [nm for nm, m in zip(("alpha", "beta"), sol.active_mask, strict=True) if m != 0]
+        form += ", bounded >= 0" + (f" ({', '.join(at)} on the bound)" if at else "")
+    else:
+        popt, pcov = curve_fit(postal, n, tt, p0=_linear_start(n, tt, relative), sigma=tt if relative else None,
+                               absolute_sigma=False)
+    return _finish("postal", form, ("alpha", "beta"), popt, pcov, tt, postal(n, *popt), relative)
 
 
 def fit_maxrate2(nbytes: Any, k: Any, t: Any, relative: bool = True, fallback: str = "") -> Fit:

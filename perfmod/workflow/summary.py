@@ -1,0 +1,158 @@
+"""Each study's validation summary, read from the datasets alone.
+
+``python -m perfmod.workflow.summary [data/processed]`` reads every
+``*.nc`` there and prints, per dataset and per validation pair
+``<q>_measured`` / ``<q>_predicted`` (DESIGN.md, "Validation data"), how
+many measured values it holds (finite ones: a configuration without a clean
+run is NaN) and the mean and largest absolute relative error
+``|predicted - measured| / |measured|``; then the interference record
+(DESIGN.md, "Measurement validity"): runs flagged ``interfered`` and
+``oversubscribed`` out of all runs, and the attribute
+``clean_runs_missing``.  ``.ci/run`` prints it after ``make all``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from perfmod.core.paths import data_dir
+
+__all__ = ["PairSummary", "StudySummary", "summarize", "summarize_dir", "format_summary", "main"]
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    """One validation pair of a dataset.
+
+    Attributes
+    ----------
+    quantity : str
+        ``<q>`` of ``<q>_measured`` / ``<q>_predicted``.
+    measured : int
+        Finite measured values (with a finite prediction beside them).
+    total : int
+        All measured values, NaN included.
+    mean_error, max_error : float
+        Mean and largest absolute relative error (1); NaN without pairs.
+    """
+
+    quantity: str
+    measured: int
+    total: int
+    mean_error: float
+    max_error: float
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """A dataset's validation pairs and interference record.
+
+    Attributes
+    ----------
+    path : Path
+        The dataset.
+    study : str
+        Its ``study`` attribute (the file stem if absent).
+    pairs : list of PairSummary
+        One per ``<q>_measured`` with a ``<q>_predicted``.
+    runs, interfered, oversubscribed : int or None
+        Size of the ``interfered`` variable, its True count, and the True
+        count of ``oversubscribed`` (None where the dataset has no such variable).
+    clean_runs_missing : str
+        The dataset attribute, "" when absent.
+    """
+
+    path: Path
+    study: str
+    pairs: list[PairSummary]
+    runs: int | None
+    interfered: int | None
+    oversubscribed: int | None
+    clean_runs_missing: str
+
+
+def _pair(ds: xr.Dataset, q: str) -> PairSummary:
+    m, p = xr.broadcast(ds[f"{q}_measured"], ds[f"{q}_predicted"])
+    mv, pv = np.asarray(m.values, dtype=float), np.asarray(p.values, dtype=float)
+    ok = np.isfinite(mv) & np.isfinite(pv) & (mv != 0)
+    err = np.abs(pv[ok] - mv[ok]) / np.abs(mv[ok])
+    return PairSummary(q, int(ok.sum()), int(mv.size), float(err.mean()) if err.size else float("nan"),
+                       float(err.max()) if err.size else float("nan"))
+
+
+def _count(ds: xr.Dataset, name: str) -> tuple[int | None, int | None]:
+    for holder in (ds.data_vars, ds.coords):
+        if name in holder:
+            v = np.asarray(ds[name].values).astype(bool)
+            return int(v.size), int(v.sum())
+    return None, None
+
+
+def summarize(path: str | Path) -> StudySummary:
+    """The :class:`StudySummary` of one dataset (only reads it)."""
+    path = Path(path)
+    with xr.open_dataset(path) as ds:
+        qs = sorted(str(v)[: -len("_measured")] for v in ds.data_vars
+                    if str(v).endswith("_measured") and f"{str(v)[: -len('_measured')]}_predicted" in ds)
+        pairs = [_pair(ds, q) for q in qs]
+        runs, interfered = _count(ds, "interfered")
+        _, over = _count(ds, "oversubscribed")
+        missing = ds.attrs.get("clean_runs_missing", "")
+        missing = ", ".join(map(str, missing)) if isinstance(missing, list | np.ndarray) else str(missing)
+        return StudySummary(path, str(ds.attrs.get("study", path.stem)), pairs, runs, interfered, over, missing)
+
+
+def summarize_dir(directory: str | Path | None = None) -> list[StudySummary]:
+    """Summaries of every ``*.nc`` in ``directory`` (default ``data/processed``), by file name."""
+    d = Path(directory) if directory is not None else data_dir() / "processed"
+    if not d.is_dir():
+        raise FileNotFoundError(f"{d}: no such directory (run `make all` first)")
+    return [summarize(p) for p in sorted(d.glob("*.nc"))]
+
+
+def format_summary(summaries: Sequence[StudySummary]) -> str:
+    """A plain-text table: one block per study, one line per validation pair."""
+    lines = []
+    for s in summaries:
+        head = f"{s.study} ({s.path.name})"
+        if s.runs is not None:
+            head += f": {s.interfered} of {s.runs} runs interfered"
+            if s.oversubscribed is not None:
+                head += f", {s.oversubscribed} oversubscribed"
+        elif not s.pairs:
+            head += ": no validation pairs (model side only)"
+        else:
+            head += ": no interference record"
+        lines.append(head)
+        if s.clean_runs_missing:
+            lines.append(f"  no clean run for: {s.clean_runs_missing}")
+        for p in s.pairs:
+            err = (f"error mean {p.mean_error:6.1%}  max {p.max_error:6.1%}" if p.measured
+                   else "no measured value to score")
+            lines.append(f"  {p.quantity:<24s} {p.measured:4d} of {p.total:4d} measured  {err}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m perfmod.workflow.summary [DIR]``: print the validation summary of every dataset in DIR."""
+    ap = argparse.ArgumentParser(prog="python -m perfmod.workflow.summary", description=__doc__.split("\n")[0])
+    ap.add_argument("directory", nargs="?", help="datasets (default: data/processed)")
+    args = ap.parse_args(argv)
+    try:
+        summaries = summarize_dir(args.directory)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(format_summary(summaries))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,183 @@
+"""Interference probes and verdicts (issue 13 item 2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from perfmod.measure import runner
+from perfmod.measure.interference import FIELDS, OFF_CPU_THRESHOLD, Probe, classify, usable_cores
+from perfmod.measure.runner import rerun_budget, run_mpi, run_mpi_once
+
+GOL = "perfmod.measure.proxies.gol"
+GOL_ARGS = ["--ny", 1200, "--nx", 1200, "--generations", 80]
+
+
+def test_probe_of_busy_work_counts_cpu_and_wall() -> None:
+    p = Probe()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.2:
+        pass
+    r = p.stop()
+    assert set(r) == set(FIELDS)
+    assert 0.2 <= r["wall_s"] < 2.0
+    assert 0.0 < r["cpu_s"] <= r["wall_s"] * 1.05
+    if Path("/proc/self/schedstat").exists():  # Linux: waiting + running covers the wall time
+        assert 0.0 <= r["run_delay_s"] <= r["wall_s"]
+        assert r["cpu_s"] + r["run_delay_s"] == pytest.approx(r["wall_s"], rel=0.1)
+
+
+def test_classify_run_queue_delay() -> None:
+    clean = {"wall_s": [1.0, 1.0], "cpu_s": [0.99, 0.98], "run_delay_s": [0.01, 0.02]}
+    v = classify(clean, cores=2)
+    assert not v.interfered and v.off_cpu == pytest.approx(0.02)
+    assert v.reason.startswith("clean: rank 1 waited for a CPU 2.0%")
+    busy = {"wall_s": [1.0, 1.0], "cpu_s": [0.5, 0.98], "run_delay_s": [0.48, 0.01]}
+    v = classify(busy, cores=2)
+    assert v.interfered and v.off_cpu == pytest.approx(0.48)
+    assert "rank 0 waited for a CPU 48.0% of its 1 s (> 5%)" in v.reason
+    # at the threshold itself the run is still clean
+    assert not classify({"wall_s": 2.0, "cpu_s": 1.9, "run_delay_s": 2 * OFF_CPU_THRESHOLD}, cores=1).interfered
+
+
+def test_classify_falls_back_to_cpu_time_without_schedstat() -> None:
+    v = classify({"wall_s": [1.0], "cpu_s": [0.7], "run_delay_s": [float("nan")]}, cores=1)
+    assert v.interfered and v.off_cpu == pytest.approx(0.3) and "no schedstat" in v.reason
+
+
+def test_oversubscription_alone_is_not_interference() -> None:
+    # 4 ranks on 2 cores: each waits half its time, but together they used both cores
+    over = {"wall_s": [1.0] * 4, "cpu_s": [0.5, 0.49, 0.5, 0.5], "run_delay_s": [0.5] * 4}
+    v = classify(over, oversubscribed=True, cores=2)
+    assert not v.interfered and v.off_cpu == pytest.approx(0.005)
+    # the same with a third process taking a fifth of the machine
+    v = classify({**over, "cpu_s": [0.4] * 4}, oversubscribed=True, cores=2)
+    assert v.interfered and v.off_cpu == pytest.approx(0.2) and "got 80% of 2 cores" in v.reason
+    # threads that fit the cores: run-queue delay per thread
+    v = classify({"wall_s": [1.0], "cpu_s": [1.96], "run_delay_s": [0.04], "threads": 2}, cores=2)
+    assert not v.interfered and v.off_cpu == pytest.approx(0.02) and "(per thread, 2 threads)" in v.reason
+    assert classify({"wall_s": [1.0], "cpu_s": [1.3], "run_delay_s": [0.66], "threads": 2}, cores=2).interfered
+    # 2 ranks x 2 threads on 2 cores: the share criterion, as for oversubscribed ranks
+    v = classify({"wall_s": [1.0, 1.0], "cpu_s": [0.99, 0.99], "run_delay_s": [1.0, 1.0], "threads": 2}, cores=2)
+    assert not v.interfered and "the 2 ranks x 2 threads got 99% of 2 cores" in v.reason
+
+
+def test_classify_steal_and_errors() -> None:
+    v = classify({"wall_s": [1.0], "cpu_s": [1.0], "run_delay_s": [0.0], "steal_frac": [0.2]}, cores=1)
+    assert v.interfered and "hypervisor steal 20.0%" in v.reason
+    with pytest.raises(ValueError, match="without wall_s"):
+        classify({"cpu_s": [1.0]})
+    with pytest.raises(ValueError, match="cpu_s has 1 values, wall_s has 2"):
+        classify({"wall_s": [1.0, 1.0], "cpu_s": [1.0]})
+    with pytest.raises(ValueError, match="wall_s must be positive"):
+        classify({"wall_s": [0.0]})
+
+
+def _others_busy(seconds: float = 1.5) -> float:
+    """Fraction of all CPU time used by other processes over a short sleep."""
+    def ticks() -> tuple[int, int]:
+        f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        return f[3] + f[4], sum(f[:8])
+    (i0, t0), _ = ticks(), time.sleep(seconds)
+    i1, t1 = ticks()
+    return 1.0 - (i1 - i0) / max(t1 - t0, 1)
+
+
+@contextmanager
+def _busy_on_core0() -> Iterator[None]:
+    """A CPU-bound process pinned to core 0 (``taskset -c 0 python -c 'while True: pass'``)."""
+    p = subprocess.Popen([sys.executable, "-c", "import os; os.sched_setaffinity(0, {0})\nwhile True: pass"])
+    try:
+        time.sleep(0.3)
+        yield
+    finally:
+        p.kill()
+        p.wait()
+
+
+def _need_idle_machine() -> None:
+    if not Path("/proc/stat").exists() or not Path("/proc/self/schedstat").exists():
+        pytest.skip("needs Linux /proc/stat and /proc/self/schedstat")
+    if usable_cores() < 2:
+        pytest.skip("needs 2 cores (one for the busy process, one left)")
+    busy = _others_busy()
+    if busy > 0.10:
+        pytest.skip(f"the machine is not idle ({busy:.0%} of its CPU time used by other processes over 1.5 s, "
+                    f"load {os.getloadavg()[0]:.2f}): a clean reference run is impossible now; run on an idle machine")
+
+
+def _clean(nprocs: int) -> dict:
+    """A run without the busy process; a burst of other work on a shared machine skips the test, not fails it."""
+    r = run_mpi(GOL, nprocs, GOL_ARGS, retries=2, retry_wait=0.5, lock=False)
+    if r["interfered"]:
+        busy = _others_busy()
+        if busy > 0.10:
+            pytest.skip(f"the machine became busy during the test ({busy:.0%} of its CPU time used by others; "
+                        f"{r['interference_reason']})")
+    return r
+
+
+@pytest.mark.mpi
+def test_busy_process_flags_the_overlapping_runs_only() -> None:
+    _need_idle_machine()
+    runs = [("clean", _clean(2))]
+    with _busy_on_core0():
+        runs += [("busy", run_mpi_once(GOL, 2, GOL_ARGS)), ("busy", run_mpi_once(GOL, 1, GOL_ARGS))]
+    runs += [("clean", _clean(2)), ("clean", _clean(1))]
+    flags = [(kind, r["interfered"], r["interference_reason"]) for kind, r in runs]
+    assert [f[1] for f in flags] == [False, True, True, False, False], flags
+    for kind, r in runs:
+        rep = r["interference"]
+        assert len(rep["wall_s"]) == r["nprocs"] and all(c > 0 for c in rep["cpu_s"])
+        if kind == "busy":  # the rank on core 0 shared it with the busy process for most of the run
+            assert r["off_cpu"] > 0.2
+
+
+@pytest.mark.mpi
+def test_run_mpi_reruns_interfered_runs_and_keeps_every_attempt() -> None:
+    _need_idle_machine()
+    with _busy_on_core0():
+        res = run_mpi(GOL, 2, GOL_ARGS, retries=1, retry_wait=0.0)
+    assert len(res["attempts"]) == 2 and res["n_interfered"] == 2
+    assert res["interfered"] and [a["attempt"] for a in res["attempts"]] == [0, 1]
+    idle = _clean(2)
+    assert not idle["interfered"] and len(idle["attempts"]) == idle["n_interfered"] + 1
+
+
+@pytest.mark.mpi
+def test_idle_runs_flag_nothing_oversubscribed_included() -> None:
+    _need_idle_machine()
+    for n in (1, 2, 4):
+        r = _clean(n)
+        assert r["oversubscribed"] == (n > usable_cores())
+        assert not r["interfered"], r["interference_reason"]
+
+
+def test_reruns_stop_when_the_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def fake(module: str, nprocs: int, args: list, timeout: float) -> dict:
+        calls.append(1)
+        time.sleep(0.05)
+        return {"interfered": True, "interference_reason": "busy", "off_cpu": 0.5}
+
+    monkeypatch.setattr(runner, "run_mpi_once", fake)
+    monkeypatch.setattr(runner, "_spent", [0.0])
+    monkeypatch.setenv("PERFMOD_MEASURE_RERUN_BUDGET", "0.01")
+    res = run_mpi("m", 1, [], retries=5, retry_wait=0.0, lock=False)
+    assert len(calls) == 2 and res["n_interfered"] == 2 and res["rerun_budget_exhausted"]
+    res = run_mpi("m", 1, [], retries=5, retry_wait=0.0, lock=False)  # budget gone: no re-run at all
+    assert len(calls) == 3 and len(res["attempts"]) == 1 and res["interfered"]
+    monkeypatch.setenv("PERFMOD_MEASURE_RERUN_BUDGET", "soon")
+    with pytest.raises(ValueError, match="must be a number of seconds"):
+        rerun_budget()
+    monkeypatch.setenv("PERFMOD_MEASURE_RETRIES", "-1")
+    with pytest.raises(ValueError, match="PERFMOD_MEASURE_RETRIES must be an integer >= 0"):
+        run_mpi("m", 1, [], lock=False)

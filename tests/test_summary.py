@@ -1,0 +1,49 @@
+"""The validation summary that .ci/run prints after make all (issue 13 item 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from perfmod.workflow.summary import format_summary, main, summarize, summarize_dir
+
+
+def _study(path: Path) -> Path:
+    meas = np.array([[1.0, 1.1], [2.0, np.nan]])  # (case, rep); case 1 rep 1: no clean run
+    ds = xr.Dataset(
+        {"t_measured": (("case", "rep"), meas), "t_predicted": ("case", [1.05, 1.8]),
+         "u_measured": ("case", [np.nan, np.nan]), "u_predicted": ("case", [1.0, 1.0]),
+         "interfered": (("case", "rep"), [[False, True], [False, True]]),
+         "oversubscribed": ("case", [False, True]),
+         "other": ("case", [0.0, 0.0])},
+        attrs={"study": "toy", "clean_runs_missing": "case=1 rep=1"})
+    ds.to_netcdf(path)
+    return path
+
+
+def test_summary_reads_pairs_and_interference(tmp_path: Path) -> None:
+    s = summarize(_study(tmp_path / "toy.nc"))
+    assert s.study == "toy" and (s.runs, s.interfered, s.oversubscribed) == (4, 2, 1)
+    t, u = s.pairs
+    assert (t.quantity, t.measured, t.total) == ("t", 3, 4)
+    errs = [0.05 / 1.0, 0.05 / 1.1, 0.2 / 2.0]
+    assert t.mean_error == pytest.approx(np.mean(errs)) and t.max_error == pytest.approx(0.1)
+    assert u.measured == 0 and np.isnan(u.mean_error)
+    text = format_summary([s])
+    assert "toy (toy.nc): 2 of 4 runs interfered, 1 oversubscribed" in text
+    assert "no clean run for: case=1 rep=1" in text
+    assert "u                           0 of    2 measured  no measured value to score" in text
+
+
+def test_summary_of_a_directory_and_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    _study(tmp_path / "b.nc")
+    xr.Dataset({"x": ("i", [1.0])}, attrs={"study": "model_only"}).to_netcdf(tmp_path / "a.nc")
+    assert [s.study for s in summarize_dir(tmp_path)] == ["model_only", "toy"]
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("model_only (a.nc): no validation pairs (model side only)\ntoy (b.nc)")
+    assert main([str(tmp_path / "missing")]) == 1
+    assert "run `make all` first" in capsys.readouterr().err
