@@ -109,3 +109,16 @@ def test_replay_a_dumpi_directory_prints_the_slowest_ranks(tmp_path, capsys):
     assert "on lassen, postal: slowest rank" in out[0] and out[1].split()[:2] == ["rank", "comm_time"]
     assert len(out) == 2 + 2 + 1 + 1  # header, two ranks, mean, wrote
     assert xr.open_dataset(tmp_path / "r.nc").sizes["rank"] == 4
+
+
+def test_calibrate_refits_a_pingpong_file_into_a_valid_platform(tmp_path, capsys):
+    from perfmod.machine.platforms import load
+
+    src = Path(__file__).parent / "data" / "pingpong-negative-beta.nc"
+    assert main(["calibrate", str(src), "--out", str(tmp_path / "p.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "protocol thresholds [7936] B" in out and "decision: segment" in out
+    plat = load(tmp_path / "p.toml")
+    assert plat.name == "local"
+    assert main(["calibrate", str(src)]) == 0  # nothing written without --out
+    assert "not written" in capsys.readouterr().out

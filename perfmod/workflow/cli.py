@@ -5,6 +5,7 @@
     perfmod run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml] [--smoke] [--out DIR] [--canonical]
     perfmod replay TRACE [--platform NAME] [--model NAME] [-o out.nc]
     perfmod sweep NOTEBOOK --grid GRID.yaml --out DIR [--workers N | --scheduler ADDRESS] [--resume] [--smoke]
+    perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
     perfmod list [studies | platforms | devices | tables]
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
@@ -152,6 +153,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if ok == status.size else 1
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    if args.pingpong is None:  # measure: the calibration study, in a run directory unless --canonical
+        argv = ["run", "local_calibration"] + (["--canonical"] if args.canonical else []) + (
+            ["-p", "platform_out", args.out] if args.out and not args.canonical else [])
+        return _cmd_run(_parser().parse_args(argv))
+    if args.canonical:
+        raise CLIError("--canonical measures; to refit a ping-pong file give --out")
+    from perfmod.models.comm.calibration import calibrate
+
+    cal = calibrate(args.pingpong, name=args.name, out=args.out)
+    print(f"fitted platform {cal.platform.name!r} from {args.pingpong}: protocol thresholds {cal.breakpoints} B")
+    for proto, fit in cal.fits.items():
+        a, b = fit.params["alpha"], fit.params["beta"]
+        print(f"  {proto:10s} alpha {a:.4g} s  beta {b:.4g} s/B  (rel. RMS {fit.rel_rms:.1%})")
+    for decision in cal.decisions:
+        print(f"  decision: {decision}")
+    print(f"wrote {cal.path}" if cal.path else "not written (give --out PLATFORM.toml)")
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     what = args.what
     if what in ("studies", "all"):
@@ -207,6 +228,16 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("--smoke", action="store_true", help="start every point from the smoke parameters")
     swp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     swp.set_defaults(func=_cmd_sweep)
+    cal = sub.add_parser("calibrate", help="fit a platform from a ping-pong file, or measure one (local_calibration)",
+                         description="With PINGPONG.nc: fit the postal (and max-rate) parameters per protocol from "
+                                     "that file without measuring. Without it: run the local_calibration study.")
+    cal.add_argument("pingpong", nargs="?", help="ping-pong dataset written by perfmod.measure.bench.pingpong")
+    cal.add_argument("--out", help="platform TOML to write (a refit writes nothing without it)")
+    cal.add_argument("--name", default="local", help="platform name (default local)")
+    cal.add_argument("--canonical", action="store_true",
+                     help="measure and write data/platforms/local.toml (what make calibration does)")
+    cal.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    cal.set_defaults(func=_cmd_calibrate)
     lst = sub.add_parser("list", help="list studies, platforms, devices or paper tables")
     lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables"))
     lst.set_defaults(func=_cmd_list)
