@@ -30,8 +30,8 @@ kept to the picosecond where ``write_goal`` rounds it to nanoseconds; a
 zero-byte message costs like one byte (LogGOPSim computes ``(0 - 1) G`` in
 unsigned arithmetic, i.e. ``-G``); parameters differ per mode and protocol
 (intra-socket, inter-socket, inter-node; short, eager, rendezvous) where
-LogGOPSim has one set; when LogGOPSim frees more than 16 operations at
-once its ``std::sort`` may reorder those of one type.
+LogGOPSim has one set.  LogGOPSim orders the operations one event frees
+with GCC's unstable ``std::sort``; the kernel reproduces that order.
 
 Per rank, the dataset's times follow the rank's program: each call ends
 when what it waits for is done and the CPU is free for the next step;
@@ -162,7 +162,7 @@ def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compu
     """Replay ``trace`` under LogGOPS (see the module docstring)."""
     g = build_graph(trace, reqs, compute)
     o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
-    status, done, rr, mate, nexto = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
+    status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
                                                 g.ndeps.copy(), g.succ_ptr, g.succ, o, gap, lat, gn, rndv)
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),

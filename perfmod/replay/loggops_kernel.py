@@ -25,9 +25,10 @@ time and a sequence number (``ts``, the order of creation) and processed in
 - an operation that cannot have its resource is queued again at the time
   the resource frees, keeping its ts; operations freed by one event are
   queued per rank (ranks in increasing order) sorted by type, send before
-  receive before calc (LogGOPSim sorts them with ``std::sort``, which for up
-  to 16 operations keeps their order within a type; perfmod always keeps it),
-  at the CPU's time (a send: the later of CPU and send NIC).
+  receive before calc, in the order GCC's ``std::sort`` leaves them
+  (LogGOPSim's sort: it keeps the order within a type for up to 16
+  operations and not always beyond), at the CPU's time (a send: the later
+  of CPU and send NIC).
 
 Times are int64 picoseconds, so equal times compare equal (LogGOPSim uses
 integer nanoseconds).
@@ -133,15 +134,99 @@ def _append(h, x, head, tail, link):
 
 
 @njit(cache=True)
+def _ins(a, key, lo, i, guarded):
+    """libstdc++'s linear insert of ``a[i]`` into the sorted ``a[lo:i]`` (``guarded``: check ``lo`` first)."""
+    v = a[i]
+    if guarded and key[v] < key[a[lo]]:
+        for j in range(i, lo, -1):
+            a[j] = a[j - 1]
+        a[lo] = v
+        return
+    j = i
+    while key[v] < key[a[j - 1]]:
+        a[j] = a[j - 1]
+        j -= 1
+    a[j] = v
+
+
+@njit(cache=True)
+def _std_sort(a, n, key):
+    """Sort ``a[:n]`` by ``key[a]`` exactly as GCC's ``std::sort`` does (introsort, then insertion sort).
+
+    LogGOPSim sorts the operations freed by one event with ``std::sort``,
+    which is not stable above 16 elements; replaying its order keeps the
+    simulations equal.  The heap-sort fallback (recursion depth beyond
+    ``2 lg n``) is not reproduced: there a stable sort is used, which cannot
+    happen with three keys in practice.  Returns False if it did.
+    """
+    exact = True
+    stack_lo = np.empty(128, dtype=np.int64)
+    stack_hi = np.empty(128, dtype=np.int64)
+    stack_d = np.empty(128, dtype=np.int64)
+    depth = 0
+    m = n
+    while m > 1:
+        depth += 1
+        m >>= 1
+    sp = 0
+    stack_lo[0], stack_hi[0], stack_d[0] = 0, n, 2 * (depth if n > 1 else 0)
+    sp = 1
+    while sp > 0:  # __introsort_loop(lo, hi, d): partition, recurse on the right, loop on the left
+        sp -= 1
+        lo, hi, d = stack_lo[sp], stack_hi[sp], stack_d[sp]
+        while hi - lo > 16:
+            if d == 0:
+                exact = False
+                seg = a[lo:hi].copy()
+                order = np.argsort(key[seg], kind="mergesort")
+                a[lo:hi] = seg[order]
+                break
+            d -= 1
+            mid = lo + (hi - lo) // 2
+            x, y, z = lo + 1, mid, hi - 1  # __move_median_to_first(lo, lo + 1, mid, hi - 1)
+            if key[a[x]] < key[a[y]]:
+                c = y if key[a[y]] < key[a[z]] else (z if key[a[x]] < key[a[z]] else x)
+            else:
+                c = x if key[a[x]] < key[a[z]] else (z if key[a[y]] < key[a[z]] else y)
+            a[lo], a[c] = a[c], a[lo]
+            f, last = lo + 1, hi  # __unguarded_partition(lo + 1, hi, pivot = lo)
+            pk = key[a[lo]]
+            while True:
+                while key[a[f]] < pk:
+                    f += 1
+                last -= 1
+                while pk < key[a[last]]:
+                    last -= 1
+                if not f < last:
+                    break
+                a[f], a[last] = a[last], a[f]
+                f += 1
+            stack_lo[sp], stack_hi[sp], stack_d[sp] = f, hi, d
+            sp += 1
+            hi = f
+    # __final_insertion_sort
+    if n > 16:
+        for i in range(1, 16):
+            _ins(a, key, 0, i, True)
+        for i in range(16, n):
+            _ins(a, key, 0, i, False)
+    else:
+        for i in range(1, n):
+            _ins(a, key, 0, i, True)
+    return exact
+
+
+@njit(cache=True)
 def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o, m_g, m_L, m_Gn, rndv):
     """Simulate the graph (see the module docstring).
 
     ``ndeps`` is consumed (a copy is the caller's business); ``m_*`` are the
     send nodes' o, g, L and (n - 1) G in picoseconds, ``rndv`` their protocol.
-    Returns ``(status, done, rr, mate, nexto)``: per node the time it was
-    marked done (-1: never) and the CPU's time then (what requires it is
-    queued at), the node it matched (sends and receives, -1 none), and each
-    rank's CPU time at the end (LogGOPSim's finishing time per host).
+    Returns ``(status, done, rr, mate, nexto, inexact)``: per node the time
+    it was marked done (-1: never) and the CPU's time then (what requires it
+    is queued at), the node it matched (sends and receives, -1 none), each
+    rank's CPU time at the end (LogGOPSim's finishing time per host), and
+    how many sorts could not follow ``std::sort`` (:func:`_std_sort`).
     """
     nn = kind.size
     nexto = np.zeros(nprocs, dtype=np.int64)
@@ -162,6 +247,8 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
     hsize = np.zeros(1, dtype=np.int64)
     fbuf = np.empty(nn + 1, dtype=np.int64)  # nodes freed by the current event, in order
     fhost = np.empty(4, dtype=np.int64)
+    sbuf = np.empty(nn + 1, dtype=np.int64)
+    inexact = 0  # sorts that fell back from std::sort's order (see _std_sort)
     aqtime = 0
     # initial free operations: per rank, in node order, sorted by type, at time 0
     start = 0
@@ -170,11 +257,16 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
         stop = start
         while stop < nn and rank[stop] == h:
             stop += 1
-        for ty in (_SEND, _RECV, _CALC):
-            for v in range(start, stop):
-                if ndeps[v] == 0 and kind[v] == ty:
-                    _push(ht, hs, hk, hsize, 0, aqtime, v)
-                    aqtime += 1
+        m = 0
+        for v in range(start, stop):
+            if ndeps[v] == 0:
+                sbuf[m] = v
+                m += 1
+        if not _std_sort(sbuf, m, kind):
+            inexact += 1
+        for q in range(m):
+            _push(ht, hs, hk, hsize, 0, aqtime, sbuf[q])
+            aqtime += 1
         start = stop
     while hsize[0] > 0:
         t, ts, key = _pop(ht, hs, hk, hsize)
@@ -257,16 +349,21 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             if nxt < 0:
                 break
             lo = nxt
-            for ty in (_SEND, _RECV, _CALC):
-                for q in range(nfree):
-                    w = fbuf[q]
-                    if rank[w] == nxt and kind[w] == ty:
-                        tw = max(nexto[nxt], nextgs[nxt]) if ty == _SEND else nexto[nxt]
-                        _push(ht, hs, hk, hsize, tw, aqtime, w)
-                        aqtime += 1
+            m = 0
+            for q in range(nfree):
+                if rank[fbuf[q]] == nxt:
+                    sbuf[m] = fbuf[q]
+                    m += 1
+            if not _std_sort(sbuf, m, kind):
+                inexact += 1
+            for q in range(m):
+                w = sbuf[q]
+                tw = max(nexto[nxt], nextgs[nxt]) if kind[w] == _SEND else nexto[nxt]
+                _push(ht, hs, hk, hsize, tw, aqtime, w)
+                aqtime += 1
     status = STATUS_OK
     for v in range(nn):
         if done[v] < 0:
             status = STATUS_DEADLOCK
             break
-    return status, done, rr, mate, nexto
+    return status, done, rr, mate, nexto, inexact
