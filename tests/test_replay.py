@@ -100,7 +100,7 @@ def test_uniform_halo_exchange_equals_the_k_model_expression():
     assert ds.wait_time.sum().item() == pytest.approx(ds.comm_time.sum().item())
 
 
-@pytest.mark.parametrize("model", ["postal", "maxrate", "kmodel", "loggp"])
+@pytest.mark.parametrize("model", ["postal", "maxrate", "kmodel", "loggp_nic"])
 def test_halo_exchange_slowest_rank_matches_phase_model(model):
     ex = exchange("minife", 64, box=20)
     ds = replay(synthetic("minife", 64, 2, box=20, allreduces=0), "summit", model)

@@ -10,7 +10,9 @@ communication parameters in SI units:
 - ``maxrate``: short protocol ``alpha`` (s), ``beta`` (s/B) (Table 3, the
   two-parameter form, Eq. 3); eager and rendezvous ``alpha`` (s), ``r_cb``
   and ``r_ci`` (B/s) (Table 4, the three-parameter form, Eq. 2);
-- ``loggp``: ``L``, ``o``, ``g`` (s) and ``G`` (s/B), optional (not in the papers).
+- ``loggp``: ``L``, ``o``, ``g`` (s) and ``G`` (s/B), each >= 0 (LogGP allows
+  zero, e.g. ``G = 0``), optional (not in the papers); the replay's LogGOPS
+  rendezvous threshold S is ``eager_max_bytes``.
 
 A parameter entry may also carry standard errors ``<name>_se`` (same unit)
 when it was fitted here (:mod:`perfmod.models.comm.calibration`), and any
@@ -95,7 +97,7 @@ PARAM_NAMES: dict[tuple[str, str], tuple[str, ...]] = (
     | {("loggp", p): ("L", "o", "g", "G") for p in PROTOCOLS}
 )
 _SHIPPED_TABLES = ("postal", "maxrate", "loggp")
-_NONNEGATIVE = ("o", "g")  # LogGP overhead and gap may be zero; everything else must be > 0
+_NONNEGATIVE = ("L", "o", "g", "G")  # LogGP allows zero latency, overhead, gap and gap per byte; others > 0
 _TOP_FIELDS = ("name", "nodes", "sockets_per_node", "gpus_per_socket", "ranks_per_node",
                "cpu", "gpu", "network", "mpi", "source", "description", "protocols", "comm")
 _STR_FIELDS = ("cpu", "gpu", "network", "mpi", "source", "description")

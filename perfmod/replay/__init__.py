@@ -8,7 +8,10 @@ collective and compute time broken out.
 - :mod:`perfmod.replay.sweep`: :func:`sweep` over platforms and models;
 - :mod:`perfmod.replay.matching`: MPI matching and collective instances;
 - :mod:`perfmod.replay.costs`: message and collective times, k per phase;
-- :mod:`perfmod.replay.kernel`: the compiled event loop and its timing rules.
+- :mod:`perfmod.replay.kernel`: the compiled event loop and its timing rules;
+- :mod:`perfmod.replay.loggops`: the ``loggp`` replay, LogGOPS as LogGOPSim
+  computes it (:mod:`perfmod.replay.graph`: the trace as LogGOPSim's
+  operation graph; :mod:`perfmod.replay.loggops_kernel`: its event loop).
 """
 
 from perfmod.replay.engine import DeadlockError, ReplayError, ReplayWarning, replay

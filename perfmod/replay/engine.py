@@ -9,6 +9,10 @@ max-rate / K-model for processes sharing the network (§3.2).
 (:mod:`perfmod.replay.matching`), message and collective times
 (:mod:`perfmod.replay.costs`) and the compiled event loop
 (:mod:`perfmod.replay.kernel`, whose docstring states the timing rules).
+Models whose registry entry says ``replay="loggops"`` (``loggp``) run
+instead as LogGOPSim runs them: a CPU and a NIC per rank, the receiver
+charged for every message (:mod:`perfmod.replay.loggops`); ``loggp_nic``
+is the same formula under the message kernel's rules.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from perfmod.machine.platforms import MODES, Platform, as_platform
 from perfmod.models.comm.registry import comm_model
 from perfmod.replay.costs import collective_costs, message_costs
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
+from perfmod.replay.loggops import replay_loggops
 from perfmod.replay.matching import ReplayError, collective_instances, match_messages
 from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
 from perfmod.trace.requests import resolve_requests
@@ -162,7 +167,9 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         node and socket, protocol thresholds, model parameters.
     model : str
         Point-to-point model, any of :func:`perfmod.models.comm.registry.model_names`
-        ("kmodel", "postal", "maxrate", "loggp", ...; :mod:`perfmod.replay.costs` says how k is counted).
+        ("kmodel", "postal", "maxrate", "loggp", "loggp_nic", ...; :mod:`perfmod.replay.costs` says how
+        k is counted).  ``"loggp"`` is LogGOPS as LogGOPSim computes it (:mod:`perfmod.replay.loggops`);
+        the others follow :mod:`perfmod.replay.kernel`.
     mapping : {"block", "round_robin"}
         Rank placement on nodes.
     compute : callable, float, array or None
@@ -206,7 +213,7 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         ``unknown="error"``.
     """
     plat = as_platform(platform)
-    comm_model(model)  # an unknown model fails here, before any work
+    spec = comm_model(model)  # an unknown model fails here, before any work
     if unknown not in ("skip", "error"):
         raise ValueError(f"unknown must be 'skip' or 'error', got {unknown!r}")
     if validate:
@@ -224,17 +231,29 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     match = match_messages(trace)
     coll = collective_instances(trace)
     costs = message_costs(trace, match, plat, model, mapping, k_total_rule, stencil)
-    inst_cost = collective_costs(trace, coll, plat, model, mapping)
     n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
     iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
     rank_ptr = trace.rank_ptr
-    status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
-        rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
-        coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
-        *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
-        *_dynamic_args(match, len(trace)))
-    if status != STATUS_OK:
-        raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
+    if spec.replay == "loggops":
+        res = replay_loggops(trace, plat, model, mapping, comp, reqs, n_iter, iteration)
+        clock, acc, iter_comm = res.clock, res.acc, res.iter_comm
+        if not res.ok:
+            pc = rank_ptr[1:].copy()
+            pc[list(res.blocked)] = list(res.blocked.values())
+            nan = np.full(len(trace), np.nan)
+            raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, nan, nan, res.sdone)
+        if match.dynamic is not None:  # the kernel matched the messages to wildcard receives
+            dyn = match.dynamic.sgrp >= 0
+            match.pdst[dyn] = res.pdst[dyn]
+    else:
+        inst_cost = collective_costs(trace, coll, plat, model, mapping)
+        status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
+            rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
+            coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
+            *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
+            *_dynamic_args(match, len(trace)))
+        if status != STATUS_OK:
+            raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
     if match.dynamic is not None:
         _check_truncation(trace, match)
     unmatched = int(np.count_nonzero(match.pdst[match.send_events] == -1))

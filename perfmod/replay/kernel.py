@@ -10,6 +10,9 @@ parked, and woken by the event that provides it.  Message times are known
 beforehand (size, mode, the phase's K counts), so the loop is an exact
 evaluation of the timing rules below, in time order.
 
+Every model but ``loggp`` runs here (``loggp_nic`` is LogGP under these
+rules); ``loggp`` runs as LogGOPSim does, :mod:`perfmod.replay.loggops`.
+
 Timing rules (all times in seconds):
 
 - a call starts after the compute time recorded before it;

@@ -18,7 +18,21 @@ model, so adding one is one :func:`register` call:
   (LogGP from the postal ones);
 - ``fitters``: the function of :mod:`perfmod.models.comm.fitting` that fits
   it from ping-pong data, per protocol, and ``fallback``: the 2-parameter
-  formula that fit falls back to (Eq. 3, 000 §2.1).
+  formula that fit falls back to (Eq. 3, 000 §2.1);
+- ``replay``: how the trace replay (:mod:`perfmod.replay`) applies it:
+  ``"message"`` (a message holds its sender's network interface for the
+  formula's whole time and costs the receiver nothing; every model but
+  ``loggp``) or ``"loggops"`` (LogGOPS as LogGOPSim computes it: the
+  sender's CPU busy ``o`` and its NIC ``g + (n - 1) G`` per message, the
+  receiver's CPU ``o + (n - 1) G`` and NIC ``g + (n - 1) G``, rendezvous
+  above the platform's eager threshold S; :mod:`perfmod.replay.loggops`).
+
+The two LogGP models: ``loggp`` is replayed with the LogGOPS resources
+(agreeing with LogGOPSim to the nanosecond on the same schedule);
+``loggp_nic`` has the same formula and parameters but today's message
+semantics, kept because it is the per-message LogGP time that
+:func:`~perfmod.models.comm.message.message_time` and the collective and
+phase models use, so a replay under it is comparable with those closed forms.
 
 Who reads it: :func:`~perfmod.models.comm.message.message_time` (formula,
 parameters, k), collectives (k for one pair per node), the phase model,
@@ -45,10 +59,12 @@ from perfmod.machine.platforms import (
 from perfmod.models.comm.fitting import fit_maxrate, fit_maxrate2, fit_postal
 from perfmod.models.comm.models import formula_params, loggp, maxrate, maxrate2, postal
 
-__all__ = ["K_RULES", "CommModel", "register", "unregister", "comm_model", "model_names", "one_pair_k"]
+__all__ = ["K_RULES", "REPLAY_RULES", "CommModel", "register", "unregister", "comm_model", "model_names", "one_pair_k"]
 
 #: How a model's k is chosen (see the module docstring).
 K_RULES = ("none", "default", "kmodel")
+#: How the trace replay applies a model (see the module docstring).
+REPLAY_RULES = ("message", "loggops")
 
 
 @dataclass(frozen=True)
@@ -79,6 +95,8 @@ class CommModel:
         be fitted (a negative parameter, one k only).
     description : str
         One line, with the paper equation.
+    replay : {"message", "loggops"}
+        How the trace replay applies the model (see the module docstring).
     """
 
     name: str
@@ -90,6 +108,7 @@ class CommModel:
     fitters: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     fallback: Callable[..., Any] | None = None
     description: str = ""
+    replay: str = "message"
 
     def param_names(self, protocol: str) -> tuple[str, ...]:
         """Names of the parameters of ``protocol`` (SI units, :mod:`perfmod.machine.platforms`)."""
@@ -105,6 +124,8 @@ def _check(m: CommModel) -> None:
         raise ValueError(f"a communication model needs a name, got {m.name!r}")
     if m.k not in K_RULES:
         raise ValueError(f"model {m.name!r}: k must be one of {K_RULES}, got {m.k!r}")
+    if m.replay not in REPLAY_RULES:
+        raise ValueError(f"model {m.name!r}: replay must be one of {REPLAY_RULES}, got {m.replay!r}")
     if set(m.forms) != set(PROTOCOLS):
         raise ValueError(f"model {m.name!r}: give a formula for each protocol {PROTOCOLS}, got {sorted(m.forms)}")
     if m.table not in param_tables() and m.params is None:
@@ -188,5 +209,9 @@ register(CommModel("maxrate", "maxrate", _MAXRATE_FORMS, k="default", fitters=_M
                    fallback=maxrate2, description="max-rate, 000 Eq. 2 (Eq. 3 for the short protocol)"))
 register(CommModel("kmodel", "maxrate", _MAXRATE_FORMS, k="kmodel", fitters=_MAXRATE_FITTERS,
                    fallback=maxrate2, description="max-rate at k = K_inter / K_total k' (000 Eq. 4-5)"))
-register(CommModel("loggp", "loggp", dict.fromkeys(PROTOCOLS, loggp), derive=_loggp_from_postal,
-                   description="LogGP, o + L + (n - 1) G + o; from the postal parameters where absent"))
+register(CommModel("loggp", "loggp", dict.fromkeys(PROTOCOLS, loggp), derive=_loggp_from_postal, replay="loggops",
+                   description="LogGP, o + L + (n - 1) G + o; from the postal parameters where absent; replayed as "
+                               "LogGOPS (LogGOPSim's CPU and NIC per rank)"))
+register(CommModel("loggp_nic", "loggp", dict.fromkeys(PROTOCOLS, loggp), derive=_loggp_from_postal,
+                   description="LogGP, o + L + (n - 1) G + o; replayed as one message at a time on the sender's NIC "
+                               "for that whole time, nothing charged to the receiver"))

@@ -1,0 +1,221 @@
+"""The ``loggp`` replay is LogGOPS as LogGOPSim computes it (issue 14 item 11).
+
+Closed forms of the LogGOPS rules (:mod:`perfmod.replay.loggops`): a send
+holds its CPU ``o`` and its NIC ``g + (n - 1) G``; a message reaches the
+receiver ``o + L`` after its send started and holds the receiver's CPU
+``o + (n - 1) G`` and NIC ``g + (n - 1) G``; rendezvous above S.  Then
+per-host finishing times that LogGOPSim itself computed, committed, and
+(when ``PERFMOD_LOGGOPSIM`` names a directory with LogGOPSim's ``txt2bin``
+and ``LogGOPSim`` binaries) LogGOPSim run on the spot.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmod.apps.traces import synthetic
+from perfmod.machine.platforms import MODES, PROTOCOLS, PlatformError, from_dict, load, to_dict
+from perfmod.replay import DeadlockError, replay
+from perfmod.replay.graph import CALC, RECV, SEND, WILD, build_graph
+from perfmod.trace import TraceBuilder, read_trace
+from perfmod.trace.formats.goal import read_goal, write_goal
+from perfmod.trace.requests import resolve_requests
+
+NS = 1e-9
+
+
+def platform(L, o, g, G, S=65535):
+    """Summit's layout with one LogGP parameter set (integer nanoseconds) for every mode and protocol."""
+    base = load("summit")
+    comm = dict(base.comm)
+    for m in MODES:
+        for p in PROTOCOLS:
+            comm[("loggp", m, p)] = {"L": L * NS, "o": o * NS, "g": g * NS, "G": G * NS}
+    return base.replace(comm=comm, eager_max_bytes=S, short_max_bytes=min(base.short_max_bytes, S))
+
+
+def ns(ds, var="total_time"):
+    return np.rint(ds[var].values / NS).astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("o, g, G", [(1500, 1000, 2), (1500, 1000, 0), (500, 3000, 1), (800, 800, 0)])
+def test_back_to_back_messages_inject_every_max_o_g(o, g, G):
+    L, n = 2000, 1001
+    b = TraceBuilder(2)
+    for tag in (0, 1):
+        b.append(0, "isend", peer=1, nbytes=n, tag=tag, request=tag)
+        b.append(1, "irecv", peer=0, nbytes=n, tag=tag, request=tag)
+    b.append(0, "waitall", aux=[0, 1])
+    b.append(1, "waitall", aux=[0, 1])
+    ds = replay(b.build(), platform(L, o, g, G), "loggp")
+    gn = (n - 1) * G
+    second = max(o, g + gn)  # the second send starts when CPU (o) and NIC (g + (n-1)G) are free again
+    first_in = o + L  # taken in at once: the receiver's CPU and NIC are idle
+    second_in = max(second + o + L, first_in + o + gn, first_in + g + gn)  # behind the first reception
+    assert ns(ds) == [second + o, second_in + o + gn]
+    assert ns(ds, "wait_time") == ns(ds) and ns(ds, "compute_time") == [0, 0]
+
+
+@pytest.mark.parametrize("o, g, G", [(1500, 1000, 3), (500, 3000, 1), (1000, 1000, 0)])
+def test_receiver_cpu_is_busy_o_plus_n_minus_1_G_per_message(o, g, G):
+    L, n = 2500, 513
+    b = TraceBuilder(3)
+    for src in (1, 2):
+        b.append(0, "irecv", peer=src, nbytes=n, request=src)
+        b.append(src, "send", peer=0, nbytes=n)
+    b.append(0, "waitall", aux=[1, 2])
+    ds = replay(b.build(), platform(L, o, g, G), "loggp")
+    gn = (n - 1) * G
+    # both arrive at o + L; the second is taken in when the first has left CPU and NIC
+    assert ns(ds) == [o + L + max(o, g) + gn + o + gn, o, o]
+    assert ns(ds, "send_time")[1:] == [o, o]
+
+
+def test_a_ranks_send_queues_behind_the_message_its_cpu_takes_in():
+    L, o, g, G, n, c = 2500, 1500, 1000, 2, 1001, 10_000
+    b = TraceBuilder(3)
+    b.append(0, "send", peer=1, nbytes=n)
+    b.append(1, "irecv", peer=0, nbytes=n, request=0)
+    b.append(1, "isend", peer=2, nbytes=n, request=1, compute=c * NS)  # computing while the message arrives
+    b.append(1, "waitall", aux=[0, 1])
+    b.append(2, "recv", peer=1, nbytes=n)
+    ds = replay(b.build(), platform(L, o, g, G), "loggp")
+    gn = (n - 1) * G
+    send = c + o + gn  # the message waiting since o + L is taken in first, then rank 1 sends
+    assert ns(ds)[2] == send + o + L + o + gn
+    assert ns(ds)[1] == send + o and ns(ds, "compute_time")[1] == c
+    # the message semantics (loggp_nic) do not charge the receiver: its send starts when the computation ends
+    nic = replay(b.build(), platform(L, o, g, G), "loggp_nic")
+    assert ns(nic)[2] == c + 2 * o + L + gn
+
+
+@pytest.mark.parametrize("n, S", [(4096, 65535), (4096, 4095)])
+def test_rendezvous_above_S_completes_the_send_when_the_receive_is_posted(n, S):
+    L, o, g, G, late = 2500, 1500, 1000, 1, 50_000
+    b = TraceBuilder(2)
+    b.append(0, "send", peer=1, nbytes=n)
+    b.append(1, "recv", peer=0, nbytes=n, compute=late * NS)
+    ds = replay(b.build(), platform(L, o, g, G, S=S), "loggp")
+    sender = late if n > S else o  # rendezvous: done when matched; eager: when started (plus its o)
+    assert ns(ds) == [sender, late + o + (n - 1) * G]
+    assert ns(ds, "send_time")[0] == sender
+
+
+def test_zero_parameters_loggp_allows_are_accepted():
+    d = to_dict(platform(2500, 0, 0, 6))
+    for entry in d["comm"]["loggp"]["inter_node"].values():
+        entry["G"] = 0.0
+        entry["L"] = 0.0
+    plat = from_dict(d)
+    assert plat.params("loggp", "inter_node", "eager") == {"L": 0.0, "o": 0.0, "g": 0.0, "G": 0.0}
+    d["comm"]["loggp"]["inter_node"]["eager"]["G"] = -1e-9
+    with pytest.raises(PlatformError, match=r"comm.loggp.inter_node.eager.G: must be a number >= 0"):
+        from_dict(d)
+    d = to_dict(load("summit"))
+    d["comm"]["postal"]["inter_node"]["eager"]["beta"] = 0.0  # postal's beta stays positive
+    with pytest.raises(PlatformError, match=r"beta: must be a positive number"):
+        from_dict(d)
+
+
+@pytest.mark.parametrize("trace", [synthetic("jacobi2d", 16, 2, compute=1e-6), synthetic("minimd", 12, 1),
+                                   synthetic("allreduce", 12, 2)], ids=["jacobi2d", "minimd", "allreduce"])
+def test_graph_is_write_goals_schedule(tmp_path, trace):
+    g = build_graph(trace, resolve_requests(trace), trace.compute)
+    s = read_goal(write_goal(trace, tmp_path / "s.goal"))
+    kinds = {"send": SEND, "recv": RECV, "calc": CALC}
+    for r in range(trace.nprocs):
+        nodes = range(g.rank_ptr[r], g.rank_ptr[r + 1])
+        ops = list(s.ops[r].values())
+        assert [kinds[op.kind] for op in ops] == g.kind[nodes].tolist()
+        size = [op.size * 1000 if op.kind == "calc" else op.size for op in ops]  # calc: ns -> ps
+        assert size == g.size[nodes].tolist()
+        assert [op.peer for op in ops if op.kind != "calc"] == g.peer[nodes][g.kind[nodes] != CALC].tolist()
+        assert [op.tag for op in ops if op.kind != "calc"] == g.tag[nodes][g.kind[nodes] != CALC].tolist()
+        index = {op.label: k + g.rank_ptr[r] for k, op in enumerate(ops)}
+        edges = sorted((index[b], index[a]) for a, b, _ in s.requires[r])
+        ours = sorted((v, int(w)) for v in nodes for w in g.succ[g.succ_ptr[v]:g.succ_ptr[v + 1]])
+        assert edges == ours
+    assert WILD == -1
+
+
+def test_dataset_adds_up_and_deadlocks_are_named():
+    ds = replay(synthetic("jacobi2d", 16, 3, compute=2e-6), platform(2500, 1500, 1000, 6), "loggp")
+    np.testing.assert_allclose(ds.comm_time + ds.compute_time, ds.total_time, rtol=1e-12)
+    np.testing.assert_allclose(ds.comm_time_iteration.sum("iteration"), ds.comm_time, rtol=1e-12)
+    np.testing.assert_allclose(ds.compute_time, 3 * 2e-6, rtol=1e-12)
+    assert ds.attrs["model"] == "loggp"
+    b = TraceBuilder(2)
+    b.append(0, "recv", peer=1, nbytes=8, tag=3)
+    b.append(1, "compute", compute=1e-6)
+    with pytest.raises(DeadlockError, match=r"rank 0 event 0 MPI_Recv peer 1 tag 3: no matching send"):
+        replay(b.build(), platform(2500, 1500, 1000, 6), "loggp")
+
+
+# LogGOPSim's per-host finishing times (ns), computed by LogGOPSim built from github.com/spcl/LogGOPSim at
+# commit 76451de16546c7ea39651c183cbc532f4a3457c0 (src/LogGOPSim: make, with -O2), for perfmod's write_goal
+# schedule of the trace: txt2bin -i s.goal -o s.bin; LogGOPSim -f s.bin -L L -o o -g g -G G -S 65535
+# (the "Host i: t" lines).
+JACOBI16 = synthetic("jacobi2d", 16, 10, compute=2e-6)  # 10 iterations, one allreduce of 8 B each
+LOGGOPSIM_JACOBI16 = {
+    (2500, 1500, 1000, 6): [42878776, 42880318, 42880902, 42877818, 42874734, 42876276, 42876860, 42873776,
+                            42882818, 42884360, 42884944, 42881860, 42878776, 42880318, 42880902, 42877818],
+    (2500, 1500, 1000, 0): [373500, 375000, 375000, 373500, 374500, 376000, 376000, 374500, 377500, 379000,
+                            379000, 377500, 373500, 375000, 374500, 373500],
+    (1000, 200, 3000, 1): [5497783, 5496390, 5497976, 5498176, 5496183, 5495183, 5496769, 5496783, 5496576,
+                           5495783, 5497783, 5499383, 5497783, 5496390, 5497976, 5497990],
+}
+LOGGOPSIM_ALLREDUCE12 = [48920, 44878, 48920, 44878, 48920, 44878, 48920, 44878, 47420, 47420, 47420, 47420]
+# MiniFE, 16 ranks, 3 iterations, box=20, L=2500 o=1500 g=1000 G=6: up to 34 operations freed at once, which
+# LogGOPSim orders with GCC's (unstable) std::sort
+LOGGOPSIM_MINIFE16 = [671148, 675190, 668648, 672690, 667106, 671148, 664606, 668648, 667106, 671148, 664606,
+                      668648, 663064, 667106, 660564, 664606]
+
+
+@pytest.mark.parametrize("params", list(LOGGOPSIM_JACOBI16))
+def test_jacobi2d_halo_and_allreduce_agree_with_loggopsim_to_the_ns(tmp_path, params):
+    plat = platform(*params)
+    assert ns(replay(JACOBI16, plat, "loggp")) == LOGGOPSIM_JACOBI16[params]
+    back = read_trace(write_goal(JACOBI16, tmp_path / "j.goal"))  # the schedule LogGOPSim ran
+    assert ns(replay(back, plat, "loggp")) == LOGGOPSIM_JACOBI16[params]
+
+
+def test_recursive_doubling_allreduce_with_the_fold_agrees_with_loggopsim():
+    ds = replay(synthetic("allreduce", 12, 2), platform(2500, 1500, 1000, 6), "loggp")
+    assert ns(ds) == LOGGOPSIM_ALLREDUCE12
+
+
+def test_more_than_16_operations_freed_at_once_are_ordered_as_std_sort_does():
+    ds = replay(synthetic("minife", 16, 3, box=20), platform(2500, 1500, 1000, 6), "loggp")
+    assert ns(ds) == LOGGOPSIM_MINIFE16
+
+
+def _loggopsim():
+    d = os.environ.get("PERFMOD_LOGGOPSIM")
+    tools = [Path(d) / "txt2bin", Path(d) / "LogGOPSim"] if d else []
+    if not tools or not all(t.is_file() and shutil.which(str(t)) for t in tools):
+        pytest.skip("set PERFMOD_LOGGOPSIM to a directory with LogGOPSim's txt2bin and LogGOPSim binaries")
+    return tools
+
+
+@pytest.mark.parametrize("name, trace", [
+    ("jacobi2d_64x10", synthetic("jacobi2d", 64, 10, compute=2e-6)),
+    ("jacobi2d_256x10", synthetic("jacobi2d", 256, 10, compute=2e-6)),
+    ("jacobi2d_halo_64x10", synthetic("jacobi2d", 64, 10, allreduces=0, compute=2e-6)),
+    ("allreduce_64x5", synthetic("allreduce", 64, 5)),
+    ("minife_64x3", synthetic("minife", 64, 3, box=20)),
+])
+@pytest.mark.parametrize("params", [(2500, 1500, 1000, 6), (2500, 1500, 1000, 0), (700, 700, 700, 2)])
+def test_loggopsim_itself_agrees(tmp_path, name, trace, params):
+    txt2bin, sim = _loggopsim()
+    goal, binary = write_goal(trace, tmp_path / f"{name}.goal"), tmp_path / f"{name}.bin"
+    subprocess.run([str(txt2bin), "-i", str(goal), "-o", str(binary)], check=True, capture_output=True)
+    L, o, g, G = params
+    out = subprocess.run([str(sim), "-f", str(binary), "-b", "-L", str(L), "-o", str(o), "-g", str(g), "-G", str(G),
+                          "-S", "65535"], check=True, capture_output=True, text=True).stdout
+    expect = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
+    assert max(ns(replay(read_trace(goal), platform(*params), "loggp"))) == expect
