@@ -147,3 +147,79 @@ def test_sasidharan_order_is_the_shared_design():
     sets = [cfg[i]["set"] for i, _ in order]
     assert sets[0] == "train" or sets[-1] == "train"
     assert "test" in sets[: len(sets) - 1] and sets.count("test") == 2
+
+
+# --- issue 13 interface: measured values from clean runs only -------------------------------------------------
+
+#: converted studies -> their run dimensions (the ``interfered`` flag is over them)
+CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep")}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", list(CLEAN_RUN_DIMS))
+def test_measuring_study_flags_interfered_runs(name, results, tmp_path_factory, monkeypatch):
+    ds = _run(name, results, tmp_path_factory, monkeypatch)
+    assert "interfered" in ds and ds.interfered.dtype == bool
+    assert set(ds.interfered.dims) == set(CLEAN_RUN_DIMS[name])
+    assert "clean_runs_missing" in ds.attrs and isinstance(ds.attrs["clean_runs_missing"], str)
+    for a in ("runs_interfered", "runs_dropped", "runs_dropped_reason"):
+        assert a in ds.attrs, a
+    from perfmod.studies.records import validity_note
+    assert "clean" in validity_note(ds)
+
+
+def _fake_gol(reps_bad: float = 100.0) -> xr.Dataset:
+    """GOL raw runs from an exact BSP-like law: 3 cases x 2 rank counts x 2 reps, rep 1 of case 0 at P=2 interfered."""
+    cases = np.array([[400, 400, 100], [600, 600, 100], [800, 800, 200]])
+    p = np.array([1, 2])
+    cells = cases[:, 0] * cases[:, 1]
+    gens = cases[:, 2]
+    t_w = (cells[:, None] / p[None, :]) * gens[:, None] * 1e-8 * np.ones((1, 2))
+    t_c = np.where(p[None, :] > 1, 2 * cases[:, 1:2] * gens[:, None] * 1e-7 + 1e-4, 0.0)
+    t_o = 1e-3 + 1e-9 * cells[:, None] / p[None, :] * np.ones((1, 2))
+    shape = (3, 2, 2)
+    data = {"t_w": t_w, "t_c": t_c, "t_o": t_o}
+    data["total_time"] = t_w + t_c + t_o
+    arr = {q: np.repeat(v[:, :, None], 2, axis=2) * (1 + 0.001 * np.arange(2)) for q, v in data.items()}
+    bad = np.zeros(shape, bool)
+    bad[0, 1, 1] = True
+    for q in arr:
+        arr[q][0, 1, 1] *= reps_bad
+    return xr.Dataset(
+        {f"{q}_measured": (("case", "nprocs", "rep"), v, {"units": "s", "long_name": q}) for q, v in arr.items()}
+        | {"interfered": (("case", "nprocs", "rep"), bad, {"units": "1", "long_name": "interfered"})},
+        coords={"case": np.arange(3), "nprocs": p, "rep": np.arange(2),
+                "ny": ("case", cases[:, 0]), "nx": ("case", cases[:, 1]), "generations": ("case", gens),
+                "cells": ("case", cells), "oversubscribed": ("nprocs", np.array([False, False]))})
+
+
+def test_gol_measured_median_ignores_the_interfered_repetition():
+    from perfmod.studies import sharif_gol as gol
+
+    raw = _fake_gol()
+    med, missing = gol.clean_medians(raw)
+    assert missing == []
+    clean = raw.total_time_measured.values[0, 1, [0]]
+    assert med.total_time_measured.values[0, 1] == pytest.approx(np.median(clean))
+    assert raw.total_time_measured.median("rep").values[0, 1] > 1.5 * np.median(clean)  # the raw median is moved
+    # the fit sees the clean median: the same fit as with the disturbed value replaced by a clean one
+    fit = gol.fit_gol(raw)
+    ref = gol.fit_gol(_fake_gol(reps_bad=1.0))
+    for k, v in vars(ref.params_for()).items():
+        assert getattr(fit.params_for(), k) == pytest.approx(v, rel=1e-3), k
+    # a configuration with no clean run: NaN there and listed
+    allbad = raw.assign(interfered=raw.interfered | (raw.case == 2) & (raw.nprocs == 1))
+    med, missing = gol.clean_medians(allbad)
+    assert np.isnan(med.t_w_measured.sel(case=2, nprocs=1)) and missing == ["case=2, nprocs=1"]
+    out = gol.predict_gol(fit, allbad)
+    assert np.isnan(out.total_time_error.sel(case=2, nprocs=1))
+    assert bool(np.isfinite(out.total_time_error.sel(case=1)).all())
+
+
+def test_gol_fit_refuses_too_few_clean_runs():
+    from perfmod.studies import sharif_gol as gol
+
+    raw = _fake_gol()
+    raw["interfered"] = xr.ones_like(raw.interfered, bool)
+    with pytest.raises(ValueError, match="clean"):
+        gol.fit_gol(raw)

@@ -15,12 +15,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from perfmod.core.io import annotate, write_dataset
 from perfmod.core.paths import raw_dir
+from perfmod.measure.validity import FLAG_META, run_flags
 
-__all__ = ["save_raw", "provenance"]
+__all__ = ["save_raw", "provenance", "FLAG_FIELDS", "new_flags", "record_flags", "flag_variables",
+           "mask_interfered", "record_drops", "validity_note"]
+
+FLAG_FIELDS = ("interfered", "off_cpu", "attempts", "interfered_attempts", "load_before")
+"""The per-run flags of :func:`perfmod.measure.validity.run_flags` a study keeps over its run dimensions."""
 
 
 def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any], source: str,
@@ -58,3 +64,68 @@ def provenance(ds: xr.Dataset, study: str, source: str, parameters: Mapping[str,
     out = annotate(ds, study=study, source=source, parameters=parameters)
     out.attrs["raw_files"] = "; ".join(str(p) for p in raw_files)
     return out
+
+
+def new_flags(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Empty per-run flag arrays (``interfered`` False, the numbers NaN) of a design's ``shape``."""
+    return {f: (np.zeros(shape, bool) if f == "interfered" else np.full(shape, np.nan)) for f in FLAG_FIELDS}
+
+
+def record_flags(flags: dict[str, np.ndarray], index: tuple[int, ...], res: Mapping[str, Any]) -> None:
+    """Store the flags of one :func:`~perfmod.measure.runner.run_mpi` result at ``index``."""
+    rec = run_flags(res)
+    for f in FLAG_FIELDS:
+        flags[f][index] = rec[f]
+
+
+def flag_variables(flags: Mapping[str, np.ndarray], dims: Sequence[str]) -> dict[str, tuple]:
+    """The flag arrays as dataset variables over ``dims``, with units and long names from ``FLAG_META``."""
+    return {f: (tuple(dims), np.asarray(flags[f], bool if f == "interfered" else float),
+                {"units": FLAG_META[f][0], "long_name": FLAG_META[f][1]}) for f in FLAG_FIELDS}
+
+
+def mask_interfered(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
+    """``ds`` with the values of the interfered runs of ``names`` set to NaN (the flags themselves kept)."""
+    out = ds.copy()
+    bad = ds["interfered"].astype(bool)
+    for n in names:
+        out[n] = ds[n].where(~bad).assign_attrs(
+            ds[n].attrs, long_name=f"{ds[n].attrs.get('long_name', n)} (clean runs only; interfered runs NaN)")
+    return out
+
+
+def record_drops(ds: xr.Dataset, interfered: xr.DataArray, oversubscribed: xr.DataArray | None,
+                 missing: Sequence[str], what: str = "runs") -> xr.Dataset:
+    """Set ``runs_total``, ``runs_interfered``, ``runs_oversubscribed``, ``runs_dropped``, ``runs_dropped_reason``
+    and ``clean_runs_missing`` (comma-and-semicolon text, empty when none) on ``ds``.
+
+    ``interfered`` and ``oversubscribed`` are over all runs considered
+    (``oversubscribed`` broadcast against ``interfered``; None: none).
+    """
+    bad = interfered.astype(bool)
+    over = xr.zeros_like(bad) if oversubscribed is None else xr.broadcast(oversubscribed.astype(bool), bad)[0]
+    n_int, n_over = int(bad.sum()), int(over.sum())
+    n_drop = int((bad | over).sum())
+    ds.attrs.update({
+        "runs_total": int(bad.size), "runs_interfered": n_int, "runs_oversubscribed": n_over,
+        "runs_dropped": n_drop,
+        "runs_dropped_reason": (f"{what}: {n_int} interfered (another process took a material share of the CPUs), "
+                                f"{n_over} oversubscribed (more ranks than cores); neither fitted nor scored"),
+        "clean_runs_missing": "; ".join(missing),
+    })
+    return ds
+
+
+def validity_note(ds: xr.Dataset) -> str:
+    """One markdown paragraph, from the dataset's attributes, saying which runs were dropped and why."""
+    a = ds.attrs
+    text = (f"**Runs used**: {a.get('runs_total', 0) - a.get('runs_dropped', 0)} of {a.get('runs_total', 0)} "
+            f"clean; {a.get('runs_interfered', 0)} interfered and {a.get('runs_oversubscribed', 0)} oversubscribed "
+            "runs kept for the record but neither fitted nor scored.")
+    if str(a.get("fit_status", "")).startswith("not fitted"):
+        text += f" **The model was {a['fit_status']}** No prediction or error figure is reported."
+    missing = a.get("clean_runs_missing", "")
+    if missing:
+        text += (f" **No clean run could be had for: {missing}.** Their measured values are NaN and the error "
+                 "figures there are not valid; re-run on an idle machine.")
+    return text
