@@ -125,7 +125,7 @@ def test_bounded_postal_fit_stays_nonnegative() -> None:
 
 def test_platform_note_round_trip(tmp_path: Path) -> None:
     plat = calibrate(NEG).platform
-    back = platforms.load(platforms.save(plat, tmp_path / "p.toml"))
+    back = platforms.load(platforms.write(plat, tmp_path / "p.toml"))
     assert back.protocol_note == plat.protocol_note
     e = back.entry("postal", "intra_socket", "rendezvous")
     assert e.note == plat.entry("postal", "intra_socket", "rendezvous").note

@@ -361,7 +361,7 @@ def _threshold_sweep(spec: Any, frames: dict, models: dict, app_ds: xr.Dataset, 
 
 
 def summary(ds: xr.Dataset) -> pd.DataFrame:
-    """Mean |runtime error| on held-out sizes per app and method, beside the paper's means.
+    """Mean absolute runtime error on held-out sizes per app and method, beside the paper's means.
 
     Rows ``(points, app)``: ``points`` is ``clean`` (measurements with a repetition that ran
     without interference), ``all``, or ``all, vs CPU time`` (against the native run's CPU time,

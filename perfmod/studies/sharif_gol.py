@@ -183,7 +183,7 @@ def predict_gol(fit: BSPFit, test: xr.Dataset, level: float = 0.95) -> xr.Datase
 
 
 def error_summary(ds: xr.Dataset) -> pd.DataFrame:
-    """Mean and largest |relative error| over the held-out runs that are not oversubscribed, per quantity."""
+    """Mean and largest absolute relative error over the held-out runs that are not oversubscribed, per quantity."""
     ok = ds.nprocs.values[~ds.oversubscribed.values]
     rows = {}  # NaN errors (no clean run) are not counted
     for q in ("t_w", "t_c", "total_time"):

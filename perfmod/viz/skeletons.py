@@ -82,7 +82,7 @@ def plot_threshold(ds: xr.Dataset) -> plt.Figure:
 
 
 def plot_skeleton_error(ds: xr.Dataset, paper: pd.DataFrame) -> plt.Figure:
-    """Figure 8: mean |error| of the skeleton runtime per app and method (held-out, and all sizes)."""
+    """Figure 8: mean absolute error of the skeleton runtime per app and method (held-out, and all sizes)."""
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     apps = list(ds.app.values)
     methods = list(ds.method.values)
