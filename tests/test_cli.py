@@ -122,3 +122,16 @@ def test_calibrate_refits_a_pingpong_file_into_a_valid_platform(tmp_path, capsys
     assert plat.name == "local"
     assert main(["calibrate", str(src)]) == 0  # nothing written without --out
     assert "not written" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["j.otf2", "j.tit", "j.goal", "j.npz"])
+def test_replay_detects_each_format_and_prints_a_breakdown(name, tmp_path, capsys):
+    from perfmod.apps.traces import synthetic
+    from perfmod.trace import write_trace
+
+    written = write_trace(synthetic("jacobi2d", 6, 1), tmp_path / name)
+    assert main(["replay", str(written), "--platform", "lassen", "--model", "postal", "--top", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "on lassen, postal: slowest rank" in out[0]
+    assert len(out) == 1 + 1 + 3 + 1  # title, header, three slowest ranks, mean
+    assert all(float(v) >= 0 for v in out[2].split()[1:])

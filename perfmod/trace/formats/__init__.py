@@ -136,6 +136,9 @@ def read_trace(path: str | os.PathLike, format: str | None = None, **options: An
 def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None, **options: Any) -> Path:
     """Write ``trace`` as ``format`` (default: from the extension; ``.npz`` when there is none).
 
+    Returns the file to read back with :func:`read_trace`: the trace file, a
+    TIT index, or the OTF2 archive's anchor file.
+
     Raises
     ------
     TraceError
@@ -145,4 +148,5 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
     fmt = format or _EXTENSIONS.get(p.suffix.lower(), "npz")
     if fmt not in _WRITERS:
         raise TraceError(f"{p}: cannot write format {fmt!r}; writable: {', '.join(_WRITERS)}")
-    return _WRITERS[fmt](trace, p, **options)
+    out = _WRITERS[fmt](trace, p, **options)
+    return Path(out[0]) if isinstance(out, list | tuple) else Path(out)  # TIT: the index (or the one file) first
