@@ -82,3 +82,66 @@ def test_bad_input_is_named():
         st.measure_events(["moon"], 64, 64, 10.0, [1], [1], 1.0)
     with pytest.raises(ValueError, match="divide the finest grid"):
         st.measure_events(["bowl"], 64, 64, 10.0, [3], [1], 1.0)
+
+
+def _flagged(ds, where):
+    """``ds`` with an ``interfered`` flag True at the runs ``where`` selects (a dict of coordinate values)."""
+    bad = xr.zeros_like(ds.t_w_measured, bool)
+    bad.loc[where] = True
+    return ds.assign(interfered=bad)
+
+
+def test_a_disturbed_repetition_is_dropped_not_fitted():
+    ds = _model_runs(reps=3)
+    where = dict(event="plain", factor=4, nprocs=1, rep=0)
+    for q in ("t_w", "t_c", "t_o", "total_time"):  # a run three times slower, as beside a busy process
+        ds[f"{q}_measured"].loc[where] *= 3.0
+    res = st.analyse(_flagged(ds, where), coarse_factor=2)
+    assert res.attrs["runs_interfered"] == 1 and res.attrs["runs_total"] == ds.t_w_measured.size
+    assert res.attrs["clean_runs_missing"] == ""
+    assert res.attrs["fit_status"] == "fitted on the clean runs"
+    assert res.fit_k_w.values == pytest.approx(list(KW.values()), rel=1e-6)
+    assert float(np.abs(res.total_time_error).max()) < 1e-6
+    assert bool(res.interfered.sel(where)) and int(res.interfered.sum()) == 1
+    # unflagged, the slow repetition is one of three: the median hides it, so make it two of three
+    ds2 = ds.copy(deep=True)
+    ds2["t_w_measured"].loc[dict(where, rep=1)] *= 3.0
+    both = _flagged(ds2, dict(event="plain", factor=4, nprocs=1, rep=[0, 1]))
+    assert float(np.abs(st.analyse(both, coarse_factor=2).total_time_error).max()) < 1e-6
+    ds2["interfered"] = xr.zeros_like(ds2.t_w_measured, bool)
+    assert float(np.abs(st.analyse(ds2, coarse_factor=2).total_time_error).max()) > 1e-3
+
+
+def test_a_coarse_run_without_a_clean_repetition_gives_no_kw_and_says_so():
+    ds = _flagged(_model_runs(), dict(event="bowl", factor=2, nprocs=1))
+    res = st.analyse(ds, coarse_factor=2)
+    assert res.experiment_status.sel(event="bowl").item().startswith("no K_w")
+    assert np.isnan(res.total_time_predicted.sel(event="bowl")).all()
+    assert np.isnan(res.total_time_measured.sel(event="bowl", factor=2, nprocs=1))
+    assert res.attrs["clean_runs_missing"] == "event=bowl, factor=2, nprocs=1"
+    assert res.attrs["fit_status"].startswith("fitted on the clean runs (except bowl: no K_w")
+    others = res.drop_sel(event="bowl")
+    assert float(np.abs(others.total_time_error.where(others.held_out)).max()) < 1e-6
+    assert st.error_summary(res).loc["total_time", "cases"] == 6  # bowl's two held-out cases have no prediction
+
+
+def test_too_few_clean_runs_is_not_fitted_rather_than_a_figure():
+    ds = _model_runs()
+    bad = xr.ones_like(ds.t_w_measured, bool)
+    bad.loc[dict(event="valley")] = False  # only the valley is clean: every other experiment trains on nothing
+    res = st.analyse(ds.assign(interfered=bad), coarse_factor=2)
+    assert res.attrs["fit_status"].startswith("not fitted")
+    assert np.isnan(res.total_time_predicted).all()
+    assert np.isnan(st.error_summary(res).loc["total_time", "mean |error|"])
+
+
+def test_cell_costs_are_the_model_per_cell_cost_of_each_run():
+    res = st.run_experiments(_model_runs())
+    table = st.cell_costs(res)
+    assert list(table.columns) == ["20 m (ns)", "10 m (ns)", "5 m (ns)", "fine / coarse"]
+    assert table.index.names == ["event", "nprocs"] and len(table) == 8  # 4 events x 1, 2 ranks (4: oversubscribed)
+    for ev, kw in KW.items():  # one rank, no halo: P t_w / (C I) = 1 / K_w + O_w / C
+        for col, cells in (("20 m (ns)", 64**2), ("5 m (ns)", 256**2)):
+            assert table.loc[(ev, 1), col] == pytest.approx((1 / kw + SHARED["o_w"] / cells) * 1e9, rel=1e-9)
+        want = (1 / kw + SHARED["o_w"] / 256**2) / (1 / kw + SHARED["o_w"] / 64**2)
+        assert table.loc[(ev, 1), "fine / coarse"] == pytest.approx(want, rel=1e-9)

@@ -152,7 +152,7 @@ def test_sasidharan_order_is_the_shared_design():
 # --- issue 13 interface: measured values from clean runs only -------------------------------------------------
 
 #: converted studies -> their run dimensions (the ``interfered`` flag is over them)
-CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep")}
+CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep"), "sharif_triton": ("event", "factor", "nprocs", "rep")}
 
 
 @pytest.mark.mpi

@@ -39,9 +39,19 @@ from tqdm.auto import tqdm
 
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
-from perfmod.models.bsp import BSPFit, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
+from perfmod.measure.validity import clean_reduce
+from perfmod.models.bsp import BSPFit, BSPParams, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
 from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.records import provenance, save_raw
+from perfmod.studies.records import (
+    FLAG_FIELDS,
+    flag_variables,
+    mask_interfered,
+    new_flags,
+    provenance,
+    record_drops,
+    record_flags,
+    save_raw,
+)
 from perfmod.studies.sharif_gol import LONG, QUANTITIES
 from perfmod.viz.plots import plot_error_by_experiment, plot_halo_by_rank
 from perfmod.viz.validation import plot_validation
@@ -49,7 +59,7 @@ from perfmod.viz.validation import plot_validation
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
 
-__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "error_summary", "step_ratio",
+__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "error_summary", "cell_costs", "step_ratio",
            "run", "figures"]
 
 
@@ -75,6 +85,7 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     shape = (len(events), len(factors), len(nprocs), reps)
     extra = ("steps", "wet_fraction", "mass")
     data = {q: np.full(shape, np.nan) for q in (*QUANTITIES, *extra)}
+    flags = new_flags(shape)
     halo = np.full((*shape, max(nprocs)), np.nan)
     order = interleaved_order([reps] * (len(events) * len(factors) * len(nprocs)), seed)
     for k, r in tqdm(order, desc="flood runs", disable=not progress):
@@ -86,6 +97,7 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
         for q in data:
             data[q][e, f, p, r] = res[q]
         halo[e, f, p, r, :nprocs[p]] = res["t_halo_ranks"]
+        record_flags(flags, (e, f, p, r), res)
     fac = np.asarray(factors)
     p = np.asarray(nprocs)
     dims = ("event", "factor", "nprocs", "rep")
@@ -105,13 +117,22 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
                 "oversubscribed": ("nprocs", p > (os.cpu_count() or 1),
                                    {"units": "1", "long_name": "more ranks than cores"})},
     )
+    ds = ds.assign(flag_variables(flags, dims))
     ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), finest_grid=f"{ny} x {nx}",
                     finest_cell_size_m=float(dx), simulated_time_s=float(t_end))
     return ds
 
 
+MEASURED = (*[f"{q}_measured" for q in QUANTITIES], "steps", "wet_fraction", "mass")
+"""The per-run values that interfered runs make NaN (:func:`perfmod.studies.records.mask_interfered`)."""
+
+
 def _runs(ds: xr.Dataset) -> dict[str, np.ndarray]:
-    """Median over repetitions of each (event, factor, nprocs) run, flattened (event-major)."""
+    """Median over the clean repetitions of each (event, factor, nprocs) run, flattened (event-major).
+
+    Interfered runs are NaN already (:data:`MEASURED`); a configuration without
+    a clean run is left out.
+    """
     m = ds.median("rep")
     ref = m.t_w_measured
     out = {k: xr.broadcast(v, ref)[0].transpose(*ref.dims).values.ravel()
@@ -119,7 +140,8 @@ def _runs(ds: xr.Dataset) -> dict[str, np.ndarray]:
     out["H"] = np.where(out["P"] > 1, 2 * out["nx"], 0)  # halo cells per process: two rows (sharif_gol.halo_cells)
     for q in ("t_w", "t_c", "t_o"):
         out[q] = m[f"{q}_measured"].values.ravel()
-    return out
+    ok = np.isfinite(np.stack([out[k].astype(float) for k in ("I", "t_w", "t_c", "t_o")])).all(axis=0)
+    return {k: v[ok] for k, v in out.items()}
 
 
 def fit_events(ds: xr.Dataset, events: Sequence[str], nonneg: bool = False) -> BSPFit:
@@ -149,7 +171,10 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
     if target not in ds.event.values:
         raise ValueError(f"event {target!r} was not measured; measured: {', '.join(map(str, ds.event.values))}")
     others = [str(e) for e in ds.event.values if e != target]
-    fit = fit_events(ds, others, nonneg)
+    try:
+        fit, status = fit_events(ds, others, nonneg), "fitted on the clean runs of the other events"
+    except ValueError as err:  # too few clean runs of the other events (IdentifiabilityError): no valid figure
+        fit, status = None, f"not fitted: too few clean runs of the other events ({err})"
     factors = np.sort(ds.factor.values)
     if coarse_factor is None:
         coarse_factor = int(factors[1] if factors.size > 1 else factors[0])
@@ -159,10 +184,17 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
     p0 = int(tgt.nprocs.min())
     coarse = tgt.sel(factor=coarse_factor, nprocs=p0).median("rep")
     h0 = 2 * int(coarse.nx_cells) if p0 > 1 else 0
-    base = fit.params_for(k_w=1.0)
-    k_w = kw_from_coarse_run(float(coarse.cells), p0, float(coarse.steps), h0, float(coarse.t_w_measured),
-                             base.o_h, base.o_w)
-    params = fit.params_for(k_w=k_w)
+    if fit is None:
+        params = BSPParams(*[np.nan] * len(PARAM_NAMES))
+    else:
+        base = fit.params_for(k_w=1.0)
+        k_w = np.nan  # no clean coarse run: no K_w, the target's predictions are NaN
+        if np.isfinite(float(coarse.t_w_measured)):
+            k_w = kw_from_coarse_run(float(coarse.cells), p0, float(coarse.steps), h0, float(coarse.t_w_measured),
+                                     base.o_h, base.o_w)
+        else:
+            status = "no K_w: the coarse run of the target had no clean repetition"
+        params = fit.params_for(k_w=k_w)
     f, p = xr.broadcast(tgt.factor, tgt.nprocs)
     iters = scaled_iterations(float(coarse.steps), float(coarse.cell_size), tgt.cell_size * xr.ones_like(p))
     cells = tgt.cells * xr.ones_like(p)
@@ -186,6 +218,7 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
         units="1", long_name="held-out case: finer than the coarse run, not oversubscribed")
     out.attrs.update({f"fit_{k}": float(v) for k, v in vars(params).items()})
     out.attrs["coarse_factor"] = int(coarse_factor)
+    out.attrs["fit_status"] = status
     out.attrs["trained_on"] = ", ".join(others)
     return out
 
@@ -202,12 +235,42 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
                                {"units": units.get(k, "s"), "long_name": f"{k} of the experiment (paper 003 Table I)"
                                 + (": from the target's coarse run" if k == "k_w" else ": fitted on the other events")})
                   for k in PARAM_NAMES}
+        fitted["experiment_status"] = ("event", [res.attrs["fit_status"]],
+                                       {"units": "1", "long_name": "how the experiment's model was obtained"})
         parts.append(res.drop_attrs(deep=False).expand_dims(event=[tgt]).assign(fitted))
     out = xr.concat(parts, dim="event")
     out["halo_time"] = ds.halo_time.sel(event=targets)
-    if "run_index" in ds:  # measured by measure_events (not in hand-built datasets)
-        out["run_index"] = ds.run_index.sel(event=targets)
+    for name in ("run_index", *FLAG_FIELDS):  # measured by measure_events (not in hand-built datasets)
+        if name in ds:
+            out[name] = ds[name].sel(event=targets)
     return out
+
+
+def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = False) -> xr.Dataset:
+    """The experiments on the clean runs of a :func:`measure_events` dataset (or its raw file, re-read).
+
+    Interfered runs are made NaN (:data:`MEASURED`), so medians, fits and the
+    coarse runs' K_w use clean repetitions only; an experiment whose other
+    events leave too few clean runs is "not fitted", one whose coarse run had
+    no clean repetition has no K_w: both predict NaN and say so in
+    ``experiment_status``.  The dataset attribute ``fit_status`` sums them up,
+    and :func:`perfmod.studies.records.record_drops` records the dropped runs
+    and ``clean_runs_missing``.
+    """
+    if "interfered" not in runs:
+        runs = runs.assign(interfered=xr.zeros_like(runs.t_w_measured, bool).assign_attrs(
+            units="1", long_name="run disturbed by another process (none recorded)"))
+    runs = mask_interfered(runs, [m for m in MEASURED if m in runs])
+    out = run_experiments(runs, coarse_factor=coarse_factor, nonneg=nonneg)
+    out.attrs.update({k: v for k, v in runs.attrs.items() if k != "measured_utc"})
+    if "measured_utc" in runs.attrs:
+        out.attrs["measured_utc"] = runs.attrs["measured_utc"]
+    status = [str(v) for v in out.experiment_status.values]
+    bad = [f"{e}: {st}" for e, st in zip(out.event.values, status, strict=True) if st.startswith(("not", "no "))]
+    out.attrs["fit_status"] = ("not fitted: " + "; ".join(bad) if len(bad) == len(status) else
+                               "fitted on the clean runs" + (f" (except {'; '.join(bad)})" if bad else ""))
+    _, missing = clean_reduce(runs.t_w_measured, runs.interfered, "rep", "median")
+    return record_drops(out, runs.interfered, runs.oversubscribed, missing, "flood runs")
 
 
 def error_summary(res: xr.Dataset) -> pd.DataFrame:
@@ -221,6 +284,25 @@ def error_summary(res: xr.Dataset) -> pd.DataFrame:
         rows[q] = {"mean |error|": float(e.mean()) if e.size else np.nan,
                    "max |error|": float(e.max()) if e.size else np.nan, "cases": int(e.size)}
     return pd.DataFrame(rows).T
+
+
+def cell_costs(ds: xr.Dataset) -> pd.DataFrame:
+    """Measured compute time per cell and step, ``P t_w / (C I)`` (ns), per event and rank count at every resolution.
+
+    This is 1 / K_w as each run saw it (dry cells included in C, so a mostly
+    dry event is cheaper per cell).  The study's method assumes it is the
+    same at the coarse and the fine resolution: the column ``fine / coarse``
+    (finest over coarsest, 1 = the K_w transfers) shows where it does not.
+    Medians of the clean repetitions; NaN where a run had none.
+    """
+    cost = ds.t_w_measured * ds.nprocs / (ds.cells * ds.steps_measured) * 1e9
+    fmin, fmax = ds.factor.min().item(), ds.factor.max().item()
+    ok = ~ds.oversubscribed
+    table = cost.sel(nprocs=ok).to_series().unstack("factor")
+    table.columns = [f"{float(ds.cell_size.sel(factor=f)):g} m (ns)" for f in table.columns]
+    ratio = (cost.sel(factor=fmin) / cost.sel(factor=fmax)).sel(nprocs=ok).to_series()
+    table["fine / coarse"] = ratio
+    return table
 
 
 def step_ratio(ds: xr.Dataset) -> pd.DataFrame:
@@ -279,9 +361,7 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
     runs = measure_events(events, ny, nx, dx, factors, nprocs, t_end, reps, progress=progress, seed=seed)
     raw = save_raw(runs, STUDY, "runs", parameters,
                    "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
-    out = run_experiments(runs, coarse_factor=coarse_factor, nonneg=nonneg)
-    out.attrs.update({k: v for k, v in runs.attrs.items() if k != "measured_utc"})
-    out.attrs["measured_utc"] = runs.attrs["measured_utc"]
+    out = analyse(runs, coarse_factor, nonneg)
     return provenance(out, STUDY, "measurement: TRITON-like proxy on this machine; model of paper 003 Eq. 1-3, 5, 6 "
                       "and §III-B", parameters, [raw])
 
