@@ -59,8 +59,8 @@ from perfmod.viz.validation import plot_validation
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
 
-__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "error_summary", "cell_costs", "step_ratio",
-           "run", "figures"]
+__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "error_summary",
+           "cell_costs", "step_ratio", "run", "figures"]
 
 
 def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
