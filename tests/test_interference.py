@@ -47,6 +47,23 @@ def test_classify_run_queue_delay() -> None:
     assert not classify({"wall_s": 2.0, "cpu_s": 1.9, "run_delay_s": 2 * OFF_CPU_THRESHOLD}, cores=1).interfered
 
 
+def test_classify_co_runners_on_the_free_cores() -> None:
+    # one rank on two cores: no run-queue delay, but another process kept the other core busy
+    alone = {"wall_s": [2.0], "cpu_s": [1.98], "run_delay_s": [0.001], "machine_busy_s": [2.06]}
+    v = classify(alone, cores=2)
+    assert not v.interfered and v.reason.startswith("clean: rank 0 waited")
+    beside = dict(alone, machine_busy_s=[3.9])  # (3.9 - 1.98) / (2 cores x 2 s) = 48 % of the machine
+    v = classify(beside, cores=2)
+    assert v.interfered and "other processes used 48% of the machine's CPU time" in v.reason
+    assert v.off_cpu == pytest.approx(0.0005)  # the run-queue criterion itself stays clean
+    # two spinning ranks on two cores: all the machine's busy time is theirs
+    assert not classify({"wall_s": [1.0, 1.0], "cpu_s": [0.99, 0.99], "run_delay_s": [0.0, 0.01],
+                         "machine_busy_s": [2.0, 1.99]}, cores=2).interfered
+    # the threshold is configurable; without machine_busy_s the criterion is skipped
+    assert not classify(beside, cores=2, corun_threshold=0.5).interfered
+    assert not classify({k: v for k, v in beside.items() if k != "machine_busy_s"}, cores=2).interfered
+
+
 def test_classify_falls_back_to_cpu_time_without_schedstat() -> None:
     v = classify({"wall_s": [1.0], "cpu_s": [0.7], "run_delay_s": [float("nan")]}, cores=1)
     assert v.interfered and v.off_cpu == pytest.approx(0.3) and "no schedstat" in v.reason

@@ -12,7 +12,9 @@ What a probe records (Linux; NaN where a source is missing):
 - ``nivcsw``: involuntary context switches (``getrusage``);
 - ``load_before``, ``load_after``: the 1-minute load average;
 - ``steal_frac``: the machine's CPU time stolen by the hypervisor over the
-  probed interval, as a fraction of all CPU time (``/proc/stat``).
+  probed interval, as a fraction of all CPU time (``/proc/stat``);
+- ``machine_busy_s``: CPU time the whole machine spent busy (not idle, not
+  waiting for I/O, not stolen) over the probed interval (``/proc/stat``, s).
 
 The verdict.  A rank of a run that is not oversubscribed owns a core; the
 fraction of its wall time that it waited in the run queue,
@@ -32,6 +34,15 @@ threads of the rank.  Where
 ``1 - cpu_s / wall_s`` (which also counts blocking waits, so it errs on the
 side of flagging).  A steal fraction above :data:`STEAL_THRESHOLD` flags
 the run too.
+
+Co-runners.  A run that leaves cores free (one rank on two cores) shows no
+run-queue delay when another process runs on the free core, yet it shares
+the last-level cache and the memory bandwidth with it: on the development
+VM a memory-bound single-rank Game of Life ran 20-30 % slower beside busy
+processes with every run-queue criterion clean.  So the CPU time the
+machine spent on anything but the run's ranks, ``max(machine_busy_s) -
+sum(cpu_s)``, as a share of all the machine's CPU time ``cores x wall``,
+flags the run when it exceeds :data:`CORUN_THRESHOLD`.
 
 The threshold (0.05) was chosen from measurements on the 2-core
 development VM, shared with other jobs (README, "Measurements on a machine
@@ -58,6 +69,7 @@ from typing import Any
 __all__ = [
     "OFF_CPU_THRESHOLD",
     "STEAL_THRESHOLD",
+    "CORUN_THRESHOLD",
     "FIELDS",
     "Probe",
     "Verdict",
@@ -73,7 +85,10 @@ OFF_CPU_THRESHOLD = 0.05
 STEAL_THRESHOLD = 0.05
 """Largest hypervisor steal fraction of all CPU time in a clean run (1)."""
 
-FIELDS = ("wall_s", "cpu_s", "run_delay_s", "nivcsw", "load_before", "load_after", "steal_frac")
+CORUN_THRESHOLD = 0.10
+"""Largest share of the machine's CPU time that other processes may use during a clean run (1)."""
+
+FIELDS = ("wall_s", "cpu_s", "run_delay_s", "nivcsw", "load_before", "load_after", "steal_frac", "machine_busy_s")
 """Keys of a probe report (one value per rank after :func:`gather_reports`)."""
 
 _NAN = float("nan")
@@ -103,13 +118,21 @@ def _run_delay() -> float:
     return total * 1e-9 if found else _NAN
 
 
-def _steal_ticks() -> tuple[float, float]:
-    """(steal, total) jiffies of all CPUs from ``/proc/stat`` (NaN if unavailable)."""
+_TICK = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _cpu_ticks() -> tuple[float, float, float]:
+    """(steal, total, busy) jiffies of all CPUs from ``/proc/stat`` (NaN if unavailable).
+
+    busy: user, nice, system, irq and softirq (not idle, iowait or steal).
+    """
     try:
         f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     except (OSError, ValueError, IndexError):
-        return _NAN, _NAN
-    return (float(f[7]) if len(f) > 7 else _NAN), float(sum(f[:8]))
+        return _NAN, _NAN, _NAN
+    if len(f) < 8:
+        return _NAN, float(sum(f)), _NAN
+    return float(f[7]), float(sum(f[:8])), float(f[0] + f[1] + f[2] + f[5] + f[6])
 
 
 def _load() -> float:
@@ -120,11 +143,11 @@ def _load() -> float:
 
 
 def snapshot() -> dict[str, float]:
-    """Counters now: wall (s), CPU (s), run delay (s), involuntary switches, load, steal jiffies."""
+    """Counters now: wall (s), CPU (s), run delay (s), involuntary switches, load, steal, all and busy jiffies."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    steal, total = _steal_ticks()
+    steal, total, busy = _cpu_ticks()
     return {"wall": time.perf_counter(), "cpu": ru.ru_utime + ru.ru_stime, "run_delay": _run_delay(),
-            "nivcsw": float(ru.ru_nivcsw), "load": _load(), "steal": steal, "ticks": total}
+            "nivcsw": float(ru.ru_nivcsw), "load": _load(), "steal": steal, "ticks": total, "busy": busy}
 
 
 class Probe:
@@ -144,7 +167,8 @@ class Probe:
         steal = (b["steal"] - a["steal"]) / dticks if dticks > 0 else _NAN
         return {"wall_s": b["wall"] - a["wall"], "cpu_s": b["cpu"] - a["cpu"],
                 "run_delay_s": b["run_delay"] - a["run_delay"], "nivcsw": b["nivcsw"] - a["nivcsw"],
-                "load_before": a["load"], "load_after": b["load"], "steal_frac": steal}
+                "load_before": a["load"], "load_after": b["load"], "steal_frac": steal,
+                "machine_busy_s": (b["busy"] - a["busy"]) * _TICK}
 
 
 def gather_reports(comm: Any, report: Mapping[str, float], root: int = 0) -> dict[str, list[float]] | None:
@@ -185,7 +209,8 @@ def _values(report: Mapping[str, Any], key: str, n: int) -> list[float]:
 
 
 def classify(report: Mapping[str, Any], oversubscribed: bool = False, cores: int | None = None,
-             threshold: float = OFF_CPU_THRESHOLD, steal_threshold: float = STEAL_THRESHOLD) -> Verdict:
+             threshold: float = OFF_CPU_THRESHOLD, steal_threshold: float = STEAL_THRESHOLD,
+             corun_threshold: float = CORUN_THRESHOLD) -> Verdict:
     """Decide whether a run was disturbed by other processes.
 
     Parameters
@@ -198,8 +223,9 @@ def classify(report: Mapping[str, Any], oversubscribed: bool = False, cores: int
         docstring), not the per-rank run-queue delay.
     cores : int, optional
         Cores available to the run (default :func:`usable_cores`).
-    threshold, steal_threshold : float
-        Largest clean fractions (1).
+    threshold, steal_threshold, corun_threshold : float
+        Largest clean fractions (1): run-queue wait, hypervisor steal, and
+        other processes' share of the machine's CPU time.
 
     Returns
     -------
@@ -236,4 +262,10 @@ def classify(report: Mapping[str, Any], oversubscribed: bool = False, cores: int
         return Verdict(True, f"hypervisor steal {steal:.1%} of CPU time > {steal_threshold:.0%}", off)
     if off > threshold:
         return Verdict(True, f"{how} (> {threshold:.0%})", off)
+    busy = [b for b in _values(report, "machine_busy_s", n) if math.isfinite(b)]
+    if busy and all(math.isfinite(c) for c in cpu):
+        foreign = max(0.0, max(busy) - sum(cpu)) / (cores * max(wall))
+        if foreign > corun_threshold:
+            return Verdict(True, f"other processes used {foreign:.0%} of the machine's CPU time during the run "
+                           f"(> {corun_threshold:.0%}; they share its caches and memory bandwidth)", off)
     return Verdict(False, f"clean: {how} (<= {threshold:.0%})", off)
