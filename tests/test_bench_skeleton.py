@@ -4,11 +4,13 @@ Cost per modeled region call = (modeled - bare) / CALLS: a loop of CALLS calls
 of a skippable region with one parameter taking 16 values, in model mode with
 the prediction cache (a constant model, then a fitted perfmod-mode model: 16
 evaluations, the rest cache hits), and one uncached evaluation of the fitted
-model.  Paper 004 §VI-D: the cost of polling the models bounds the skeleton's
+model (through ``predict_one``), and the fitted model's ``predict_one`` beside
+its ``predict`` on a one-row table (the dataset path a skeleton avoids).  Paper 004 §VI-D: the cost of polling the models bounds the skeleton's
 speedup when regions are fine (HPCCG).
 """
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfmod.measure.regions.skeleton import Skeleton, skeleton_region
@@ -59,3 +61,17 @@ def test_bench_skeleton_uncached_evaluation(benchmark):
     sk = Skeleton("model", {"waxpby": _model()}, interval=None, cache=False)
     pred = benchmark(sk.predict, "waxpby", {"n": 8})
     assert pred[0] == pytest.approx(1e-5, rel=0.05)
+
+
+@pytest.mark.bench
+def test_bench_skeleton_predict_one(benchmark):
+    model = _model()
+    assert benchmark(model.predict_one, n=8.0) == pytest.approx(1e-5, rel=0.05)
+
+
+@pytest.mark.bench
+def test_bench_skeleton_predict_dataset(benchmark):
+    model = _model()
+    frame = pd.DataFrame({"n": [8.0]})
+    ds = benchmark(model.predict, frame)
+    assert float(ds.predicted.values[0]) == model.predict_one(n=8.0)

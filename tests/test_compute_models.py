@@ -340,3 +340,38 @@ def test_clear_errors():
         good.predict({"n": [1.0], "m": [2.0]})
     with pytest.raises(MissingParameterError, match="needs parameter"):
         good.predict({"m": [2.0]})
+
+
+def test_predict_one_equals_predict_for_every_model_kind(tmp_path):
+    two = _two_regime_frame()
+    eiger2 = fit_eiger(two, "time", k=2)
+    n = np.geomspace(1e3, 1e7, 21).repeat(2)
+    seg = fit_perfmod({"n": n, "time": np.where(n <= 1e5, 1e-9 * n, 3e-9 * n) + 1e-6})
+    df = pd.DataFrame({"n": [10.0, 20, 40, 80], "m": [5.0, 5, 10, 10]})
+    df["time"] = 2e-9 * df.n * df.m * 3
+    loop = fit_loop_model(df, extents=["n", "m"], lines=3.0)
+    mean = fit_constant_mean(df)
+    path = tmp_path / "m.txt"
+    write_eiger_model(eiger2, path)
+    cases = [(eiger2, {"n": [500.0, 1.5e5]}), (read_eiger_model(path), {"n": [500.0, 1.5e5]}),
+             (seg, {"n": [5e4, 5e6]}), (loop, {"n": [100.0, 3.0], "m": [7.0, 2.0]}),
+             (mean, {"n": [1e6, 1.0], "m": [1.0, 2.0]})]
+    for model, points in cases:
+        want = model.predict(points)["predicted"].values
+        got = [model.predict_one(**{k: v[i] for k, v in points.items()}) for i in range(2)]
+        assert all(isinstance(g, float) for g in got)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # the two segments and the two Eiger clusters give their own closed forms
+    assert seg.predict_one(n=5e6) == pytest.approx(1.5e-2 + 1e-6, rel=1e-3)
+    assert eiger2.predict_one(n=1.5e5) == pytest.approx(1e-4 + 1.5e-3, rel=1e-6)
+    assert loop.predict_one(n=100.0, m=7.0) == pytest.approx(2e-9 * 2100)
+
+
+def test_predict_one_errors_name_the_parameter():
+    model = fit_perfmod({"n": np.arange(1.0, 9.0), "time": 1e-6 * np.arange(1.0, 9.0)}, segments="none")
+    with pytest.raises(MissingParameterError, match=r"needs parameter\(s\) \['n'\]"):
+        model.predict_one(m=3.0)
+    with pytest.raises(UnknownParameterError, match=r"does not know parameter\(s\) \['m'\]"):
+        model.predict_one(n=3.0, m=1.0)
+    with pytest.raises(MissingParameterError, match=r"parameter 'n' is missing \(NaN/inf\)"):
+        model.predict_one(n=float("nan"))

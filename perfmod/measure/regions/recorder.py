@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import socket
 import sys
@@ -36,17 +37,27 @@ from typing import Any
 
 import pandas as pd
 
+from perfmod.measure.regions.activation import Activatable, ActiveSlot
 from perfmod.measure.regions.store import RegionStore, exclusive_ns
 
-__all__ = ["Recorder", "region", "instrument", "active_recorder", "detect_rank", "rapl_energy_reader", "exclusive_ns"]
+__all__ = ["Recorder", "region", "instrument", "param_getter", "active_recorder", "detect_rank",
+           "rapl_energy_reader", "exclusive_ns"]
 
-_active: Recorder | None = None
+_calls: _Calls | None = None  # the active recorder's calls, read by region() on every call
 _clock = time.perf_counter_ns
+
+
+def _publish(rec: Recorder | None) -> None:
+    global _calls
+    _calls = None if rec is None else rec._calls
+
+
+_SLOT = ActiveSlot(_publish)
 
 
 def active_recorder() -> Recorder | None:
     """The recorder that ``region()`` writes to, or ``None``."""
-    return _active
+    return _SLOT.current
 
 
 def detect_rank() -> int:
@@ -94,79 +105,76 @@ class _NullRegion:
 _NULL = _NullRegion()
 
 
-class _Region:
-    """One open region call (context manager); see :func:`region`.
+class _Calls:
+    """A recorder's open region calls and its buffer; the context manager that :func:`region` returns.
 
-    The hot path does the least it can: link to the enclosing call, read the
-    clock twice, append one tuple.  Exclusive times are derived from the
-    parent links when the calls are read (:func:`exclusive_ns`).
+    The hot path does the least it can.  :func:`region` opens a call: one list
+    ``[seq, parent_seq, name, params, t0_ns, t1_ns, energy]`` appended to the
+    buffer and pushed on the nesting stack, its start time read last.
+    ``__enter__`` is a C callable (nothing to do, no Python frame);
+    ``__exit__`` reads the clock and closes the innermost open call.  Wall and
+    exclusive times are derived when the calls are written or read.
     """
 
-    __slots__ = ("rec", "name", "params", "t0", "seq", "parent")
+    __slots__ = ("rec", "stack", "pop", "buf", "count", "batch", "energy")
 
-    def __init__(self, rec: Recorder, name: str, params: dict[str, Any]) -> None:
+    __enter__ = staticmethod(type(None))  # with region(...): enters by calling NoneType() -> None
+
+    def __init__(self, rec: Recorder) -> None:
         self.rec = rec
-        self.name = name
-        self.params = params
+        self.stack: list[list] = [[-1]]  # bottom: the parent_seq of top-level calls
+        self.pop = self.stack.pop
+        self.buf: list[list] = []
+        self.count = itertools.count()
+        self.batch = rec.batch_size
+        self.energy = rec._energy
 
-    def __enter__(self) -> _Region:
-        rec = self.rec
-        self.parent = rec._top
-        rec._top = self
-        self.seq = rec._seq
-        rec._seq += 1
-        self.t0 = _clock()
-        return self
+    def __exit__(self, et: object, ev: object, tb: object) -> bool:
+        self.pop()[5] = _clock()  # the clock is read before the pop
+        return False
+
+
+class _EnergyCalls(_Calls):
+    """Calls of a recorder that also reads an energy counter (joules) at both ends."""
+
+    __slots__ = ()
 
     def __exit__(self, et: object, ev: object, tb: object) -> bool:
         t1 = _clock()
-        rec = self.rec
-        parent = rec._top = self.parent
-        buf = rec._buf
-        buf.append((self.seq, -1 if parent is None else parent.seq, self.name, self.params, self.t0, t1 - self.t0,
-                    None))
-        if len(buf) >= rec.batch_size:
-            rec.flush()
+        call = self.pop()
+        call[5] = t1
+        call[6] = self.energy() - call[6]
         return False
 
 
-class _EnergyRegion(_Region):
-    """A region call that also reads the recorder's energy counter (joules)."""
-
-    __slots__ = ("e0",)
-
-    def __enter__(self) -> _EnergyRegion:
-        self.e0 = self.rec._energy()
-        return super().__enter__()
-
-    def __exit__(self, *exc: object) -> bool:
-        t1 = _clock()
-        rec = self.rec
-        e1 = rec._energy()
-        parent = rec._top = self.parent
-        rec._buf.append((self.seq, -1 if parent is None else parent.seq, self.name, self.params, self.t0,
-                         t1 - self.t0, e1 - self.e0))
-        if len(rec._buf) >= rec.batch_size:
-            rec.flush()
-        return False
-
-
-def region(name: str, **params: Any) -> _Region | _NullRegion:
+def region(name: str, **params: Any) -> _Calls | _NullRegion:
     """Context manager marking one call of a compute region with its parameters.
+
+    Use it directly in a ``with`` statement: the call opens (and its clock
+    starts) when ``region()`` is called, and closes on leaving the block.
 
     Parameters
     ----------
     name : str
         Region name (Eiger data collection, lwperf site).
     **params : number
-        Parameters of this call (e.g. ``n=n``), recorded with the call; converted to float when written.
+        Parameters of this call (e.g. ``n=n``), recorded with the call (this
+        call's own mapping: nothing carries over); converted to float when written.
     """
-    rec = _active
-    if rec is None:
+    cx = _calls
+    if cx is None:
         return _NULL
-    if rec._energy is None:
-        return _Region(rec, name, params)
-    return _EnergyRegion(rec, name, params)
+    stack = cx.stack
+    call = [next(cx.count), stack[-1][0], name, params, 0, None, None]
+    stack.append(call)
+    buf = cx.buf
+    buf.append(call)
+    if len(buf) > cx.batch:  # batch closed calls and this open one
+        cx.rec.flush()
+    if cx.energy is not None:
+        call[6] = cx.energy()
+    call[4] = _clock()
+    return cx
 
 
 def instrument(name: str | None = None, params: Sequence[str] | Callable[..., Mapping[str, Any]] = ()
@@ -183,36 +191,13 @@ def instrument(name: str | None = None, params: Sequence[str] | Callable[..., Ma
     """
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         rname = name or fn.__qualname__
-        sig = inspect.signature(fn)
-        names = list(sig.parameters)
-        if callable(params):
-            getter = params
-        else:
-            spec = []
-            for p in params:
-                if p not in sig.parameters:
-                    raise ValueError(f"region {rname!r}: {fn.__qualname__} has no argument {p!r}")
-                default = sig.parameters[p].default
-                spec.append((p, names.index(p), default))
-
-            def getter(*args: Any, **kwargs: Any) -> dict[str, Any]:
-                out = {}
-                for p, i, default in spec:
-                    if p in kwargs:
-                        out[p] = kwargs[p]
-                    elif i < len(args):
-                        out[p] = args[i]
-                    elif default is not inspect.Parameter.empty:
-                        out[p] = default
-                return out
+        getter = param_getter(fn, rname, params)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            rec = _active
-            if rec is None:
+            if _calls is None:
                 return fn(*args, **kwargs)
-            cls = _Region if rec._energy is None else _EnergyRegion
-            with cls(rec, rname, dict(getter(*args, **kwargs))):
+            with region(rname, **getter(*args, **kwargs)):
                 return fn(*args, **kwargs)
 
         return wrapper
@@ -220,7 +205,49 @@ def instrument(name: str | None = None, params: Sequence[str] | Callable[..., Ma
     return deco
 
 
-class Recorder:
+def param_getter(fn: Callable[..., Any], rname: str, params: Sequence[str] | Callable[..., Mapping[str, Any]]
+                 ) -> Callable[..., Mapping[str, Any]]:
+    """The function mapping a call's arguments to the region parameters named in ``params``.
+
+    Parameters
+    ----------
+    fn : callable
+        The decorated function (its signature locates each parameter).
+    rname : str
+        Region name, for the error message.
+    params : sequence of str or callable
+        Argument names, or a callable already doing the mapping (returned as is).
+
+    Raises
+    ------
+    ValueError
+        If ``fn`` has no argument of one of the names.
+    """
+    if callable(params):
+        return params
+    sig = inspect.signature(fn)
+    names = list(sig.parameters)
+    spec = []
+    for p in params:
+        if p not in sig.parameters:
+            raise ValueError(f"region {rname!r}: {fn.__qualname__} has no argument {p!r}")
+        spec.append((p, names.index(p), sig.parameters[p].default))
+
+    def getter(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = {}
+        for p, i, default in spec:
+            if p in kwargs:
+                out[p] = kwargs[p]
+            elif i < len(args):
+                out[p] = args[i]
+            elif default is not inspect.Parameter.empty:
+                out[p] = default
+        return out
+
+    return getter
+
+
+class Recorder(Activatable):
     """Collects region calls of one process and writes them to a store in batches.
 
     Parameters
@@ -254,52 +281,48 @@ class Recorder:
         self.machine = machine or socket.gethostname()
         self.rank = detect_rank() if rank is None else int(rank)
         self.invariants = dict(invariants or {})
-        self.batch_size = int(batch_size)
+        self._batch_size = int(batch_size)
         self.run_id = uuid.uuid4().hex
         self.epoch_offset_ns = time.time_ns() - _clock()
         self._energy = energy
-        self._seq = 0
-        self._top: _Region | None = None
-        self._buf: list[tuple] = []
-        self._kept: list[tuple] = []
-        self._previous: Recorder | None = None
+        self._calls = (_Calls if energy is None else _EnergyCalls)(self)
+        self._kept: list[list] = []
 
-    # ----------------------------------------------------------------- activation
-    def start(self) -> Recorder:
-        """Make this the active recorder (the previous one is restored by :meth:`stop`)."""
-        global _active
-        self._previous, _active = _active, self
-        return self
+    _slot = _SLOT
 
-    def stop(self) -> None:
-        """Flush and deactivate."""
-        global _active
-        try:
-            self.flush()
-        finally:
-            if _active is self:
-                _active = self._previous
+    @property
+    def batch_size(self) -> int:
+        """Closed calls buffered before a write."""
+        return self._batch_size
 
-    def __enter__(self) -> Recorder:
-        return self.start()
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self._batch_size = self._calls.batch = int(value)
 
-    def __exit__(self, *exc: object) -> bool:
-        self.stop()
-        return False
+    def _before_stop(self) -> None:
+        self.flush()
 
     # ----------------------------------------------------------------- data
     def flush(self) -> int:
-        """Write the buffered calls (one transaction); returns how many were written."""
-        buf, self._buf = self._buf, []
+        """Write the buffered closed calls (one transaction); returns how many were written.
+
+        Calls still open stay in the buffer and are written by a later flush.
+        """
+        cx = self._calls
+        buf = cx.buf
         if not buf:
             return 0
+        done = [c for c in buf if c[5] is not None]
+        cx.buf = [] if len(done) == len(buf) else [c for c in buf if c[5] is None]
+        if not done:
+            return 0
         if self.store is None:
-            self._kept.extend(buf)
+            self._kept.extend(map(tuple, done))  # tuples of numbers leave the garbage collector's lists
         else:
-            self.store.write_calls(buf, application=self.application, machine=self.machine, rank=self.rank,
+            self.store.write_calls(done, application=self.application, machine=self.machine, rank=self.rank,
                                    run_id=self.run_id, invariants=self.invariants,
                                    epoch_offset_ns=self.epoch_offset_ns)
-        return len(buf)
+        return len(done)
 
     def to_dataframe(self) -> pd.DataFrame:
         """The calls of this recorder (memory store) or of its whole store, one row per call."""
@@ -307,9 +330,11 @@ class Recorder:
             self.flush()
             return self.store.calls()
         rows = []
-        for seq, pseq, name, params, t0, incl, energy in [*self._kept, *self._buf]:
+        for seq, pseq, name, params, t0, t1, energy in [*self._kept, *self._calls.buf]:
+            if t1 is None:  # still open
+                continue
             rows.append({"region": name, "rank": self.rank, "seq": seq, "parent_seq": pseq,
-                         "start_ns": t0 + self.epoch_offset_ns, "time_ns": incl,
+                         "start_ns": t0 + self.epoch_offset_ns, "time_ns": t1 - t0,
                          "energy_j": energy, **self.invariants, **params})
         df = pd.DataFrame(rows)
         if len(df):

@@ -62,7 +62,6 @@ communicators; byte counts equal where they do not depend on data).
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -72,7 +71,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perfmod.measure.regions.activation import Activatable, ActiveSlot
 from perfmod.measure.regions.modelcall import SkeletonError, evaluate_model
+from perfmod.measure.regions.recorder import param_getter
 from perfmod.measure.regions.recorder import region as _record_region
 
 if TYPE_CHECKING:
@@ -85,7 +86,15 @@ __all__ = ["MODES", "Skeleton", "SkeletonError", "RegionStats", "active_skeleton
 MODES = ("measure", "model", "hybrid")
 VARIANTS = {"predicted": 1, "lower": 2, "upper": 3}
 
-_active: Skeleton | None = None
+_active: Skeleton | None = None  # read by skeleton_region() on every call
+
+
+def _publish(sk: Skeleton | None) -> None:
+    global _active
+    _active = sk
+
+
+_SLOT = ActiveSlot(_publish)
 
 
 def active_skeleton() -> Skeleton | None:
@@ -237,7 +246,7 @@ def skeleton_function(name: str | None = None, params: Sequence[str] | Callable[
     """
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         rname = name or fn.__qualname__
-        getter = _param_getter(fn, rname, params)
+        getter = param_getter(fn, rname, params)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -255,32 +264,7 @@ def skeleton_function(name: str | None = None, params: Sequence[str] | Callable[
     return deco
 
 
-def _param_getter(fn: Callable[..., Any], rname: str, params: Any) -> Callable[..., Mapping[str, Any]]:
-    if callable(params):
-        return params
-    sig = inspect.signature(fn)
-    names = list(sig.parameters)
-    spec = []
-    for p in params:
-        if p not in sig.parameters:
-            raise ValueError(f"region {rname!r}: {fn.__qualname__} has no argument {p!r}")
-        spec.append((p, names.index(p), sig.parameters[p].default))
-
-    def getter(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        out = {}
-        for p, i, default in spec:
-            if p in kwargs:
-                out[p] = kwargs[p]
-            elif i < len(args):
-                out[p] = args[i]
-            elif default is not inspect.Parameter.empty:
-                out[p] = default
-        return out
-
-    return getter
-
-
-class Skeleton:
+class Skeleton(Activatable):
     """The mode an annotated program runs in, its region models and its virtual clock.
 
     Parameters
@@ -338,27 +322,8 @@ class Skeleton:
         self._cache: dict[tuple, tuple[float, float, float]] = cache if isinstance(cache, dict) else {}
         self._trace: TraceRecorder | None = None
         self._clock = time.perf_counter_ns
-        self._previous: Skeleton | None = None
 
-    # ------------------------------------------------------------------ activation
-    def start(self) -> Skeleton:
-        """Make this the active skeleton (the previous one is restored by :meth:`stop`)."""
-        global _active
-        self._previous, _active = _active, self
-        return self
-
-    def stop(self) -> None:
-        """Deactivate."""
-        global _active
-        if _active is self:
-            _active = self._previous
-
-    def __enter__(self) -> Skeleton:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> bool:
-        self.stop()
-        return False
+    _slot = _SLOT  # start(), stop(), with skeleton: (Activatable)
 
     def region(self, name: str, skippable: bool = True, **params: Any) -> _SkelRegion:
         """A region call decided by this skeleton (active or not); see :func:`skeleton_region`."""

@@ -157,7 +157,8 @@ class RegionStore:
 
     def write_calls(self, calls: Iterable[tuple], *, application: str, machine: str, rank: int, run_id: str,
                     invariants: Mapping[str, float], epoch_offset_ns: int) -> None:
-        """Write buffered calls ``(seq, parent_seq, region, params, t0_ns, wall_ns, energy_j)``.
+        """Write buffered calls ``(seq, parent_seq, region, params, t0_ns, t1_ns, energy_j)`` (start and end on the
+        recorder's clock; ``epoch_offset_ns`` puts the start on the epoch).
 
         ``exclusive_ns`` stays NULL in the table: a parent may be written in a
         later batch than its children, so :meth:`calls` derives it on reading.
@@ -175,7 +176,8 @@ class RegionStore:
             inv = {k: float(v) for k, v in invariants.items()}
             fast = self._raw_datasets.setdefault((application, tuple(sorted(inv.items()))), {})
             dcs: dict[str, int] = {}
-            for off, (seq, pseq, name, params, t0, incl, energy) in enumerate(calls):
+            for off, (seq, pseq, name, params, t0, t1, energy) in enumerate(calls):
+                incl = t1 - t0
                 try:
                     dsid = fast.get(tuple(params.items()))
                 except TypeError:  # unhashable value: let the checks below name it

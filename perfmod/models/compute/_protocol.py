@@ -87,7 +87,12 @@ class TermModel(FitResult):
     """Base of the fitted compute models (subclasses set the inputs and clusters).
 
     Subclasses define ``parameters`` (input column names the user gives),
-    ``target``, ``clusters`` and ``_inputs(frame) -> (X, cluster, extrapolated)``.
+    ``target``, ``clusters`` and ``_inputs_array(X) -> (inputs, cluster, extrapolated)``
+    on the raw parameter values ``X`` (rows, columns in ``parameters`` order).
+
+    Two ways to predict: :meth:`predict` on a table (the result protocol's
+    dataset, with intervals), and :meth:`predict_one` for one point as a float
+    (no table, no dataset: what a skeleton calls once per modeled region call).
     """
 
     parameters: list[str]
@@ -119,8 +124,53 @@ class TermModel(FitResult):
         return X
 
     def _inputs(self, frame: pd.DataFrame, strict: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Term inputs, cluster index and extrapolation flag of each row (subclasses)."""
+        """Term inputs, cluster index and extrapolation flag of each row of ``frame``."""
+        return self._inputs_array(self._check_columns(frame, strict))
+
+    def _inputs_array(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Term inputs, cluster index and extrapolation flag of each row of raw parameters ``X`` (subclasses)."""
         raise NotImplementedError
+
+    def predict_one(self, /, **params: float) -> float:
+        """Predicted target at one parameter point, as a float.
+
+        The value :meth:`predict` gives for a one-row table (``predicted``), without
+        building the table or the result dataset; no interval, no ``extrapolated``
+        flag (use :meth:`predict` for those).
+
+        Parameters
+        ----------
+        **params : float
+            One value per name in ``parameters`` (e.g. ``model.predict_one(n=4096)``).
+
+        Returns
+        -------
+        float
+            Predicted target (target units).
+
+        Raises
+        ------
+        MissingParameterError
+            A parameter of the model is not given, or is NaN/inf.
+        UnknownParameterError
+            A parameter the model was not trained on is given.
+        """
+        try:
+            x = [float(params[p]) for p in self.parameters]
+        except KeyError:
+            missing = [p for p in self.parameters if p not in params]
+            raise MissingParameterError(f"{self.method} model of {self.target!r} needs parameter(s) {missing}; "
+                                        f"given {sorted(params)}") from None
+        if len(params) > len(x):
+            unknown = sorted(set(params) - set(self.parameters))
+            raise UnknownParameterError(f"{self.method} model of {self.target!r} does not know parameter(s) "
+                                        f"{unknown}; it was trained on {self.parameters}")
+        bad = [p for p, v in zip(self.parameters, x, strict=True) if not np.isfinite(v)]
+        if bad:
+            raise MissingParameterError(f"parameter {bad[0]!r} is missing (NaN/inf): {params[bad[0]]!r}")
+        X, cl, _ = self._inputs_array(np.array([x]))
+        value = self.clusters[int(cl[0])].evaluate(X)
+        return float(self._postprocess(value)[0])
 
     def input_names(self) -> list[str]:
         """Names of the columns the terms read (parameters, or rotated components)."""

@@ -59,6 +59,18 @@ class LoopModel(TermModel):
         extra = np.any((X < self.train_min) | (X > self.train_max), axis=1)
         return self.work(frame)[:, None], np.zeros(len(frame), dtype=int), extra
 
+    def _inputs_array(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cols = [*self.extents, *([self.lines] if isinstance(self.lines, str) else [])]
+        missing = [c for c in cols if c not in self.parameters]
+        if missing:
+            raise MissingParameterError(f"loop model of {self.target!r}: {missing} are not among its parameters "
+                                        f"{self.parameters}; use predict() with a table that has them")
+        work = np.prod(X[:, [self.parameters.index(c) for c in cols]], axis=1)
+        if not isinstance(self.lines, str):
+            work = work * float(self.lines)
+        extra = np.any((X < self.train_min) | (X > self.train_max), axis=1)
+        return work[:, None], np.zeros(len(X), dtype=int), extra
+
 
 class ConstantMeanModel(TermModel):
     """SMPI-style constant: the mean time of the region, whatever its parameters."""
@@ -74,10 +86,9 @@ class ConstantMeanModel(TermModel):
         self.train_min, self.train_max = train_min, train_max
         self.units = units
 
-    def _inputs(self, frame: pd.DataFrame, strict: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        X = self._check_columns(frame, strict)
+    def _inputs_array(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         extra = np.any((X < self.train_min) | (X > self.train_max), axis=1) if X.shape[1] else np.zeros(len(X), bool)
-        return np.ones((len(frame), 1)), np.zeros(len(frame), dtype=int), extra
+        return np.ones((len(X), 1)), np.zeros(len(X), dtype=int), extra
 
 
 def _default_parameters(frame: pd.DataFrame, target: str) -> list[str]:

@@ -152,8 +152,7 @@ class EigerModel(TermModel):
         d = ((Z[:, None, :] - self.centers[None, :, :]) ** 2).sum(axis=2)
         return np.argmin(d, axis=1)
 
-    def _inputs(self, frame: pd.DataFrame, strict: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        X = self._check_columns(frame, strict)
+    def _inputs_array(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         Xr = X @ self.rotation
         cl = self.assign(Xr)
         if self.train_min is not None and self.train_max is not None:

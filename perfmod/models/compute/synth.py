@@ -77,8 +77,7 @@ class PerfmodModel(TermModel):
         j = self.parameters.index(self.split_parameter)
         return np.searchsorted(self.breakpoints, X[:, j], side="left")
 
-    def _inputs(self, frame: pd.DataFrame, strict: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        X = self._check_columns(frame, strict)
+    def _inputs_array(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         extra = np.any((X < self.train_min) | (X > self.train_max), axis=1)
         return X, self.segment_of(X), extra
 
