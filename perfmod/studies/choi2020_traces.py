@@ -88,7 +88,7 @@ from perfmod.replay import replay
 from perfmod.replay.matching import collective_instances, match_messages
 from perfmod.studies.choi2020_comm import PHASES_PER_ITERATION, TABLE5_CONFIGS, comm_per_iteration
 from perfmod.trace import TraceError, read_trace
-from perfmod.trace.core import COLLECTIVES, NONBLOCKING, NO_TIME, WAITS, Call, Trace, code_set
+from perfmod.trace.core import COLLECTIVES, NO_TIME, NONBLOCKING, WAITS, Call, Trace, code_set
 from perfmod.trace.requests import resolve_requests
 from perfmod.viz.validation import plot_validation
 
@@ -346,8 +346,9 @@ def run(
     -------
     xarray.Dataset
         Over (``app``, ``nprocs``): the trace's K counts, ``t_comm_measured``
-        and its parts (see :data:`_TRACE_VARS`), the decomposition's K counts
-        (``k_*_decomposition``); over (``app``, ``nprocs``, ``model``):
+        and its parts (``t_post_recorded``, ``t_wait_recorded``,
+        ``t_late_recorded``; ``t_coll_recorded``), the decomposition's K
+        counts (``k_*_decomposition``); over (``app``, ``nprocs``, ``model``):
         ``t_comm_predicted``, ``t_comm_max_predicted``, ``t_comm_error``
         (predicted / measured - 1) and the analytic per-iteration time of the
         decomposition (``t_comm_analytic``); over ``app``: Table 5's Lassen
