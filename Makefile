@@ -45,6 +45,8 @@ STUDIES += sharif-triton
 sharif-triton: $(PROCESSED)/sharif_triton.nc ## paper 003 TRITON study: flood proxy, K_w from one coarse run
 STUDIES += end-to-end
 end-to-end: $(PROCESSED)/choi2020_end_to_end.nc ## paper 000 QRoof kernels and per-iteration model (Figures 6, 8, 9, 11-13)
+STUDIES += choi2020-traces
+choi2020-traces: $(PROCESSED)/choi2020_traces.nc ## paper 000 Table 5 and Figures 7, 10 from the authors' Lassen traces (set PERFMOD_CHOI2020_TRACES)
 STUDIES += what-if
 what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
 STUDIES += choi2019-minife

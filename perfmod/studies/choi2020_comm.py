@@ -32,6 +32,7 @@ __all__ = [
     "weak_scaling_comm",
     "table5_reproduction",
     "TABLE5_CONFIGS",
+    "comm_per_iteration",
 ]
 
 PHASES_PER_ITERATION = {"jacobi2d": 1, "minife": 1, "minimd": 2}
@@ -41,6 +42,15 @@ def nprocs_for(app: str, nodes: int, ranks_per_node: int) -> int:
     """Rank count of ``app`` on ``nodes`` nodes (see the module docstring)."""
     full = int(nodes) * int(ranks_per_node)
     return full if app == "jacobi2d" else 1 << (full.bit_length() - 1)
+
+
+def comm_per_iteration(app: str, ex: Any, plat: Any, model: str, counts: Any) -> float:
+    """Communication time per iteration (s): :data:`PHASES_PER_ITERATION` halo-exchange phases of ``ex``.
+
+    ``ex`` is the exchange of ``app`` (:func:`perfmod.apps.registry.exchange`), ``counts`` its K counts
+    on ``plat``; each phase is costed by :func:`perfmod.models.comm.phase.phase_time` under ``model``.
+    """
+    return PHASES_PER_ITERATION[app] * float(phase_time(ex, plat, model=model, counts=counts)["t_phase"])
 
 
 def model_curves(platforms: Sequence[str], sizes: np.ndarray) -> xr.Dataset:
@@ -92,8 +102,7 @@ def weak_scaling_comm(
         counts = kmodel_counts(ex, plat, procs)
         k_inter[a, p, n], k_total[a, p, n], k_eff[a, p, n] = counts.k_inter, counts.k_total, counts.k
         for m, model in enumerate(models):
-            ph = phase_time(ex, plat, model=model, counts=counts)
-            t[a, p, n, m] = PHASES_PER_ITERATION[apps[a]] * float(ph["t_phase"])
+            t[a, p, n, m] = comm_per_iteration(apps[a], ex, plat, model, counts)
     dims = ("app", "platform", "nodes")
     return xr.Dataset(
         {
