@@ -288,3 +288,53 @@ def test_perfmod_repeat_of_the_calibration_smoke_run(tmp_path, capsys):
     assert ds.t_oneway_error_mean.values[0] == ds.t_oneway_error_mean.values[1]
     assert "t_oneway_error_mean" in out and "over 2 runs" in out
     assert _fingerprint() == before
+
+
+# ---- what the documentation quotes ------------------------------------------------------------------------------
+
+def _gol(scale: float, interfered: int) -> xr.Dataset:
+    err = scale * np.array([[0.02, -0.04], [-0.06, 0.08]])
+    return xr.Dataset({f"{q}_error": (("case", "nprocs"), err) for q in ("t_w", "t_c", "total_time")},
+                      coords={"nprocs": [1, 2], "oversubscribed": ("nprocs", [False, False])},
+                      attrs={"fit_status": "fitted", "runs_total": 40, "runs_interfered": interfered,
+                             "runs_dropped": interfered, "measured_utc": f"2026-01-0{interfered + 1}T00:00:00+00:00"})
+
+
+def test_docs_quote_the_median_and_range_of_the_repeat_dataset_else_say_one_run(tmp_path):
+    sentence, header, rows = rp.headline_summary("sharif_gol", _gol(1.0, 0), tmp_path)
+    assert "one run (no repeat dataset yet: run make repeat-sharif_gol)" in sentence
+    assert header == ["figure", "this run"] and rows[0][1] == "5.0 %" and rows[1][1] == "8.0 %"
+    runs = [{"index": i, "dataset": _gol(s, k), "measured_utc": _gol(s, k).attrs["measured_utc"], "elapsed": 10.0,
+             "load_before": 0.1, "load_after": 0.2, "run_dir": f"run{i}"}
+            for i, (s, k) in enumerate([(1.0, 0), (2.0, 3), (1.5, 1)])]
+    ds = rp.combine_runs("sharif_gol", runs, {"study": "sharif_gol", "n": 3})
+    assert ds.total_time_error_mean.values.tolist() == pytest.approx([0.05, 0.10, 0.075])
+    assert float(ds.total_time_error_mean_median) == pytest.approx(0.075)
+    assert float(ds.runs_interfered_max) == 3 and float(ds.runs_clean_min) == 37
+    assert ds.measured_utc.values.tolist()[1] == "2026-01-04T00:00:00+00:00"
+    ds.to_netcdf(rp.repeat_path("sharif_gol", tmp_path), engine="h5netcdf")
+    sentence, header, rows = rp.headline_summary("sharif_gol", _gol(1.0, 0), tmp_path)
+    assert "median and range over 3 runs" in sentence and header == ["figure", "median", "range", "runs"]
+    assert rows[0][1:] == ["7.5 %", "5.0 % to 10.0 %", "3"]
+    assert rows[1][1:] == ["12.0 %", "8.0 % to 16.0 %", "3"]
+    assert rows[3][0] == "runs flagged interfered (another process took a material share of the CPUs)"
+    assert rows[3][1:] == ["1", "0 to 3", "3"]
+
+
+def test_the_study_page_shows_the_repeat_table_or_says_one_run(tmp_path, monkeypatch):
+    pytest.importorskip("sphinx", reason="the docs extension needs the docs extra: pip install -e '.[docs]'")
+    monkeypatch.syspath_prepend(str(repo_root() / "docs" / "_ext"))
+    import perfmod_docs
+
+    monkeypatch.setattr(perfmod_docs, "PROCESSED", tmp_path)
+    assert perfmod_docs.headline_nodes("sharif_gol", None) == []  # neither run nor repeated: the page says not run
+    assert perfmod_docs.headline_nodes("choi2020_what_if", xr.Dataset()) == []  # does not measure
+    one = perfmod_docs.headline_nodes("sharif_gol", _gol(1.0, 0))
+    assert "one run (no repeat dataset yet: run make repeat-sharif_gol)" in one[0].astext()
+    assert "5.0 %" in one[1].astext()
+    runs = [{"index": i, "dataset": _gol(s, 0), "measured_utc": "", "elapsed": 1.0, "load_before": 0.0,
+             "load_after": 0.0, "run_dir": ""} for i, s in enumerate([1.0, 3.0])]
+    rp.combine_runs("sharif_gol", runs, {"n": 2}).to_netcdf(tmp_path / "repeat_sharif_gol.nc", engine="h5netcdf")
+    two = perfmod_docs.headline_nodes("sharif_gol", None)
+    assert "median and range over 2 runs" in two[0].astext()
+    assert "10.0 %" in two[1].astext() and "5.0 % to 15.0 %" in two[1].astext()

@@ -61,7 +61,8 @@ from perfmod.workflow.params import default_run_dir, place_outputs
 from perfmod.workflow.sweep import point_id, sources_hash
 
 __all__ = ["STATS", "RepeatFigure", "measuring_studies", "headline_of", "repeat_path", "combine_runs", "repeat",
-           "figures_of", "repeat_figures", "format_value"]
+           "figures_of", "repeat_figures", "format_value",
+           "headline_summary"]
 
 #: Statistics over the runs written beside each figure: suffix -> (function, long-name prefix).
 STATS: dict[str, tuple[Callable[[np.ndarray], float], str]] = {
@@ -333,3 +334,28 @@ def repeat_figures(study: str, directory: str | Path | None = None) -> list[Repe
     """The headline figures of ``study``'s repeat dataset (:func:`repeat_path`), or None when it has none."""
     path = repeat_path(study, directory)
     return figures_of(read_dataset(path)) if path.is_file() else None
+
+
+def headline_summary(study: str, single: xr.Dataset | None = None,
+                     directory: str | Path | None = None) -> tuple[str, list[str], list[list[str]]]:
+    """What the documentation says about a measuring study's headline: a sentence, a table header and rows.
+
+    From the repeat dataset (:func:`repeat_figures`) when ``directory`` (default
+    ``data/processed``) has one: each figure's median, range and number of runs.
+    Otherwise it says plainly that there is one run only, and gives the figures
+    of ``single`` (the study's dataset; no rows without it).
+    """
+    figs = repeat_figures(study, directory)
+    if figs is not None:
+        n = figs[0].of if figs else 0
+        sentence = (f"Headline figures: median and range over {n} runs of the whole study, each from scratch "
+                    f"(data/processed/repeat_{study}.nc, written by make repeat-{study}).")
+        rows = [[f.long_name, format_value(f.median, f.units, f.name),
+                 f"{format_value(f.low, f.units, f.name)} to {format_value(f.high, f.units, f.name)}",
+                 str(f.runs) if f.runs == f.of else f"{f.runs} of {f.of}"] for f in figs]
+        return sentence, ["figure", "median", "range", "runs"], rows
+    sentence = (f"Headline figures: one run (no repeat dataset yet: run make repeat-{study}); a single run "
+                "on a shared machine is not a result on its own.")
+    rows = [] if single is None else [[str(v.attrs["long_name"]), format_value(float(v), v.attrs["units"], name)]
+                                      for name, v in headline_of(study, single).items()]
+    return sentence, ["figure", "this run"], rows
