@@ -388,7 +388,7 @@ def summary(ds: xr.Dataset) -> pd.DataFrame:
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     """The study's headline figures (:mod:`perfmod.studies.headline`): skeleton error per method, and the speedup.
 
-    The mean |relative error| of the whole-application skeleton runtime on the
+    The mean absolute relative error of the whole-application skeleton runtime on the
     held-out sizes with a clean measurement, both proxies, per method (the
     ``("clean", "all")`` row of :func:`summary`; Figure 8: the paper's 6.08 % for
     eiger, 9.17 % for loop), and the mean skeleton speedup over every measured size

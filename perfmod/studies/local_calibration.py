@@ -121,7 +121,7 @@ def plot_pairs(ds: xr.Dataset) -> plt.Figure:
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     """The study's headline figures (:mod:`perfmod.studies.headline`): one-way time error of the fit, and the latency.
 
-    Mean and largest |relative error| of the postal fit against the measured
+    Mean and largest absolute relative error of the postal fit against the measured
     one-way times (median per size, every size), and the fitted latency alpha of
     the smallest messages' protocol; NaN when nothing was fitted; then the run counts.
     """

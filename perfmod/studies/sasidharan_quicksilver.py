@@ -224,7 +224,7 @@ def _power(ds: xr.Dataset, train: pd.DataFrame, test: pd.DataFrame, sensor: str)
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     """The study's headline figures (:mod:`perfmod.studies.headline`): validation errors of Models 1 and 2.
 
-    Mean and largest |relative error| of each model on the validation runs (the
+    Mean and largest absolute relative error of each model on the validation runs (the
     Table 12 counterpart); NaN when the model was not fitted; then the run counts.
     """
     from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max

@@ -274,7 +274,7 @@ def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     """The study's headline figures (:mod:`perfmod.studies.headline`): validation errors of the chosen models.
 
-    Mean and largest |relative error| of the chosen shared-memory model on the
+    Mean and largest absolute relative error of the chosen shared-memory model on the
     validation runs (the Table 4 counterpart), its validation RMSE over training RSE,
     and the mean error of the MPI full model (Table 7; NaN without the MPI part);
     NaN when the model was not fitted; then the run counts.
