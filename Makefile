@@ -1,6 +1,7 @@
 # perfmod: every study from a fresh clone.  `make` lists the targets.
 #   make all    set up .venv, run every study notebook (datasets + figures)
 #   make test   set up .venv, run the test suite (what CI runs)
+#   make repeat-<study>   run a measuring study REPEAT times from scratch: headline median and range
 
 SHELL      := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -24,6 +25,9 @@ DEVICES    := $(wildcard data/devices/*.csv)
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@printf "  \033[36m%-16s\033[0m %s\n" "repeat-<study>" "run a measuring study REPEAT=$(REPEAT) times from scratch; \
+	headline figures of each run, median and range in $(PROCESSED)/repeat_<study>.nc (not part of all)"
+	@printf "  %-16s %s\n" "" "<study>: $(MEASURING)"
 
 setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
 
@@ -70,6 +74,16 @@ $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEV
 
 # after calibration (it writes data/platforms/local.toml, the platform this study predicts with); the H100 data
 $(PROCESSED)/local_jacobi2d.nc: $(PROCESSED)/local_calibration.nc $(wildcard data/raw/gpu-h100/*.json)
+
+# repeats of the measuring studies (issue 15): make repeat-sharif_gol REPEAT=5.  Each run is the whole study from
+# scratch in build/repeat/<study>/run<i>-<key>/ (never data/processed, figures or local.toml); perfmod repeat holds
+# the measuring lock itself.  An interrupted repeat resumes its completed runs (same code); delete
+# build/repeat/<study> to measure all of them afresh.  Not part of `all`: a repeat takes REPEAT times a study.
+REPEAT     ?= 3
+REPEATS    := $(addprefix repeat-,$(MEASURING))
+.PHONY: $(REPEATS)
+$(REPEATS): repeat-%: $(STAMP)
+	$(PERFMOD) repeat $* -n $(REPEAT) --out build/repeat/$* --resume --canonical
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)
 	$(PY) -m pytest -m "not slow" -q --benchmark-disable

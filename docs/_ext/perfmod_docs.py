@@ -10,8 +10,10 @@ the notes come from the study's dataset (``data/processed/<study>.nc``).
   ``docs/studies/<study>.md`` (the notes and a notice naming the make target)
   for a study that has not been run here.  ``docs/studies/`` is generated
   and not committed.
-- ``{perfmod-study} <study>`` (directive): the dataset's provenance, the
-  validation pairs (``<q>_measured`` / ``<q>_predicted``) with their errors
+- ``{perfmod-study} <study>`` (directive): for a measuring study its headline
+  figures, median and range over the runs of ``data/processed/repeat_<study>.nc``
+  (``make repeat-<study>``), or, without that file, the one run's figures said
+  to be one run; the dataset's provenance, the validation pairs (``<q>_measured`` / ``<q>_predicted``) with their errors
   computed from the file, and the study's figures from ``figures/<study>/``.
 - ``{result}`\\`<study>: <expression> | <unit> | <format>\\``` (role): one number
   from the dataset; ``<expression>`` is evaluated with the dataset's variables
@@ -37,6 +39,8 @@ import xarray as xr
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+from perfmod.workflow.repeat import headline_summary, measuring_studies, repeat_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -172,6 +176,17 @@ def _image(path: Path, docname: str, alt: str) -> nodes.image:
     return nodes.image(uri="/" + str(Path("..") / path.relative_to(ROOT)), alt=alt)
 
 
+def headline_nodes(study: str, ds: xr.Dataset | None) -> list[nodes.Node]:
+    """A measuring study's headline figures: median and range from its repeat dataset, else one run, said so.
+
+    Nothing for a study that does not measure, or that has neither a repeat dataset nor a run.
+    """
+    if study not in measuring_studies():
+        return []
+    sentence, header, rows = headline_summary(study, ds, PROCESSED)
+    return [_para(sentence), _table(header, rows)] if rows else []
+
+
 class StudyDirective(SphinxDirective):
     """``{perfmod-study} <study>``: provenance, validation errors and figures read from the study's outputs."""
 
@@ -183,11 +198,13 @@ class StudyDirective(SphinxDirective):
         if study not in studies():
             raise self.error(f"unknown study {study!r}; studies: {', '.join(studies())}")
         ds = _dataset(study)
+        out: list[nodes.Node] = headline_nodes(study, ds)
+        if out:
+            self.env.note_dependency(str(repeat_path(study, PROCESSED)))
         if ds is None:  # the generated page opens with the notice (write_study_pages)
-            return []
+            return out
         path = PROCESSED / f"{study}.nc"
         self.env.note_dependency(str(path))
-        out: list[nodes.Node] = []
         params = ds.attrs.get("parameters", "{}")
         try:
             params = ", ".join(f"{k}={v}" for k, v in json.loads(params).items()) or "defaults"

@@ -385,6 +385,27 @@ def summary(ds: xr.Dataset) -> pd.DataFrame:
     return table
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): skeleton error per method, and the speedup.
+
+    The mean absolute relative error of the whole-application skeleton runtime on the
+    held-out sizes with a clean measurement, both proxies, per method (the
+    ``("clean", "all")`` row of :func:`summary`; Figure 8: the paper's 6.08 % for
+    eiger, 9.17 % for loop), and the mean skeleton speedup over every measured size
+    (Figure 9: 12.5); NaN when nothing was fitted; then the run counts.
+    """
+    from perfmod.studies.headline import headline_figures
+
+    row = summary(ds).loc[("clean", "all")]
+    figs = {f"skeleton_error_{m}": (row[str(m)], "1", f"mean |relative error| of the skeleton runtime on the "
+                                    f"held-out sizes, clean runs, {m} models") for m in ds.method.values}
+    speed = ds.skeleton_speedup.values[np.isfinite(ds.skeleton_speedup.values)]
+    figs["skeleton_speedup_mean"] = (float(speed.mean()) if speed.size else float("nan"), "1",
+                                     f"mean skeleton speedup over the native run, 1 rank "
+                                     f"({ds.attrs.get('speedup_method', '')} models)")
+    return headline_figures(ds, figs)
+
+
 def figures(ds: xr.Dataset) -> dict[str, Any]:
     """Figures 6-9 counterparts and the scale-out replay, with the paper's numbers beside them."""
     from perfmod.viz import skeletons as viz

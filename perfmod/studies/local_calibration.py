@@ -118,6 +118,25 @@ def plot_pairs(ds: xr.Dataset) -> plt.Figure:
     return fig
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): one-way time error of the fit, and the latency.
+
+    Mean and largest absolute relative error of the postal fit against the measured
+    one-way times (median per size, every size), and the fitted latency alpha of
+    the smallest messages' protocol; NaN when nothing was fitted; then the run counts.
+    """
+    from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
+
+    mean, top = mean_max(abs_rel_errors(ds.t_oneway_measured, ds.t_oneway_predicted))
+    first = str(ds.fit_protocol.values[0])
+    return headline_figures(ds, {
+        "t_oneway_error_mean": (mean, "1", "mean |relative error| of the postal fit over the message sizes"),
+        "t_oneway_error_max": (top, "1", "largest |relative error| of the postal fit over the message sizes"),
+        "latency": (ds.postal_estimate.sel(fit_protocol=first, parameter="alpha"), "s",
+                    f"fitted postal latency alpha of the {first} protocol (smallest messages)"),
+    })
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset: the fit per protocol with residuals, and the multi-pair curves."""
     figs = {"pingpong_fit": plot_calibration(ds)}

@@ -336,6 +336,26 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
                       "kernels from data/raw/gpu-h100; model of paper 000 §3.3-3.4", parameters, [path])
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): median per-iteration error per kernel model.
+
+    :func:`headline_errors` of ``iter`` over the headline configurations (held out,
+    not oversubscribed, beyond the last-level cache) for the headline model
+    (``qroof_profiled``) and the paper's unscaled QRoof; NaN when the model was not
+    fitted; then the run counts.
+    """
+    from perfmod.studies.headline import headline_figures
+
+    name = ds.attrs.get("headline_model", "qroof_profiled")
+    figs = {"t_iter_error_median": (headline_errors(ds, name)["iter"], "1", "median |relative error| of the time "
+                                    f"per iteration over the headline configurations ({name} kernels)")}
+    if "qroof" in ds.model.values and name != "qroof":
+        figs["t_iter_error_median_qroof"] = (headline_errors(ds, "qroof")["iter"], "1", "median |relative error| of "
+                                             "the time per iteration over the headline configurations (plain QRoof "
+                                             "kernels, the paper's model)")
+    return headline_figures(ds, figs)
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset: predicted vs measured per phase, and the H100 kernels against QRoof."""
     return {"measured_vs_predicted": plot_local(ds), "gpu_kernels": gpu.plot_gpu_kernels(ds)}

@@ -221,6 +221,22 @@ def _power(ds: xr.Dataset, train: pd.DataFrame, test: pd.DataFrame, sensor: str)
     return ds
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): validation errors of Models 1 and 2.
+
+    Mean and largest absolute relative error of each model on the validation runs (the
+    Table 12 counterpart); NaN when the model was not fitted; then the run counts.
+    """
+    from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
+
+    figs = {}
+    for k in FORMULAS:
+        mean, top = mean_max(abs_rel_errors(ds[f"model{k}_measured"], ds[f"model{k}_predicted"]))
+        figs[f"model{k}_error_mean"] = (mean, "1", f"mean |relative error| of Model {k} on the validation runs")
+        figs[f"model{k}_error_max"] = (top, "1", f"largest |relative error| of Model {k} on the validation runs")
+    return headline_figures(ds, figs)
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset (Figure 10 and 13 counterparts)."""
     tr = sc.table(ds, "time_train")

@@ -271,6 +271,30 @@ def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.
     return ds, path
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): validation errors of the chosen models.
+
+    Mean and largest absolute relative error of the chosen shared-memory model on the
+    validation runs (the Table 4 counterpart), its validation RMSE over training RSE,
+    and the mean error of the MPI full model (Table 7; NaN without the MPI part);
+    NaN when the model was not fitted; then the run counts.
+    """
+    from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
+
+    chosen = ds.attrs.get("chosen_model", "?")
+    mean, top = mean_max(abs_rel_errors(ds.shared_measured, ds.shared_predicted))
+    mpi = mean_max(abs_rel_errors(ds.mpi_measured, ds.mpi_predicted))[0] if "mpi_measured" in ds else float("nan")
+    return headline_figures(ds, {
+        "shared_error_mean": (mean, "1", f"mean |relative error| of model {chosen} (shared memory) on the "
+                              "validation runs"),
+        "shared_error_max": (top, "1", f"largest |relative error| of model {chosen} (shared memory) on the "
+                             "validation runs"),
+        "shared_rmse_over_rse": (ds.attrs.get("validation_rmse_over_training_rse", float("nan")), "1",
+                                 f"validation RMSE / training RSE of model {chosen} (shared memory)"),
+        "mpi_error_mean": (mpi, "1", "mean |relative error| of the full MPI model (Table 6) on the validation runs"),
+    })
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset (Figures 3, 4, 5 and, with the MPI part, 6, 8, 9 counterparts)."""
     figs = {}

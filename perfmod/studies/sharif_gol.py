@@ -290,6 +290,23 @@ def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 300
                       parameters, [raw])
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): held-out total-time error, mean and max.
+
+    From :func:`error_summary` (held-out cases not oversubscribed, median of the clean
+    runs); NaN when the model was not fitted; then the run counts.
+    """
+    from perfmod.studies.headline import headline_figures
+
+    tot = error_summary(ds).loc["total_time"]
+    return headline_figures(ds, {
+        "total_time_error_mean": (tot["mean |error|"], "1", "mean |relative error| of the total time over the "
+                                  "held-out cases (not oversubscribed)"),
+        "total_time_error_max": (tot["max |error|"], "1", "largest |relative error| of the total time over the "
+                                 "held-out cases (not oversubscribed)"),
+    })
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset: measured vs predicted per held-out case (Figure 2 counterpart)."""
     return {"measured_vs_predicted": plot_validation(ds, ["t_w", "t_c", "total_time"], x="nprocs", row="case",

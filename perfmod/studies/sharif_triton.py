@@ -366,6 +366,23 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
                       "and §III-B", parameters, [raw])
 
 
+def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The study's headline figures (:mod:`perfmod.studies.headline`): held-out total-time error, mean and max.
+
+    From :func:`error_summary` (the paper's Figure 5a numbers: 4.2 % mean, 13 % max);
+    NaN when the model was not fitted; then the run counts.
+    """
+    from perfmod.studies.headline import headline_figures
+
+    tot = error_summary(ds).loc["total_time"]
+    return headline_figures(ds, {
+        "total_time_error_mean": (tot["mean |error|"], "1", "mean |relative error| of the total time over the "
+                                  "held-out runs"),
+        "total_time_error_max": (tot["max |error|"], "1", "largest |relative error| of the total time over the "
+                                 "held-out runs"),
+    })
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset (Figures 3-4, 5a and 5b counterparts).
 

@@ -5,6 +5,7 @@
     perfmod run NOTEBOOK [-p NAME VALUE ...] [-f params.yaml] [--smoke] [--out DIR] [--canonical]
     perfmod replay TRACE [--platform NAME] [--model NAME] [-o out.nc]
     perfmod sweep NOTEBOOK --grid GRID.yaml --out DIR [--workers N | --scheduler ADDRESS] [--resume] [--smoke]
+    perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
     perfmod list [studies | platforms | devices | tables]
 
@@ -12,7 +13,11 @@
 parameters, or a smoke run, writes into a run directory of its own
 (``runs/<study>-<time>/`` under the current directory, or ``--out``); only
 ``--canonical`` (what the Makefile uses) writes the study's canonical
-outputs in ``data/processed``, ``figures`` and ``data/platforms``.  Errors
+outputs in ``data/processed``, ``figures`` and ``data/platforms``.  ``perfmod
+repeat`` runs a measuring study N times, each in a run directory of its own,
+and writes the headline figures of every run with their median and range
+(:mod:`perfmod.workflow.repeat`; with ``--canonical`` to
+``data/processed/repeat_<study>.nc``).  Errors
 are one line and a non-zero exit status; ``--debug`` shows the traceback.
 """
 
@@ -153,6 +158,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if ok == status.size else 1
 
 
+def _cmd_repeat(args: argparse.Namespace) -> int:
+    from perfmod.workflow.repeat import figures_of, repeat
+
+    nb = resolve_notebook(args.study)
+    ds = repeat(nb, args.n, out=args.out, smoke=args.smoke, canonical=args.canonical, resume=args.resume,
+                progress=not args.quiet)
+    print(f"{nb.stem}: headline figures over {ds.sizes['run']} run(s)")
+    for fig in figures_of(ds):
+        print(f"  {fig.name:<28s} {fig.text()}")
+    return 0
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.pingpong is None:  # measure: the calibration study, in a run directory unless --canonical
         argv = ["run", "local_calibration"] + (["--canonical"] if args.canonical else []) + (
@@ -228,6 +245,20 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("--smoke", action="store_true", help="start every point from the smoke parameters")
     swp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     swp.set_defaults(func=_cmd_sweep)
+    rpt = sub.add_parser("repeat", help="run a measuring study N times from scratch: headline median and range",
+                         description="Run a measuring study's notebook N times, each in its own run directory, "
+                                     "holding the measuring lock; write each run's headline figures with their "
+                                     "median, min and max to DIR/repeat_<study>.nc after every run.")
+    rpt.add_argument("study", help="measuring study name or notebook path (perfmod list studies)")
+    rpt.add_argument("-n", type=int, default=3, help="runs (default 3)")
+    rpt.add_argument("--smoke", action="store_true", help="every run with the notebook's smoke parameters (seconds)")
+    rpt.add_argument("--out", help="repeat directory (default runs/repeat_<study>-<time> under the current directory)")
+    rpt.add_argument("--resume", action="store_true",
+                     help="keep the completed runs in --out made with the same notebook and sources")
+    rpt.add_argument("--canonical", action="store_true",
+                     help="also write data/processed/repeat_<study>.nc once all runs are done; used by make")
+    rpt.add_argument("-q", "--quiet", action="store_true", help="no progress bar within a run")
+    rpt.set_defaults(func=_cmd_repeat)
     cal = sub.add_parser("calibrate", help="fit a platform from a ping-pong file, or measure one (local_calibration)",
                          description="With PINGPONG.nc: fit the postal (and max-rate) parameters per protocol from "
                                      "that file without measuring. Without it: run the local_calibration study.")

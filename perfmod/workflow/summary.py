@@ -110,11 +110,15 @@ def summarize(path: str | Path) -> StudySummary:
 
 
 def summarize_dir(directory: str | Path | None = None) -> list[StudySummary]:
-    """Summaries of every ``*.nc`` in ``directory`` (default ``data/processed``), by file name."""
+    """Summaries of every study dataset in ``directory`` (default ``data/processed``), by file name.
+
+    The repeat datasets ``repeat_<study>.nc`` (:mod:`perfmod.workflow.repeat`) hold no validation pairs and
+    are left out.
+    """
     d = Path(directory) if directory is not None else data_dir() / "processed"
     if not d.is_dir():
         raise FileNotFoundError(f"{d}: no such directory (run `make all` first)")
-    return [summarize(p) for p in sorted(d.glob("*.nc"))]
+    return [summarize(p) for p in sorted(d.glob("*.nc")) if not p.name.startswith("repeat_")]
 
 
 def format_summary(summaries: Sequence[StudySummary]) -> str:

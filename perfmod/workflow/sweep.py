@@ -55,7 +55,8 @@ from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.notebooks import declared_parameters
 from perfmod.workflow.params import check_type
 
-__all__ = ["SweepError", "Point", "read_grid", "grid_points", "point_id", "host_lock", "run_point", "sweep"]
+__all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "run_point",
+           "sweep"]
 
 #: Substrings of a failed run's output that mean the kernel did not start (worth a retry).
 START_FAILURES = ("Address already in use", "Kernel died before replying", "Kernel didn't respond",
@@ -123,7 +124,8 @@ def grid_points(grid: Mapping[str, Any], where: str = "grid") -> list[Point]:
     return points
 
 
-def _sources_hash() -> str:
+def sources_hash() -> str:
+    """SHA-256 of perfmod's own sources and shipped data (``*.py``, ``*.csv``, ``*.toml`` under the package)."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]
     for f in sorted(root.rglob("*")):
@@ -253,7 +255,7 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
                 raise SweepError(f"{where}: {nb.name} has no parameter {k!r}; parameters: {', '.join(declared)}")
             check_type(k, v, declared[k])
     exclusive = bool(nbformat.read(str(nb), as_version=4).metadata.get("perfmod", {}).get("exclusive", False))
-    sources = _sources_hash()
+    sources = sources_hash()
     root = Path(out).resolve()
     dirs = [root / point_id(nb, p.params, sources) for p in points]
     records: list[dict[str, Any] | None] = [None] * len(points)
