@@ -316,8 +316,8 @@ def step_ratio(ds: xr.Dataset) -> pd.DataFrame:
     return pd.DataFrame({"step ratio": ratio.to_series(), "cell-size ratio": fmax / fmin})
 
 
-def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 512, nx: int = 512, dx: float = 5.0,
-        factors: Sequence[int] = (2, 1), nprocs: Sequence[int] = (1, 2, 4), t_end: float = 300.0, reps: int = 3,
+def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 384, nx: int = 384, dx: float = 5.0,
+        factors: Sequence[int] = (2, 1), nprocs: Sequence[int] = (1, 2), t_end: float = 200.0, reps: int = 3,
         coarse_factor: int = 2, nonneg: bool = False, seed: int = 0, raw_out: str = "",
         progress: bool = True) -> xr.Dataset:
     """Measure every flood event and run the paper's experiments (003 §V-C/D/E, Figures 3-5) on this machine.
