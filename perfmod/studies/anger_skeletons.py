@@ -47,6 +47,7 @@ from perfmod.studies.anger_skeleton_steps import (
     skeleton_runtime,
     training_frame,
 )
+from perfmod.studies.headline import headline_figures
 
 __all__ = ["run", "figures", "summary", "STUDY"]
 
@@ -394,8 +395,6 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     eiger, 9.17 % for loop), and the mean skeleton speedup over every measured size
     (Figure 9: 12.5); NaN when nothing was fitted; then the run counts.
     """
-    from perfmod.studies.headline import headline_figures
-
     row = summary(ds).loc[("clean", "all")]
     figs = {f"skeleton_error_{m}": (row[str(m)], "1", f"mean |relative error| of the skeleton runtime on the "
                                     f"held-out sizes, clean runs, {m} models") for m in ds.method.values}

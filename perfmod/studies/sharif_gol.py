@@ -32,6 +32,7 @@ from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.bsp import BSPFit, BSPParams, fit_bsp
 from perfmod.studies.design import interleaved_order, position_of
+from perfmod.studies.headline import headline_figures
 from perfmod.studies.records import (
     FLAG_FIELDS,
     flag_variables,
@@ -296,8 +297,6 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     From :func:`error_summary` (held-out cases not oversubscribed, median of the clean
     runs); NaN when the model was not fitted; then the run counts.
     """
-    from perfmod.studies.headline import headline_figures
-
     tot = error_summary(ds).loc["total_time"]
     return headline_figures(ds, {
         "total_time_error_mean": (tot["mean |error|"], "1", "mean |relative error| of the total time over the "
