@@ -95,35 +95,53 @@ def mask_interfered(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
 
 
 def record_drops(ds: xr.Dataset, interfered: xr.DataArray, oversubscribed: xr.DataArray | None,
-                 missing: Sequence[str], what: str = "runs") -> xr.Dataset:
+                 missing: Sequence[str], what: str = "runs", oversubscribed_dropped: bool = True) -> xr.Dataset:
     """Set ``runs_total``, ``runs_interfered``, ``runs_oversubscribed``, ``runs_dropped``, ``runs_dropped_reason``
     and ``clean_runs_missing`` (comma-and-semicolon text, empty when none) on ``ds``.
 
     ``interfered`` and ``oversubscribed`` are over all runs considered
     (``oversubscribed`` broadcast against ``interfered``; None: none).
+    ``oversubscribed_dropped`` False: the oversubscribed runs are fitted and
+    scored (a model whose variables include the thread or process count),
+    only the interfered ones are dropped.
     """
     bad = interfered.astype(bool)
     over = xr.zeros_like(bad) if oversubscribed is None else xr.broadcast(oversubscribed.astype(bool), bad)[0]
     n_int, n_over = int(bad.sum()), int(over.sum())
-    n_drop = int((bad | over).sum())
+    n_drop = int((bad | over).sum()) if oversubscribed_dropped else n_int
+    over_text = ("neither fitted nor scored" if oversubscribed_dropped
+                 else "interfered ones neither fitted nor scored; oversubscribed ones fitted and scored, the model's "
+                      "thread or process count describes them")
     ds.attrs.update({
         "runs_total": int(bad.size), "runs_interfered": n_int, "runs_oversubscribed": n_over,
         "runs_dropped": n_drop,
         "runs_dropped_reason": (f"{what}: {n_int} interfered (another process took a material share of the CPUs), "
-                                f"{n_over} oversubscribed (more ranks than cores); neither fitted nor scored"),
+                                f"{n_over} oversubscribed (more ranks or threads than cores); {over_text}"),
         "clean_runs_missing": "; ".join(missing),
     })
     return ds
 
 
 def validity_note(ds: xr.Dataset) -> str:
-    """One markdown paragraph, from the dataset's attributes, saying which runs were dropped and why."""
+    """One markdown paragraph, from the dataset's attributes, saying which runs were dropped and why.
+
+    Every attribute ``fit_status`` or ``<part>_fit_status`` that starts with
+    "not fitted" is stated, with its part (e.g. ``mpi``).
+    """
     a = ds.attrs
+    over_fitted = "oversubscribed ones fitted" in str(a.get("runs_dropped_reason", ""))
     text = (f"**Runs used**: {a.get('runs_total', 0) - a.get('runs_dropped', 0)} of {a.get('runs_total', 0)} "
-            f"clean; {a.get('runs_interfered', 0)} interfered and {a.get('runs_oversubscribed', 0)} oversubscribed "
-            "runs kept for the record but neither fitted nor scored.")
-    if str(a.get("fit_status", "")).startswith("not fitted"):
-        text += f" **The model was {a['fit_status']}** No prediction or error figure is reported."
+            "(the clean ones); "
+            f"{a.get('runs_interfered', 0)} interfered "
+            + (f"runs kept for the record but neither fitted nor scored ({a.get('runs_oversubscribed', 0)} "
+               "oversubscribed runs fitted and scored: the model describes them)." if over_fitted else
+               f"and {a.get('runs_oversubscribed', 0)} oversubscribed runs kept for the record but neither fitted "
+               "nor scored."))
+    for key in sorted(k for k in a if k == "fit_status" or k.endswith("_fit_status")):
+        if str(a[key]).startswith("not fitted"):
+            part = key[: -len("fit_status")].rstrip("_")
+            text += (f" **The {part + ' ' if part else ''}model was {a[key]}** No prediction or error figure "
+                     "is reported for it.")
     missing = a.get("clean_runs_missing", "")
     if missing:
         text += (f" **No clean run could be had for: {missing}.** Their measured values are NaN and the error "
