@@ -20,10 +20,10 @@ import xarray as xr
 
 from perfmod.core.io import annotate, write_dataset
 from perfmod.core.paths import raw_dir
-from perfmod.measure.validity import FLAG_META, run_flags
+from perfmod.measure.validity import FLAG_META, clean_reduce, run_flags
 
 __all__ = ["save_raw", "provenance", "FLAG_FIELDS", "new_flags", "record_flags", "flag_variables",
-           "mask_interfered", "record_drops", "validity_note"]
+           "mask_interfered", "clean_medians", "record_drops", "validity_note"]
 
 FLAG_FIELDS = ("interfered", "off_cpu", "attempts", "interfered_attempts", "load_before")
 """The per-run flags of :func:`perfmod.measure.validity.run_flags` a study keeps over its run dimensions."""
@@ -92,6 +92,35 @@ def mask_interfered(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
         out[n] = ds[n].where(~bad).assign_attrs(
             ds[n].attrs, long_name=f"{ds[n].attrs.get('long_name', n)} (clean runs only; interfered runs NaN)")
     return out
+
+
+def clean_medians(ds: xr.Dataset, names: Sequence[str], dim: str = "rep") -> tuple[xr.Dataset, list[str]]:
+    """Median over ``dim`` of the clean runs of each of ``names`` (NaN where none was clean).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Runs over ``dim`` and the configuration dimensions, with ``interfered``
+        (absent: every run is clean; a NaN value counts as not clean).
+    names : sequence of str
+        The measured variables.
+    dim : str
+        The repetition dimension.
+
+    Returns
+    -------
+    (xarray.Dataset, list of str)
+        The medians with the coordinates of ``ds`` not over ``dim``, and the
+        configurations without a clean run of any of ``names``
+        (:func:`perfmod.measure.validity.clean_reduce`), for ``clean_runs_missing``.
+    """
+    bad = ds["interfered"] if "interfered" in ds else xr.zeros_like(ds[names[0]], bool)
+    out, missing = {}, []
+    for n in names:
+        out[n], miss = clean_reduce(ds[n], bad, dim, "median")
+        missing += [m for m in miss if m not in missing]
+    coords = {k: v for k, v in ds.coords.items() if dim not in v.dims}
+    return xr.Dataset(out, coords=coords), missing
 
 
 def record_drops(ds: xr.Dataset, interfered: xr.DataArray, oversubscribed: xr.DataArray | None,
