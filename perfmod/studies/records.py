@@ -162,8 +162,9 @@ def validity_note(ds: xr.Dataset) -> str:
     text = (f"**Runs used**: {a.get('runs_total', 0) - a.get('runs_dropped', 0)} of {a.get('runs_total', 0)} "
             "(the clean ones); "
             f"{a.get('runs_interfered', 0)} interfered "
-            + (f"runs kept for the record but neither fitted nor scored ({a.get('runs_oversubscribed', 0)} "
-               "oversubscribed runs fitted and scored: the model describes them)." if over_fitted else
+            + ("runs kept for the record but neither fitted nor scored"
+               + (f" ({a.get('runs_oversubscribed', 0)} oversubscribed runs fitted and scored: the model describes "
+                  "them)." if a.get("runs_oversubscribed", 0) else ".") if over_fitted else
                f"and {a.get('runs_oversubscribed', 0)} oversubscribed runs kept for the record but neither fitted "
                "nor scored."))
     for key in sorted(k for k in a if k == "fit_status" or k.endswith("_fit_status")):
