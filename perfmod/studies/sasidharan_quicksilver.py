@@ -217,7 +217,7 @@ def analyze(runs: xr.Dataset, response: str = "t_track", holdout_seed: int = 0, 
         status = sc.unfit_reason(err, len(train), n_train)
         for key in FORMULAS:
             ds = ds.merge(sc.study_dataset({f"model{key}": (sc.unfitted_table(test, "time", status), "s",
-                                            f"mean time per tracking iteration, Model {key} (not fitted)")}, {}))
+                                            f"mean time per tracking iteration, Model {key}")}, {}))
             ds = sc.add_table(ds, f"model{key}_test", test[["X1", "X2", "X3"]].reset_index(drop=True), FRAME_UNITS,
                               dim=f"model{key}_run")
         ds.attrs.update(fit_status=status, chosen_model="", validation_rmse_over_training_rse=float("nan"))

@@ -299,7 +299,7 @@ def _unfitted(ds: xr.Dataset, name: str, train: pd.DataFrame, test: pd.DataFrame
               xcols: list[str], what: str, why: str) -> xr.Dataset:
     """What :func:`_fits` and :func:`_validate` store when nothing could be fitted: measured values, NaN fits."""
     ds = sc.add_table(ds, f"{name}_train", train[columns], FRAME_UNITS, dim=f"{name}_obs")
-    ds = ds.merge(sc.study_dataset({name: (sc.unfitted_table(test, "time", why), "ms", f"{what} (not fitted)")}, {}))
+    ds = ds.merge(sc.study_dataset({name: (sc.unfitted_table(test, "time", why), "ms", what)}, {}))
     return sc.add_table(ds, f"{name}_test", test[xcols].reset_index(drop=True), FRAME_UNITS, dim=f"{name}_run")
 
 
