@@ -247,7 +247,8 @@ def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, ylabel: str, title: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=legend_size)
+    if ax.get_legend_handles_labels()[0]:  # nothing drawn when no run was clean
+        ax.legend(fontsize=legend_size)
     fig.tight_layout()
     return fig
 
