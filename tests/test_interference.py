@@ -198,3 +198,23 @@ def test_reruns_stop_when_the_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("PERFMOD_MEASURE_RETRIES", "-1")
     with pytest.raises(ValueError, match="PERFMOD_MEASURE_RETRIES must be an integer >= 0"):
         run_mpi("m", 1, [], lock=False)
+
+
+def test_in_process_runs_are_rerun_by_the_same_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rerun_while_interfered: an in-process run re-run until clean, every attempt kept, run_flags reads it."""
+    from perfmod.measure.runner import rerun_while_interfered
+    from perfmod.measure.validity import run_flags
+
+    verdicts = iter([True, True, False, True])
+    monkeypatch.setattr(runner, "_spent", [0.0])
+
+    def attempt() -> dict:
+        return {"interfered": next(verdicts), "t": 1.0, "interference": {"load_before": 0.5}}
+
+    res = rerun_while_interfered(attempt, retries=5, retry_wait=0.0)
+    assert [a["interfered"] for a in res["attempts"]] == [True, True, False] and not res["interfered"]
+    assert res["attempt"] == 2 and res["n_interfered"] == 2 and not res["rerun_budget_exhausted"]
+    rec = run_flags(res)  # a one-rank probe report holds numbers, not per-rank lists
+    assert (rec["attempts"], rec["interfered_attempts"], rec["load_before"]) == (3, 2, 0.5)
+    with pytest.raises(KeyError, match="no 'interfered' verdict"):
+        rerun_while_interfered(lambda: {"t": 1.0}, retries=0)

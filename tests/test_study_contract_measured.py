@@ -152,11 +152,13 @@ def test_sasidharan_order_is_the_shared_design():
 # --- issue 13 interface: measured values from clean runs only -------------------------------------------------
 
 #: converted studies -> their run dimensions (the ``interfered`` flag is over them)
-CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep"), "sharif_triton": ("event", "factor", "nprocs", "rep")}
+CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep"), "sharif_triton": ("event", "factor", "nprocs", "rep"),
+                  "local_jacobi2d": ("block", "nprocs", "rep"), "sasidharan_sedov": ("run",),
+                  "sasidharan_quicksilver": ("run",), "local_calibration": ("pairs", "rep")}
 
 
-@pytest.mark.mpi
-@pytest.mark.parametrize("name", list(CLEAN_RUN_DIMS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.mpi] if STUDIES[n] else [])
+                                  for n in CLEAN_RUN_DIMS])
 def test_measuring_study_flags_interfered_runs(name, results, tmp_path_factory, monkeypatch):
     ds = _run(name, results, tmp_path_factory, monkeypatch)
     assert "interfered" in ds and ds.interfered.dtype == bool
@@ -164,8 +166,13 @@ def test_measuring_study_flags_interfered_runs(name, results, tmp_path_factory, 
     assert "clean_runs_missing" in ds.attrs and isinstance(ds.attrs["clean_runs_missing"], str)
     for a in ("runs_interfered", "runs_dropped", "runs_dropped_reason"):
         assert a in ds.attrs, a
-    from perfmod.studies.records import validity_note
+    from perfmod.studies.records import FLAG_FIELDS, validity_note
     assert "clean" in validity_note(ds)
+    for f in FLAG_FIELDS:
+        assert ds[f].dims == ds.interfered.dims, f
+    # every run counted (GOL keeps its training runs' flags apart, as train_interfered)
+    assert ds.attrs["runs_total"] >= ds.interfered.size and ds.attrs["runs_interfered"] >= int(ds.interfered.sum())
+    assert ds.attrs["fit_status"]  # fitted, or "not fitted" and why
 
 
 def _fake_gol(reps_bad: float = 100.0) -> xr.Dataset:
@@ -223,3 +230,220 @@ def test_gol_fit_refuses_too_few_clean_runs():
     raw["interfered"] = xr.ones_like(raw.interfered, bool)
     with pytest.raises(ValueError, match="clean"):
         gol.fit_gol(raw)
+
+
+# --- Jacobi2D: profiles and medians from clean runs -------------------------------------------------------------
+
+def _jacobi_runs(bad_scale: float = 50.0) -> xr.Dataset:
+    """Jacobi2D raw runs (2 blocks x 2 rank counts x 3 reps) with phase times of an exact law; rep 1 of
+    (block 64, nprocs 2) interfered and ``bad_scale`` times slower."""
+    from perfmod.measure.proxies.jacobi2d import PHASES
+
+    blocks, nprocs, reps = [64, 128], [1, 2], 3
+    shape = (2, 2, reps)
+    b = np.array(blocks, float)[:, None, None]
+    p = np.array(nprocs, float)[None, :, None]
+    data = {q: np.broadcast_to(1e-9 * (k + 1) * b ** 2 * (1 + 0.1 * p), shape).copy() for k, q in enumerate(PHASES)}
+    data["iter"] = sum(data[q] for q in PHASES)
+    bad = np.zeros(shape, bool)
+    bad[0, 1, 1] = True
+    for v in data.values():
+        v[0, 1, 1] *= bad_scale
+    return xr.Dataset({f"t_{q}_measured": (("block", "nprocs", "rep"), v, {"units": "s"}) for q, v in data.items()}
+                      | {"interfered": (("block", "nprocs", "rep"), bad, {"units": "1"})},
+                      coords={"block": blocks, "nprocs": nprocs, "rep": np.arange(reps),
+                              "oversubscribed": ("nprocs", [False, False]),
+                              "cache_resident": (("block", "nprocs"), np.zeros((2, 2), bool))})
+
+
+def test_jacobi2d_medians_and_profiles_leave_interfered_runs_out():
+    from perfmod.studies import local_jacobi2d as st
+
+    raw = _jacobi_runs()
+    med, missing = st.clean_phases(raw)
+    assert missing == []
+    clean_iter = raw.t_iter_measured.values[0, 1, [0, 2]]
+    assert float(med.t_iter_measured.sel(block=64, nprocs=2)) == pytest.approx(np.median(clean_iter))
+    assert float(raw.t_iter_measured.sel(block=64, nprocs=2).mean("rep")) > 10 * np.median(clean_iter)
+    rows = {1: {"GFLOPS - DP": 10.0, "GBSEC - DRAM": 40.0, "GIOPS - MAD": 8.0, "GFLOPS - SP": 20.0,
+                "GBSEC - L2": 150.0, "GOPS - SHMEM": 12.0, "GIOPS - ADD": 5.0}}
+    rows[2] = rows[1]
+    # the profile of the disturbed configuration is that of the same runs undisturbed
+    prof = st.profile_jacobi(raw, rows, 64, 2)
+    ref = st.profile_jacobi(_jacobi_runs(bad_scale=1.0), rows, 64, 2)
+    assert prof.overhead == pytest.approx(ref.overhead) and prof.efficiency == pytest.approx(ref.efficiency)
+    # a configuration without a clean run: NaN there, listed, and its rank count cannot be profiled
+    allbad = raw.assign(interfered=raw.interfered | ((raw.block == 64) & (raw.nprocs == 1)))
+    med, missing = st.clean_phases(allbad)
+    assert np.isnan(float(med.t_iter_measured.sel(block=64, nprocs=1))) and missing == ["block=64, nprocs=1"]
+    with pytest.raises(ValueError, match="no clean run"):
+        st.profile_jacobi(allbad, rows, 64, 1)
+    each = st.profile_each(allbad, rows, 64, [1, 2])
+    assert np.isnan(each[1].overhead) and np.isfinite(each[2].overhead)
+    assert st.fit_status(each).startswith("fitted") and "nprocs=1" in st.fit_status(each)
+    cmp = st.compare(allbad, st.predict_jacobi([64, 128], [1, 2], _toy_platform(), rows, each), each)
+    assert np.isnan(cmp.t_iter_measured.sel(block=64, nprocs=1))
+    assert np.isnan(cmp.t_iter_error.sel(block=128, nprocs=1)).all()  # nprocs=1 could not be profiled
+    assert np.isfinite(cmp.t_iter_error.sel(block=128, nprocs=2)).all()
+    # no clean profiling run at all: not fitted
+    none = raw.assign(interfered=raw.interfered | (raw.block == 64))
+    assert st.fit_status(st.profile_each(none, rows, 64, [1, 2])).startswith("not fitted")
+
+
+def _toy_platform():
+    from perfmod.machine.platforms import from_dict
+
+    cell = {"alpha": 2e-6, "beta": 1e-10, "source": "test"}
+    return from_dict({"name": "toy", "sockets_per_node": 1, "gpus_per_socket": 0, "ranks_per_node": 2,
+                      "protocols": {"short_max_bytes": 0, "eager_max_bytes": 1 << 30, "source": "test"},
+                      "comm": {"postal": {"intra_socket": {p: cell for p in ("short", "eager", "rendezvous")}}}})
+
+
+# --- Sasidharan: per-run observations, clean runs only ---------------------------------------------------------
+
+def _sedov_runs(interfered=()) -> xr.Dataset:
+    """Shared-memory Sedov runs of an exact Model-A law (ms, MB) plus a little noise; training: 5 sizes x 3 chunk
+    counts x 2 axes x 2 reps; validation: 2 sizes x 1 chunk count x 2 axes x 1 rep.  ``interfered``: run indices
+    flagged (their time x 20)."""
+    from perfmod.studies import sasidharan_common as sc
+    from perfmod.studies import sasidharan_sedov as sedov
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for label, sizes, chunks, reps in (("train", (10, 14, 18, 22, 26), (1, 4, 16), 2), ("test", (12, 20), (2,), 1)):
+        for n in sizes:
+            for c in chunks:
+                for ax in ("z", "x"):
+                    for r in range(reps):
+                        x1 = n ** 3 * 2000.0  # bytes
+                        x3 = n * n * (1 if ax == "z" else 2)
+                        ms = 1.0 + 0.5 * x1 / 1e6 + 0.002 * (x1 / 1e6) ** 2 + 0.05 * c + 0.001 * x3
+                        rows.append({"nx": n, "ny": n, "nz": n, "node_axis": ax, "rep": r, "set": label,
+                                     "workers": 2, "x1_bytes": x1, "x2_chunks": c, "x3_peer_edges": x3,
+                                     "t_iter": ms / 1e3 * (1 + 1e-3 * rng.standard_normal()), "t_iter_median": 0.0,
+                                     "t_iter_min": 0.0, "e_total_error": 1e-12})
+    bad = np.zeros(len(rows), bool)
+    bad[list(interfered)] = True
+    for i in np.flatnonzero(bad):
+        rows[i]["t_iter"] *= 20
+    meta = {k: v for k, v in sedov.SHARED_META.items() if k in rows[0]}
+    ds = sc.runs_dataset(rows, meta)
+    ds["interfered"] = ("run", bad, {"units": "1", "long_name": "interfered"})
+    return ds
+
+
+def test_sedov_fits_and_scores_clean_runs_only():
+    from perfmod.studies import sasidharan_common as sc
+    from perfmod.studies import sasidharan_sedov as sedov
+
+    raw = _sedov_runs()
+    n_train = int((raw.set == "train").sum())
+    first_test = n_train  # validation runs follow the training runs
+    bad = [0, 1, first_test]  # both repetitions of the first training configuration, one validation run
+    ds, missing = sedov.analyze_shared(_sedov_runs(bad))
+    ref, _ = sedov.analyze_shared(_sedov_runs([0, 1]))
+    assert ds.attrs["fit_status"].startswith("fitted") and ds.attrs["runs_training"] == n_train - 2
+    cfg = sedov.model_frame(raw).config
+    assert missing == [f"train {cfg[0]}", f"test {cfg[first_test]}"]
+    assert np.isnan(ds.shared_measured.values[0]) and np.isfinite(ds.shared_measured.values[1:]).all()
+    # the 20x slower runs moved nothing: the fit is the one without them; the validation is scored on clean runs
+    np.testing.assert_allclose(ds.shared_predicted, ref.shared_predicted, rtol=1e-12)
+    stats = sc.validation_errors(ds, "shared")
+    assert stats["n"] == len(ds.shared_measured) - 1 and stats["mape"] < 1.0
+    # too few clean training runs: not fitted, said plainly, no prediction, figures from the measured runs alone
+    few = sedov.analyze_shared(_sedov_runs(range(n_train - 4)))[0]
+    assert few.attrs["fit_status"].startswith("not fitted") and "clean" in few.attrs["fit_status"]
+    assert np.isnan(few.shared_predicted).all() and np.isfinite(few.shared_measured).all()
+    assert "shared_anova_Res_Df" not in few and list(sedov.figures(few)) == ["fig3_memory_vs_time"]
+    plt.close("all")
+
+
+def _quicksilver_runs(interfered=()) -> xr.Dataset:
+    """Quicksilver runs of an exact Model-1 law (s, MB): training 4 meshes x 3 particle counts x 2 thread counts x
+    2 reps, validation 2 x 1 x 2 x 1."""
+    from perfmod.studies import sasidharan_common as sc
+    from perfmod.studies import sasidharan_quicksilver as qs
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for label, sizes, parts, reps in (("train", (6, 8, 10, 12), (1000, 3000, 8000), 2), ("test", (7, 11), (2000,), 1)):
+        for n in sizes:
+            for p in parts:
+                for t in (1, 2):
+                    for r in range(reps):
+                        x2 = p * 100.0 * (1 + 0.05 * n)  # bytes
+                        s = 1e-3 + 2e-3 * x2 / 1e6 + 1e-4 * (x2 / 1e6) ** 2 - 3e-4 * t * x2 / 1e6 + 1e-4 * t
+                        rows.append({"nx": n, "target_particles": p, "rep": r, "set": label, "iterations": 2, "m": 1,
+                                     "f": 1, "x1_mesh_bytes": n ** 3 * 500.0, "x2_particle_bytes": x2,
+                                     "x3_threads": t, "mean_particles": p, "t_track": s * (1 + 1e-3 *
+                                                                                          rng.standard_normal()),
+                                     "t_track_median": s, "t_track_min": s, "t_iter": s, "t_popctl": 0.0,
+                                     "t_total_eq7": 2 * s, "oversubscribed": False})
+    bad = np.zeros(len(rows), bool)
+    bad[list(interfered)] = True
+    for i in np.flatnonzero(bad):
+        rows[i]["t_track"] *= 20
+    ds = sc.runs_dataset(rows, qs.META)
+    ds["interfered"] = ("run", bad, {"units": "1", "long_name": "interfered"})
+    return ds
+
+
+def test_quicksilver_fits_and_scores_clean_runs_only():
+    from perfmod.studies import sasidharan_common as sc
+    from perfmod.studies import sasidharan_quicksilver as qs
+    from perfmod.studies.records import validity_note
+
+    raw = _quicksilver_runs()
+    n_train = int((raw.set == "train").sum())
+    ds = qs.analyze(_quicksilver_runs([3, n_train + 1]))  # one training repetition, one validation run
+    ref = qs.analyze(_quicksilver_runs([3]))
+    assert ds.attrs["fit_status"].startswith("fitted") and ds.attrs["runs_training"] == n_train - 1
+    assert ds.interfered.dims == ("run",) and int(ds.interfered.sum()) == 2 and ds.attrs["runs_dropped"] == 2
+    assert ds.attrs["clean_runs_missing"] == f"test {qs.model_frame(raw).config[n_train + 1]}"
+    assert np.isnan(ds.model1_measured.values[1]) and np.isfinite(ds.model1_measured.values[[0, 2, 3]]).all()
+    np.testing.assert_allclose(ds.model1_predicted, ref.model1_predicted, rtol=1e-12)
+    assert sc.validation_errors(ds, "model1")["n"] == 3
+    assert "No clean run could be had for: test" in validity_note(ds)
+    few = qs.analyze(_quicksilver_runs(range(n_train - 5)))
+    assert few.attrs["fit_status"].startswith("not fitted") and np.isnan(few.model1_predicted).all()
+    assert "not fitted" in validity_note(few) and list(qs.figures(few)) == ["fig10_particle_memory_vs_time"]
+    plt.close("all")
+
+
+# --- calibration: clean ping-pong sweeps -----------------------------------------------------------------------
+
+def _pingpong(bad_reps=(), reps: int = 5) -> xr.Dataset:
+    """A single-pair ping-pong of an exact postal law (2 us + n / 5 GB/s), ``bad_reps`` interfered and 10x slower."""
+    n = np.array([8, 64, 512, 4096, 32768, 262144], dtype=np.int64)
+    t = np.broadcast_to((2e-6 + n / 5e9)[None, :, None], (1, n.size, reps)).copy()
+    bad = np.zeros((1, reps), bool)
+    bad[0, list(bad_reps)] = True
+    t[:, :, list(bad_reps)] *= 10
+    return xr.Dataset({"t_oneway": (("pairs", "msg_bytes", "rep"), t, {"units": "s"}),
+                       "interfered": (("pairs", "rep"), bad, {"units": "1"})},
+                      coords={"pairs": [1], "msg_bytes": n, "rep": np.arange(reps),
+                              "oversubscribed": ("pairs", [False]), "mode": ("pairs", ["intra_socket"])},
+                      attrs={"cores": 2, "sockets": 1})
+
+
+def test_calibration_fits_clean_sweeps_and_says_when_it_cannot(tmp_path):
+    from perfmod.studies import local_calibration as lc
+    from perfmod.studies.records import validity_note
+
+    path = tmp_path / "pp.nc"
+    _pingpong([1, 3]).to_netcdf(path)
+    ds = lc.run(pingpong_path=str(path), max_breaks=0, progress=False)
+    np.testing.assert_allclose(ds.t_oneway_measured, 2e-6 + ds.msg_bytes.values / 5e9, rtol=1e-9)
+    plat = lc.platform_of(ds)
+    cell = plat.entry("postal", "intra_socket", "eager")
+    assert cell["alpha"] == pytest.approx(2e-6, rel=1e-6) and cell["beta"] == pytest.approx(2e-10, rel=1e-6)
+    assert ds.interfered.dims == ("pairs", "rep") and ds.attrs["runs_interfered"] == 2
+    assert ds.attrs["fit_status"] == "fitted on the clean sweeps" and ds.attrs["clean_runs_missing"] == ""
+    # no clean sweep: measured NaN, listed; the platform is a provisional fit of every sweep, said so
+    path2 = tmp_path / "pp2.nc"
+    _pingpong(range(5)).to_netcdf(path2)
+    bad = lc.run(pingpong_path=str(path2), max_breaks=0, progress=False)
+    assert np.isnan(bad.t_oneway_measured).all() and bad.attrs["clean_runs_missing"] == "pairs=1"
+    assert bad.attrs["fit_status"].startswith("not fitted on clean runs")
+    assert "provisional" in bad.attrs["fit_decisions"] and "not fitted" in validity_note(bad)
+    assert lc.platform_of(bad).entry("postal", "intra_socket", "eager")["alpha"] == pytest.approx(2e-5, rel=1e-6)

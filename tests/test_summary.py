@@ -47,3 +47,17 @@ def test_summary_of_a_directory_and_the_command_line(tmp_path: Path, capsys: pyt
     assert out.startswith("model_only (a.nc): no validation pairs (model side only)\ntoy (b.nc)")
     assert main([str(tmp_path / "missing")]) == 1
     assert "run `make all` first" in capsys.readouterr().err
+
+
+def test_the_studys_own_run_counts_win(tmp_path):
+    """A study that recorded its runs (training runs too, record_drops) is summarized with those counts."""
+    import xarray as xr
+
+    from perfmod.workflow.summary import summarize
+
+    ds = xr.Dataset({"q_measured": ("case", [1.0, 2.0]), "q_predicted": ("case", [1.1, 2.0]),
+                     "interfered": ("case", [False, True]), "oversubscribed": ("case", [False, False])},
+                    attrs={"runs_total": 12, "runs_interfered": 3, "runs_oversubscribed": 4})
+    ds.to_netcdf(tmp_path / "s.nc")
+    s = summarize(tmp_path / "s.nc")
+    assert (s.runs, s.interfered, s.oversubscribed) == (12, 3, 4)

@@ -15,14 +15,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from perfmod.measure.bench.pingpong import mpiexec_path
 from perfmod.measure.interference import classify, usable_cores
 from perfmod.measure.lock import measuring_lock
 
-__all__ = ["RETRIES_ENV", "BUDGET_ENV", "default_retries", "rerun_budget", "run_mpi", "run_mpi_once"]
+__all__ = ["RETRIES_ENV", "BUDGET_ENV", "default_retries", "rerun_budget", "run_mpi", "run_mpi_once",
+           "rerun_while_interfered"]
 
 RETRIES_ENV = "PERFMOD_MEASURE_RETRIES"
 """Environment variable overriding the default number of re-runs of an interfered run."""
@@ -141,6 +142,33 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
     """
     if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
         raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
+
+    def attempt() -> dict[str, Any]:
+        if lock:
+            with measuring_lock():
+                return run_mpi_once(module, int(nprocs), args, timeout)
+        return run_mpi_once(module, int(nprocs), args, timeout)
+
+    return rerun_while_interfered(attempt, retries, retry_wait)
+
+
+def rerun_while_interfered(attempt: Callable[[], dict[str, Any]], retries: int | None = None,
+                           retry_wait: float = 1.0) -> dict[str, Any]:
+    """Call ``attempt`` until its result is not ``interfered``, at most ``retries`` more times.
+
+    The re-run policy of :func:`run_mpi`, for any timed run whose result
+    carries an ``interfered`` verdict (the in-process proxies'
+    ``run_shared`` and ``run_quicksilver`` do, from their own probe).
+    Re-runs stop once this process has spent :func:`rerun_budget` seconds
+    on them.
+
+    Returns
+    -------
+    dict
+        The last attempt's result with ``attempt`` (its index),
+        ``attempts`` (every attempt's result in order), ``n_interfered``
+        and ``rerun_budget_exhausted``, as :func:`run_mpi` documents.
+    """
     retries = default_retries() if retries is None else retries
     if retries < 0:
         raise ValueError(f"retries must be >= 0, got {retries}")
@@ -153,11 +181,10 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
                 break
             time.sleep(retry_wait)
         t0 = time.monotonic()
-        if lock:
-            with measuring_lock():
-                res = run_mpi_once(module, int(nprocs), args, timeout)
-        else:
-            res = run_mpi_once(module, int(nprocs), args, timeout)
+        res = attempt()
+        if "interfered" not in res:
+            raise KeyError(f"rerun_while_interfered: the run's result has no 'interfered' verdict; "
+                           f"keys: {sorted(res)[:12]}")
         if i:
             _spent[0] += time.monotonic() - t0 + retry_wait
         res["attempt"] = i

@@ -66,6 +66,10 @@ def host_provenance() -> dict[str, Any]:
 def run_flags(res: Mapping[str, Any]) -> dict[str, Any]:
     """The scalar validity record of one :func:`~perfmod.measure.runner.run_mpi` result.
 
+    Also of an in-process run whose result carries its own verdict
+    (``run_shared``, ``run_quicksilver``, re-run by
+    :func:`~perfmod.measure.runner.rerun_while_interfered`).
+
     Returns
     -------
     dict
@@ -77,7 +81,9 @@ def run_flags(res: Mapping[str, Any]) -> dict[str, Any]:
         raise KeyError("run_flags: the result has no 'interfered' (not from perfmod.measure.runner.run_mpi?); "
                        f"keys: {sorted(res)[:12]}")
     rep = res.get("interference") or {}
-    loads = [x for x in rep.get("load_before", []) if isinstance(x, int | float) and math.isfinite(x)]
+    lb = rep.get("load_before", [])
+    lb = lb if isinstance(lb, list | tuple) else [lb]  # a per-rank list (MPI) or one number (in-process probe)
+    loads = [x for x in lb if isinstance(x, int | float) and math.isfinite(x)]
     return {"interfered": bool(res["interfered"]), "off_cpu": float(res.get("off_cpu", float("nan"))),
             "attempts": len(res.get("attempts", [res])), "interfered_attempts": int(res.get("n_interfered",
                                                                                           int(res["interfered"]))),

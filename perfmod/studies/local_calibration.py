@@ -22,17 +22,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import tomli_w
 import xarray as xr
 
 from perfmod.core.io import read_dataset
 from perfmod.machine import platforms
 from perfmod.measure.bench.pingpong import run_pingpong, summarize
-from perfmod.models.comm.calibration import calibrate, calibration_dataset
-from perfmod.studies.records import provenance
+from perfmod.models.comm.calibration import (
+    MIN_CLEAN_SWEEPS,
+    Calibration,
+    calibrate,
+    calibration_dataset,
+    clean_sweeps,
+)
+from perfmod.studies.records import flag_variables, new_flags, provenance, record_drops
 from perfmod.viz.plots import plot_calibration
 
-__all__ = ["run", "figures", "write_platform", "platform_of", "plot_pairs"]
+__all__ = ["run", "sweep_flags", "figures", "write_platform", "platform_of", "plot_pairs"]
 
 STUDY = "local_calibration"
 
@@ -68,7 +75,9 @@ def run(pingpong_path: str = "", sizes: Sequence[int] = (), pairs: Sequence[int]
         ``t_oneway_median_pairs`` over (``pairs``, ``msg_bytes``) when several pairs ran; the
         fitted platform as TOML text (``platform_toml``), the max-rate fits (``maxrate_fits``,
         JSON), the measurement's host, CPU, MPI library, date and binding; provenance and
-        ``raw_files`` (the ping-pong file).
+        ``raw_files`` (the ping-pong file); every timed sweep's flags over (``pairs``, ``rep``),
+        ``interfered`` among them, and what was dropped (:func:`sweep_flags`): the measured
+        one-way times are medians of the clean sweeps.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     if pingpong_path:
@@ -93,7 +102,43 @@ def run(pingpong_path: str = "", sizes: Sequence[int] = (), pairs: Sequence[int]
     if not cal.maxrate:
         ds.attrs["maxrate_reason"] = str(cal.platform.entry("maxrate", cal.mode, next(iter(cal.fits))).reason)
     ds.attrs["platform_toml"] = tomli_w.dumps(platforms.to_dict(cal.platform))
+    ds = sweep_flags(ds, pp, cal)
     return provenance(ds, STUDY, f"measurement: {cal.platform.source}", parameters, [source_file])
+
+
+def sweep_flags(ds: xr.Dataset, pp: xr.Dataset, cal: Calibration) -> xr.Dataset:
+    """``ds`` with the ping-pong's flags per timed sweep over (``pairs``, ``rep``) and what was dropped.
+
+    The flags of :data:`perfmod.studies.records.FLAG_FIELDS` (a sweep is not
+    re-run: ``attempts`` 1; ``load_before`` the run's), ``oversubscribed``;
+    ``fit_status`` ("not fitted on clean runs" when the single pair had fewer
+    than :data:`perfmod.models.comm.calibration.MIN_CLEAN_SWEEPS` clean sweeps and
+    the platform was fitted on every sweep, provisionally) and the attributes of
+    :func:`perfmod.studies.records.record_drops`; ``clean_runs_missing`` names
+    the pair counts with no clean sweep.  A ping-pong file without flags
+    (measured before sweeps were probed) counts as clean.
+    """
+    ok = clean_sweeps(pp)
+    shape = (pp.sizes["pairs"], pp.sizes["rep"])
+    flags = new_flags(shape)
+    flags["interfered"] = ~ok.transpose("pairs", "rep").values
+    flags["attempts"] = np.ones(shape)
+    flags["interfered_attempts"] = flags["interfered"].astype(float)
+    if "off_cpu" in pp:
+        flags["off_cpu"] = np.broadcast_to(pp.off_cpu.broadcast_like(ok).transpose("pairs", "rep").values, shape)
+    if "load_before" in pp:
+        flags["load_before"] = np.broadcast_to(pp.load_before.values[:, None], shape)
+    out = ds.drop_vars([v for v in ("interfered", "off_cpu") if v in ds]).assign_coords(
+        pairs=pp.pairs, rep=pp.rep,
+        oversubscribed=pp.oversubscribed if "oversubscribed" in pp.coords else ("pairs", np.zeros(shape[0], bool)))
+    out = out.assign(flag_variables(flags, ("pairs", "rep")))
+    missing = [f"pairs={int(k)}" for k in pp.pairs.values if not bool(ok.sel(pairs=k).any())]
+    out.attrs["fit_status"] = ("fitted on the clean sweeps" if 1 not in cal.provisional else
+                               "not fitted on clean runs: fewer than "
+                               f"{MIN_CLEAN_SWEEPS} timed sweeps of the single pair were clean, so the platform is "
+                               "fitted on every sweep, interfered ones included (provisional; re-measure on a "
+                               "quieter machine)")
+    return record_drops(out, out.interfered, out.oversubscribed, missing, "timed ping-pong sweeps")
 
 
 def platform_of(ds: xr.Dataset) -> platforms.Platform:

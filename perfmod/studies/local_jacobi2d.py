@@ -88,6 +88,7 @@ from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof
     Profile,
     _comm,
     _qroof,
+    clean_phases,
     compare,
     error_table,
     headline_errors,
@@ -96,11 +97,21 @@ from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof
     profile_jacobi,
     rank_counts,
 )
-from perfmod.studies.records import provenance, save_raw
+from perfmod.studies.records import (
+    FLAG_FIELDS,
+    flag_variables,
+    mask_interfered,
+    new_flags,
+    provenance,
+    record_drops,
+    record_flags,
+    save_raw,
+)
 
 __all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
-           "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "profile_each", "predict_jacobi", "compare",
-           "headline_errors", "error_table", "plot_local", "COMPARED", "KERNEL_MODELS", "run", "figures"]
+           "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "profile_each", "fit_status", "predict_jacobi",
+           "compare", "clean_phases", "headline_errors", "error_table", "plot_local", "COMPARED", "KERNEL_MODELS",
+           "run", "figures"]
 
 def llc_bytes() -> int:
     """Size of the last-level cache (B) from /sys (32 MiB if unknown)."""
@@ -194,14 +205,18 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     The profiled configurations and the held-out ones are interleaved and
     repetitions spread (:func:`perfmod.studies.design.interleaved_order`).
     Returns ``t_<phase>_measured`` (s per iteration, mean over ranks) over
-    (``block``, ``nprocs``, ``rep``) for the nine phases and ``iter``, and
-    ``run_index``, each run's position in the order.
+    (``block``, ``nprocs``, ``rep``) for the nine phases and ``iter``,
+    ``run_index``, each run's position in the order, and the flags of
+    :data:`perfmod.studies.records.FLAG_FIELDS` (``interfered``: disturbed by
+    another process, re-run and kept for the record by :func:`~perfmod.measure.runner.run_mpi`).
     """
     from perfmod.measure.proxies.jacobi2d import PHASES
 
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
     names = (*PHASES, "iter")
-    data = {q: np.full((len(blocks), len(nprocs), reps), np.nan) for q in names}
+    shape = (len(blocks), len(nprocs), reps)
+    data = {q: np.full(shape, np.nan) for q in names}
+    flags = new_flags(shape)
     order = interleaved_order([reps] * (len(blocks) * len(nprocs)), seed)
     command = ""
     for k, r in tqdm(order, desc="Jacobi2D runs", disable=not progress):
@@ -211,6 +226,7 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
         command = res["command"]
         for q in names:
             data[q][i, j, r] = res[f"t_{q}"]
+        record_flags(flags, (i, j, r), res)
     ncores = os.cpu_count() or 1
     ws = array_bytes(np.array(blocks)[:, None], np.array(nprocs)[None, :], ncores)
     ds = xr.Dataset(
@@ -227,6 +243,7 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
                 "cache_resident": (("block", "nprocs"), ws <= llc_bytes(),
                                    {"units": "1", "long_name": "one array of every running rank fits in the LLC"})},
     )
+    ds = ds.assign(flag_variables(flags, ("block", "nprocs", "rep")))
     ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), iters=iters,
                     warmup=warmup, command_example=command)
     return ds
@@ -307,7 +324,11 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
         (``profile_*``, ``kernel_efficiency``); the device rows in SI units (``local_*``, mean of
         before and after the runs, and ``local_*_drift``: after / before - 1); the H100 kernel
         comparison (``t_kernel_*``, ``gpu_*``) and one-rank GPU iterations (``t_iter_gpu_*``);
-        provenance and ``raw_files``.
+        provenance and ``raw_files``.  The flags of every run over (``block``, ``nprocs``,
+        ``rep``), ``interfered`` among them: interfered runs are neither profiled nor scored
+        (their ``t_<q>_measured_reps`` are NaN), ``fit_status`` says which rank counts could
+        be profiled ("not fitted" when none), and the attributes of
+        :func:`perfmod.studies.records.record_drops` say how many runs were dropped.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     raw = Path(raw_out) if raw_out else raw_dir()
@@ -319,9 +340,15 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     rows_after, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
     rows = mean_rows(rows_before, rows_after)
     drift = {p: {c: rows_after[p][c] / rows_before[p][c] - 1 for c in rows[p]} for p in rows}
+    names = [v for v in measured.data_vars if str(v).startswith("t_") and str(v).endswith("_measured")]
+    measured = mask_interfered(measured, names)  # fitted (profiled) and scored on clean runs only
     prof = profile_each(measured, rows, profile_block, profile_nprocs)
     result = compare(measured, predict_jacobi(blocks, nprocs, platform, rows, prof), prof)
     result["run_index"] = measured.run_index
+    for f in FLAG_FIELDS:
+        result[f] = measured[f]
+    result.attrs["fit_status"] = fit_status(prof)
+    record_drops(result, measured.interfered, measured.oversubscribed, clean_phases(measured)[1], "Jacobi2D runs")
     rows_ds = xr.Dataset(gpu.device_row_variables({p: rows[p] for p in nprocs}, "nprocs", "local",
                                                   "local device row per rank (mean of before and after the runs)"))
     for col, (name, _, long_name) in gpu.DEVICE_SI.items():
@@ -334,6 +361,19 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     ds.attrs.update(platform_source=platform.source, gpu_data=str(gpu_data or gpu.latest_gpu_file()))
     return provenance(ds, STUDY, "measurement: Jacobi2D proxy and device microbenchmarks on this machine; H100 "
                       "kernels from data/raw/gpu-h100; model of paper 000 §3.3-3.4", parameters, [path])
+
+
+def fit_status(prof: Mapping[int, Profile]) -> str:
+    """The ``fit_status`` attribute: which rank counts were profiled on clean runs ("not fitted" when none was)."""
+    bad = sorted(p for p, pr in prof.items() if not np.isfinite(pr.overhead))
+    if not bad:
+        return "fitted (profiled) on the clean runs"
+    block = next(iter(prof.values())).block
+    why = (f"no clean run of the profiling configuration (block {block}) at nprocs={', '.join(map(str, bad))}: "
+           "another process disturbed every repetition")
+    if len(bad) == len(prof):
+        return f"not fitted: {why}. Re-run on an idle machine."
+    return f"fitted (profiled) on the clean runs except nprocs={', '.join(map(str, bad))} ({why}; predicted NaN there)"
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:

@@ -22,9 +22,10 @@ from perfmod.measure.proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts,
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.roofline import qroof_time
+from perfmod.studies.records import clean_medians
 
 __all__ = ["MODELED", "COMPARED", "KERNEL_MODELS", "PROFILE", "LONG", "rank_counts", "Profile", "profile_jacobi",
-           "profile_each", "predict_jacobi", "compare", "headline_errors", "error_table"]
+           "profile_each", "unprofiled", "clean_phases", "predict_jacobi", "compare", "headline_errors", "error_table"]
 
 #: Phases compared one by one (the kernels, the two communication phases, and the overhead).
 MODELED = ("pack", "exchange", "unpack", "stencil", "reduce", "allreduce")
@@ -102,28 +103,61 @@ def _overhead_reps(measured: xr.Dataset) -> xr.DataArray:
     return measured["t_iter_measured"] - sum(measured[f"t_{x}_measured"] for x in MODELED)
 
 
+def clean_phases(measured: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
+    """Medians over the clean repetitions of every measured phase, the iteration and the overhead (NaN where no
+    run was clean; :func:`perfmod.studies.records.clean_medians`), and the configurations without a clean run."""
+    names = [f"t_{q}_measured" for q in (*MODELED, "iter")]
+    keep = [*names, *(["interfered"] if "interfered" in measured else [])]
+    return clean_medians(measured[keep].assign(t_overhead_measured=_overhead_reps(measured)),
+                         [*names, "t_overhead_measured"])
+
+
 def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int = PROFILE["block"],
                    nprocs: int = PROFILE["nprocs"]) -> Profile:
-    """Profile from the run at (``block``, ``nprocs``) of ``measured`` (median over repetitions)."""
+    """Profile from the run at (``block``, ``nprocs``) of ``measured`` (median over the clean repetitions).
+
+    Runs flagged ``interfered`` are not used; a ``ValueError`` says so when
+    none of the profiling configuration's runs was clean.
+    """
     if block not in measured.block.values or nprocs not in measured.nprocs.values:
         raise KeyError(f"profile configuration block={block}, nprocs={nprocs} was not measured "
                        f"(blocks {measured.block.values.tolist()}, nprocs {measured.nprocs.values.tolist()})")
-    run = measured.sel(block=block, nprocs=nprocs)
-    m = run.median("rep")
+    run = measured.sel(block=[block], nprocs=[nprocs])
+    m = clean_phases(run)[0].isel(block=0, nprocs=0)
+    if not np.isfinite(float(m["t_iter_measured"])):
+        raise ValueError(f"no clean run of the profiling configuration block={block}, nprocs={nprocs} (every "
+                         f"repetition was interfered): it cannot be profiled")
     t = {q: float(m[f"t_{q}_measured"]) for q in (*MODELED, "iter")}
     counts = rank_counts(block, nprocs)
     eff = {}
     for k in KERNELS:
         q = _qroof(counts[k], rows[nprocs])
         eff[k] = t[k] / q if q > 0 else 1.0
-    overhead = float(_overhead_reps(run).median("rep"))
+    overhead = float(m["t_overhead_measured"])
     return Profile(int(block), int(nprocs), overhead, {k: t[k] for k in KERNELS}, eff, counts)
 
 
 def profile_each(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int,
                  nprocs: Sequence[int]) -> dict[int, Profile]:
-    """One :func:`profile_jacobi` per rank count (each rank count is its own device on a shared CPU)."""
-    return {int(p): profile_jacobi(measured, rows, block, int(p)) for p in nprocs}
+    """One :func:`profile_jacobi` per rank count (each rank count is its own device on a shared CPU).
+
+    A rank count whose profiling configuration has no clean run gets a
+    profile of NaN (:func:`unprofiled`): what depends on it is predicted NaN.
+    """
+    out = {}
+    for p in nprocs:
+        try:
+            out[int(p)] = profile_jacobi(measured, rows, block, int(p))
+        except ValueError:
+            out[int(p)] = unprofiled(block, int(p))
+    return out
+
+
+def unprofiled(block: int, nprocs: int) -> Profile:
+    """The profile of a configuration without a clean run: NaN overhead, kernel times and efficiencies."""
+    nan = float("nan")
+    return Profile(int(block), int(nprocs), nan, dict.fromkeys(KERNELS, nan), dict.fromkeys(KERNELS, nan),
+                   rank_counts(block, nprocs))
 
 
 def _profile_for(profile: Profile | Mapping[int, Profile], nprocs: int) -> Profile:
@@ -167,22 +201,23 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
 
 def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile | Mapping[int, Profile],
             model: str = "qroof_profiled") -> xr.Dataset:
-    """Measured (median over ``rep``) and predicted pairs per phase, with relative errors and masks.
+    """Measured (median over the clean repetitions) and predicted pairs per phase, with relative errors and masks.
+
+    Runs flagged ``interfered`` in ``measured`` are left out of the medians; a
+    configuration without a clean run is NaN (no error figure there).
 
     ``t_<q>_predicted`` is the headline ``model``; every model stays in
     ``t_<q>_predicted_by_model``.  ``held_out`` is False at the profiled
     configuration; ``headline`` also drops oversubscribed and cache-resident
     configurations.
     """
-    med = measured.median("rep")
+    med, _ = clean_phases(measured)
     out = xr.Dataset(coords={c: measured.coords[c] for c in ("block", "nprocs", "oversubscribed", "cache_resident")})
     t_iter = med["t_iter_measured"]
     for q in COMPARED:
-        if q == "overhead":
-            meas = _overhead_reps(measured).median("rep")
-        else:
-            meas = med[f"t_{q}_measured"]
-        meas = meas.assign_attrs(units="s", long_name=f"measured time per iteration: {LONG[q]} (median over reps)")
+        meas = med[f"t_{q}_measured"].assign_attrs(
+            units="s", long_name=f"measured time per iteration: {LONG[q]} (median over the clean reps; NaN where "
+                                 "none was clean)")
         pred = predicted[f"t_{q}_predicted"].sel(block=measured.block, nprocs=measured.nprocs)
         out[f"t_{q}_measured"] = meas
         out[f"t_{q}_predicted"] = pred.sel(model=model, drop=True).assign_attrs(
@@ -198,9 +233,11 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile | Mapp
     for q in (*MODELED, "iter"):
         out[f"t_{q}_measured_reps"] = measured[f"t_{q}_measured"].assign_attrs(
             units="s", long_name=f"measured time per iteration: {LONG[q]}, every repetition")
-    dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1).median("rep")
+    dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1)
+    dev = clean_medians(xr.Dataset({"dev": dev, **({"interfered": measured.interfered} if "interfered" in measured
+                                                   else {})}), ["dev"])[0]["dev"]
     out["t_iter_noise"] = dev.assign_attrs(units="1", long_name="run-to-run noise of the iteration time: median over "
-                                           "reps of |rep / median - 1|")
+                                           "the clean reps of |rep / median - 1|")
     profiles = {profile.nprocs: profile} if isinstance(profile, Profile) else dict(profile)
     b, p = xr.broadcast(out.block, out.nprocs)
     held = xr.ones_like(b, dtype=bool)

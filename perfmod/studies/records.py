@@ -20,10 +20,10 @@ import xarray as xr
 
 from perfmod.core.io import annotate, write_dataset
 from perfmod.core.paths import raw_dir
-from perfmod.measure.validity import FLAG_META, run_flags
+from perfmod.measure.validity import FLAG_META, clean_reduce, run_flags
 
 __all__ = ["save_raw", "provenance", "FLAG_FIELDS", "new_flags", "record_flags", "flag_variables",
-           "mask_interfered", "record_drops", "validity_note"]
+           "mask_interfered", "clean_medians", "record_drops", "validity_note"]
 
 FLAG_FIELDS = ("interfered", "off_cpu", "attempts", "interfered_attempts", "load_before")
 """The per-run flags of :func:`perfmod.measure.validity.run_flags` a study keeps over its run dimensions."""
@@ -94,36 +94,84 @@ def mask_interfered(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
     return out
 
 
+def clean_medians(ds: xr.Dataset, names: Sequence[str], dim: str = "rep") -> tuple[xr.Dataset, list[str]]:
+    """Median over ``dim`` of the clean runs of each of ``names`` (NaN where none was clean).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Runs over ``dim`` and the configuration dimensions, with ``interfered``
+        (absent: every run is clean; a NaN value counts as not clean).
+    names : sequence of str
+        The measured variables.
+    dim : str
+        The repetition dimension.
+
+    Returns
+    -------
+    (xarray.Dataset, list of str)
+        The medians with the coordinates of ``ds`` not over ``dim``, and the
+        configurations without a clean run of any of ``names``
+        (:func:`perfmod.measure.validity.clean_reduce`), for ``clean_runs_missing``.
+    """
+    bad = ds["interfered"] if "interfered" in ds else xr.zeros_like(ds[names[0]], bool)
+    out, missing = {}, []
+    for n in names:
+        out[n], miss = clean_reduce(ds[n], bad, dim, "median")
+        missing += [m for m in miss if m not in missing]
+    coords = {k: v for k, v in ds.coords.items() if dim not in v.dims}
+    return xr.Dataset(out, coords=coords), missing
+
+
 def record_drops(ds: xr.Dataset, interfered: xr.DataArray, oversubscribed: xr.DataArray | None,
-                 missing: Sequence[str], what: str = "runs") -> xr.Dataset:
+                 missing: Sequence[str], what: str = "runs", oversubscribed_dropped: bool = True) -> xr.Dataset:
     """Set ``runs_total``, ``runs_interfered``, ``runs_oversubscribed``, ``runs_dropped``, ``runs_dropped_reason``
     and ``clean_runs_missing`` (comma-and-semicolon text, empty when none) on ``ds``.
 
     ``interfered`` and ``oversubscribed`` are over all runs considered
     (``oversubscribed`` broadcast against ``interfered``; None: none).
+    ``oversubscribed_dropped`` False: the oversubscribed runs are fitted and
+    scored (a model whose variables include the thread or process count),
+    only the interfered ones are dropped.
     """
     bad = interfered.astype(bool)
     over = xr.zeros_like(bad) if oversubscribed is None else xr.broadcast(oversubscribed.astype(bool), bad)[0]
     n_int, n_over = int(bad.sum()), int(over.sum())
-    n_drop = int((bad | over).sum())
+    n_drop = int((bad | over).sum()) if oversubscribed_dropped else n_int
+    over_text = ("neither fitted nor scored" if oversubscribed_dropped
+                 else "interfered ones neither fitted nor scored; oversubscribed ones fitted and scored, the model's "
+                      "thread or process count describes them")
     ds.attrs.update({
         "runs_total": int(bad.size), "runs_interfered": n_int, "runs_oversubscribed": n_over,
         "runs_dropped": n_drop,
         "runs_dropped_reason": (f"{what}: {n_int} interfered (another process took a material share of the CPUs), "
-                                f"{n_over} oversubscribed (more ranks than cores); neither fitted nor scored"),
+                                f"{n_over} oversubscribed (more ranks or threads than cores); {over_text}"),
         "clean_runs_missing": "; ".join(missing),
     })
     return ds
 
 
 def validity_note(ds: xr.Dataset) -> str:
-    """One markdown paragraph, from the dataset's attributes, saying which runs were dropped and why."""
+    """One markdown paragraph, from the dataset's attributes, saying which runs were dropped and why.
+
+    Every attribute ``fit_status`` or ``<part>_fit_status`` that starts with
+    "not fitted" is stated, with its part (e.g. ``mpi``).
+    """
     a = ds.attrs
+    over_fitted = "oversubscribed ones fitted" in str(a.get("runs_dropped_reason", ""))
     text = (f"**Runs used**: {a.get('runs_total', 0) - a.get('runs_dropped', 0)} of {a.get('runs_total', 0)} "
-            f"clean; {a.get('runs_interfered', 0)} interfered and {a.get('runs_oversubscribed', 0)} oversubscribed "
-            "runs kept for the record but neither fitted nor scored.")
-    if str(a.get("fit_status", "")).startswith("not fitted"):
-        text += f" **The model was {a['fit_status']}** No prediction or error figure is reported."
+            "(the clean ones); "
+            f"{a.get('runs_interfered', 0)} interfered "
+            + ("runs kept for the record but neither fitted nor scored"
+               + (f" ({a.get('runs_oversubscribed', 0)} oversubscribed runs fitted and scored: the model describes "
+                  "them)." if a.get("runs_oversubscribed", 0) else ".") if over_fitted else
+               f"and {a.get('runs_oversubscribed', 0)} oversubscribed runs kept for the record but neither fitted "
+               "nor scored."))
+    for key in sorted(k for k in a if k == "fit_status" or k.endswith("_fit_status")):
+        if str(a[key]).startswith("not fitted"):
+            part = key[: -len("fit_status")].rstrip("_")
+            text += (f" **The {part + ' ' if part else ''}model was {a[key]}** No prediction or error figure "
+                     "is reported for it.")
     missing = a.get("clean_runs_missing", "")
     if missing:
         text += (f" **No clean run could be had for: {missing}.** Their measured values are NaN and the error "

@@ -13,23 +13,36 @@ confidence interval (Tables 4, 7, 12; errors by
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
+from tqdm.auto import tqdm
 
 from perfmod.core.paths import host_name
+from perfmod.measure.lock import measuring_lock
+from perfmod.measure.runner import rerun_while_interfered
+from perfmod.measure.validity import FLAG_META, run_flags
 from perfmod.models.regression import LinearModel, lm
 from perfmod.studies.design import interleaved_order
-from perfmod.studies.records import save_raw
+from perfmod.studies.records import FLAG_FIELDS, flag_variables, save_raw
 from perfmod.viz.validation import plot_validation as viz_plot_validation
 
-__all__ = ["run_order", "split_sets", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
+__all__ = ["FLAG_COLUMNS", "run_order", "measure_runs", "split_sets", "clean_sets", "flag_record", "unfitted_table",
+           "unfit_reason", "fitted", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
            "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset", "add_table", "table",
            "validation_errors"]
+
+
+FLAG_COLUMNS: dict[str, tuple[str, str]] = {
+    **{f: FLAG_META[f] for f in FLAG_FIELDS},
+    "interference_reason": ("1", "why the run is (not) flagged interfered (perfmod.measure.interference.classify)"),
+    "oversubscribed": ("1", "more ranks x threads than cores"),
+}
+"""The validity columns every run keeps (:func:`perfmod.measure.validity.run_flags`), ``(units, long_name)``."""
 
 
 def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
@@ -56,6 +69,149 @@ def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[t
     validation against the training data.
     """
     return interleaved_order([int(c.get("reps", reps)) for c in configs], seed)
+
+
+def measure_runs(configs: Sequence[dict[str, Any]], reps: int, seed: int,
+                 one_run: Callable[[dict[str, Any], int, int], dict[str, Any]], meta: Mapping[str, tuple[str, str]],
+                 desc: str, progress: bool = True, rerun: bool = True) -> xr.Dataset:
+    """Every (configuration, repetition) of :func:`run_order`, one observation per run, with its validity flags.
+
+    Parameters
+    ----------
+    configs, reps, seed
+        The design (see :func:`run_order`).
+    one_run : callable
+        ``one_run(config, rep, index)``: the run's result, with the
+        ``interfered`` verdict of its own probe (the in-process proxies and
+        :func:`perfmod.measure.runner.run_mpi` give one).
+    meta : mapping
+        ``(units, long_name)`` of the columns kept; :data:`FLAG_COLUMNS` are added.
+    desc : str
+        Progress bar text.
+    progress : bool
+        Progress bar.
+    rerun : bool
+        Re-run an interfered run (:func:`perfmod.measure.runner.rerun_while_interfered`,
+        holding the measuring lock); False where ``one_run`` re-runs itself
+        (:func:`~perfmod.measure.runner.run_mpi`).
+
+    Returns
+    -------
+    xarray.Dataset
+        :func:`runs_dataset` of the runs with ``rep``, ``set`` (the configuration's
+        label) and the flags of :func:`perfmod.measure.validity.run_flags`.
+    """
+    rows = []
+    for i, r in tqdm(run_order(configs, reps, seed), desc=desc, disable=not progress):
+        c = configs[i]
+        if rerun:
+            def attempt(c: dict[str, Any] = c, r: int = r, i: int = i) -> dict[str, Any]:
+                with measuring_lock():
+                    return one_run(c, r, i)
+            res = rerun_while_interfered(attempt)
+        else:
+            res = one_run(c, r, i)
+        rows.append({"oversubscribed": False, **res, **run_flags(res), "rep": r, "set": c.get("set", "")})
+    return runs_dataset(rows, {**meta, **FLAG_COLUMNS})
+
+
+def _interfered(runs: xr.Dataset) -> np.ndarray:
+    """The runs' ``interfered`` flags (all False for a raw file measured before runs were flagged)."""
+    return runs["interfered"].values.astype(bool) if "interfered" in runs else np.zeros(runs.sizes["run"], bool)
+
+
+def clean_sets(runs: xr.Dataset, frame: Callable[[xr.Dataset], pd.DataFrame],
+               responses: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Training observations of the clean runs only, validation observations scored on clean runs only.
+
+    Parameters
+    ----------
+    runs : xarray.Dataset
+        A measurement with ``set`` labels ``train`` and ``test`` and ``interfered`` flags.
+    frame : callable
+        The study's regression frame of a set of runs (with a ``config`` column).
+    responses : sequence of str
+        Measured columns of the frame (set to NaN for interfered validation runs).
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame, list of str)
+        The clean training rows (renumbered), every validation row (the
+        interfered ones with NaN responses: no measured value to score), and
+        the configurations none of whose runs was clean, as ``"train <config>"``
+        or ``"test <config>"`` (the ``clean_runs_missing`` attribute).
+    """
+    sets = split_sets(runs)
+    for name in ("train", "test"):
+        if name not in sets:
+            raise KeyError(f"the runs have no {name!r} set; sets: {sorted(sets)}")
+    train, test = frame(sets["train"]), frame(sets["test"])
+    bad = {"train": _interfered(sets["train"]), "test": _interfered(sets["test"])}
+    missing = [f"{name} {cfg}" for name, df in (("train", train), ("test", test))
+               for cfg, none in pd.Series(bad[name]).groupby(df["config"].to_numpy()).all().items()
+               if none]
+    train = train[~bad["train"]].reset_index(drop=True)
+    test = test.copy()
+    test.loc[bad["test"], list(responses)] = np.nan
+    return train, test, missing
+
+
+def flag_record(parts: Mapping[str, tuple[xr.Dataset, Sequence[str]]]) -> xr.Dataset:
+    """Every run of a study with its flags, over one dimension ``run`` (the parts' runs one after another).
+
+    ``parts`` maps a part name (``shared``, ``mpi``) to its runs and their
+    configuration labels.  The result holds the flags of
+    :data:`perfmod.studies.records.FLAG_FIELDS` and ``oversubscribed`` over
+    ``run``, with coordinates ``run_part``, ``run_set``, ``run_config`` and ``run_rep``.
+    """
+    cols: dict[str, list[Any]] = {f: [] for f in (*FLAG_FIELDS, "oversubscribed", "part", "set", "config", "rep")}
+    for part, (runs, labels) in parts.items():
+        n = runs.sizes["run"]
+        if len(labels) != n:
+            raise ValueError(f"flag_record: {part}: {len(labels)} configuration labels for {n} runs")
+        for f in FLAG_FIELDS:
+            default = np.zeros(n, bool) if f == "interfered" else np.full(n, np.nan)
+            cols[f].extend(runs[f].values if f in runs else default)
+        cols["oversubscribed"].extend(runs["oversubscribed"].values.astype(bool) if "oversubscribed" in runs
+                                      else np.zeros(n, bool))
+        cols["part"].extend([part] * n)
+        cols["set"].extend(runs["set"].values.astype(str))
+        cols["config"].extend(labels)
+        cols["rep"].extend(runs["rep"].values.astype(int))
+    ds = xr.Dataset(flag_variables({f: np.asarray(cols[f]) for f in FLAG_FIELDS}, ("run",)))
+    ds["oversubscribed"] = ("run", np.asarray(cols["oversubscribed"], bool),
+                            {"units": "1", "long_name": "more ranks x threads than cores"})
+    return ds.assign_coords(
+        run_part=("run", np.asarray(cols["part"], str), {"units": "1", "long_name": "part of the study"}),
+        run_set=("run", np.asarray(cols["set"], str), {"units": "1", "long_name": "train or test"}),
+        run_config=("run", np.asarray(cols["config"], str), {"units": "1", "long_name": "configuration"}),
+        run_rep=("run", np.asarray(cols["rep"], int), {"units": "1", "long_name": "repetition"}))
+
+
+def unfitted_table(test: pd.DataFrame, response: str, why: str) -> pd.DataFrame:
+    """A :func:`validation_table` without a model: the measured values, NaN fit and bounds (``why`` in its attrs)."""
+    nan = np.full(len(test), np.nan)
+    out = pd.DataFrame({"measured": test[response].to_numpy(float), "fit": nan, "lower": nan, "upper": nan},
+                       index=test.index)
+    out.attrs.update(interval="confidence", level=0.95, not_fitted=why)
+    return out
+
+
+def unfit_reason(err: Exception, clean: int, total: int) -> str:
+    """The ``fit_status`` of a fit that failed on the clean training runs.
+
+    Re-raises ``err`` when no training run was dropped: then the failure is
+    not for want of clean runs.
+    """
+    if clean >= total:
+        raise err
+    return (f"not fitted: only {clean} of {total} training runs were clean (the others were disturbed by other "
+            f"processes) and the models cannot be fitted on them ({err}). Re-run on an idle machine.")
+
+
+def fitted(ds: xr.Dataset, part: str = "") -> bool:
+    """Whether the models of ``part`` (attribute ``<part>_fit_status``, or ``fit_status``) were fitted."""
+    return not str(ds.attrs.get(f"{part}_fit_status" if part else "fit_status", "")).startswith("not fitted")
 
 
 def split_sets(ds: xr.Dataset) -> dict[str, xr.Dataset]:
@@ -91,7 +247,8 @@ def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, ylabel: str, title: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=legend_size)
+    if ax.get_legend_handles_labels()[0]:  # nothing drawn when no run was clean
+        ax.legend(fontsize=legend_size)
     fig.tight_layout()
     return fig
 
@@ -209,8 +366,18 @@ def table(ds: xr.Dataset, name: str) -> pd.DataFrame:
 
 
 def validation_errors(ds: xr.Dataset, name: str, n_coef: int | None = None) -> pd.Series:
-    """Error statistics (:func:`perfmod.models.regression.prediction_errors`) of the validation pair ``name``."""
+    """Error statistics (:func:`perfmod.models.regression.prediction_errors`) of the validation pair ``name``.
+
+    Only runs with a measured and a predicted value are scored (an
+    interfered run has no measured value; a model that was not fitted, no
+    prediction); without any, every statistic is NaN and ``n`` is 0.
+    """
     from perfmod.models.regression import prediction_errors
 
-    return prediction_errors(ds[f"{name}_measured"].values, ds[f"{name}_predicted"].values,
-                             ds[f"{name}_lower"].values, ds[f"{name}_upper"].values, n_coef=n_coef)
+    m, p = ds[f"{name}_measured"].values, ds[f"{name}_predicted"].values
+    ok = np.isfinite(m) & np.isfinite(p)
+    if not ok.any():
+        return pd.Series({"n": 0, **dict.fromkeys(("rmse", "rse_df", "mae", "mape", "max_ape", "bias", "coverage"),
+                                                  float("nan"))})
+    return prediction_errors(m[ok], p[ok], ds[f"{name}_lower"].values[ok], ds[f"{name}_upper"].values[ok],
+                             n_coef=n_coef)

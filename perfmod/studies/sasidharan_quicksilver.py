@@ -28,20 +28,20 @@ from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import xarray as xr
-from tqdm.auto import tqdm
 
 from perfmod.measure import power
 from perfmod.measure.proxies.quicksilver import run_quicksilver
-from perfmod.models.regression import anova, compare_models
+from perfmod.models.regression import RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
 from perfmod.studies import sasidharan_common as sc
-from perfmod.studies.records import provenance
-from perfmod.studies.sasidharan_common import run_order, runs_dataset
+from perfmod.studies.records import provenance, record_drops
 from perfmod.studies.sasidharan_published import MODELS
 
-__all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame", "run", "figures"]
+__all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame", "analyze", "run",
+           "figures"]
 
 #: Models 1 and 2 of §6.4.1, power (Table 10) and energy (Table 11): the paper's formulas
 FORMULAS = {"1": MODELS["model1"].formula, "2": MODELS["model2"].formula}
@@ -94,18 +94,20 @@ def measure(configs: Sequence[dict[str, Any]], reps: int = 2, iterations: int = 
             seed: int = 0, with_power: bool = False, progress: bool = True) -> xr.Dataset:
     """Run the proxy for every configuration and repetition (seeded random order); one observation per run.
 
+    Each run is probed in-process, flagged ``interfered`` when other processes
+    took its cores and re-run a bounded number of times
+    (:func:`perfmod.studies.sasidharan_common.measure_runs`); the flags are in the dataset.
+
     With ``with_power`` each run is wrapped in :func:`perfmod.measure.power.measure`
     (raises if no sensor is readable) and the dataset gains ``max_power_w``,
     ``mean_power_w`` and ``energy_per_track_j``.
     """
     import os
 
-    rows = []
-    for i, r in tqdm(run_order(configs, reps, seed), desc="Quicksilver runs", disable=not progress):
-        c = configs[i]
-
-        def run(c=c, s=seed + 1000 * r + i) -> dict[str, Any]:
-            return run_quicksilver(c["nx"], c["nx"], c["nx"], c["particles"], iterations, m, f, c["threads"], seed=s)
+    def one(c: dict[str, Any], r: int, i: int) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            return run_quicksilver(c["nx"], c["nx"], c["nx"], c["particles"], iterations, m, f, c["threads"],
+                                   seed=seed + 1000 * r + i)
         if with_power:
             e = power.measure(run)
             res = e.value
@@ -114,11 +116,11 @@ def measure(configs: Sequence[dict[str, Any]], reps: int = 2, iterations: int = 
                        energy_per_track_j=e.energy_j[zone] / (iterations * m))
         else:
             res = run()
-        res["rep"] = r
-        res["set"] = c.get("set", "")
         res["oversubscribed"] = c["threads"] > (os.cpu_count() or 1)
-        rows.append(res)
-    return runs_dataset(rows, {**META, **(POWER_META if with_power else {})})
+        return res
+
+    return sc.measure_runs(configs, reps, seed, one, {**META, **(POWER_META if with_power else {})},
+                           "Quicksilver runs", progress)
 
 
 def model_frame(ds: xr.Dataset, response: str = "t_track_min") -> pd.DataFrame:
@@ -171,7 +173,8 @@ def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[
         coefficients (``time_coef_<k>_*``), the GAM check (``time_gam_*``), training
         observations (``time_train_*``) and fitted values (``time_fitted_*``); with a power
         sensor also ``power_*`` and ``energy_*``; tables read back with
-        :func:`perfmod.studies.sasidharan_common.table`.
+        :func:`perfmod.studies.sasidharan_common.table`.  Every run's flags over ``run``
+        (``interfered``, ...) and what was dropped: see :func:`analyze`.
     """
     sensors = power.probe()
     have_power = bool(measure_power and any(s.available for s in sensors))
@@ -182,33 +185,67 @@ def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[
     raw = sc.save_raw(runs, STUDY, "runs", parameters,
                       "measurement: Quicksilver-like proxy (perfmod.measure.proxies.quicksilver.run_quicksilver)",
                       raw_out)
-    sets = sc.split_sets(runs)
-    train, test = model_frame(sets["train"], response), model_frame(sets["test"], response)
-    models = sc.fit_all(train, FORMULAS)
-    cv = compare_models(FORMULAS, train, "holdout", test_size=40 / 490, groups="config", seed=holdout_seed)
-    chosen = str(cv.index[cv.chosen][0])
-    ds = sc.add_table(xr.Dataset(), "time", sc.model_table(models).join(
-        cv[["rse_train", "rmse_validation", "ratio", "chosen"]]), MODEL_UNITS, dim="time_model")
-    ds = sc.add_table(ds, "time_anova", anova(*models.values(), names=list(models)))
-    for key, mdl in models.items():
-        ds = sc.add_table(ds, f"time_coef_{key}", mdl.coef_table(), COEF_UNITS)
-        ds = ds.merge(sc.study_dataset({f"model{key}": (sc.validation_table(mdl, test), "s",
-                                                        f"mean time per tracking iteration, Model {key}")}, {}))
-        ds = sc.add_table(ds, f"model{key}_test", test[["X1", "X2", "X3"]].reset_index(drop=True), FRAME_UNITS,
-                          dim=f"model{key}_run")
-    ds = sc.add_table(ds, "time_gam", compare_with_lm(FORMULAS["1"], train, smooth=["X2"], linear=["X1", "X3"],
-                                                      test_size=40 / 490, groups="config", seed=holdout_seed))
-    ds = sc.add_table(ds, "time_train", train[["X1", "X2", "X3", "time", "config"]], FRAME_UNITS, dim="time_obs")
-    ds = sc.add_table(ds, "time_fitted", pd.DataFrame({k: mdl.fitted for k, mdl in models.items()}),
-                      dict.fromkeys(models, "s"), dim="time_obs")
-    if have_power:
-        ds = _power(ds, train, test, next(s.kind for s in sensors if s.available))
-    stats = sc.validation_errors(ds, f"model{chosen}", n_coef=len(models[chosen].coef))
-    ds.attrs.update(chosen_model=chosen, validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse),
-                    power_sensors="; ".join(f"{s.kind}: {s.reason}" for s in sensors), power_measured=int(have_power),
-                    runs_training=int(len(train)), runs_validation=int(len(test)))
+    ds = analyze(runs, response, holdout_seed, next((s.kind for s in sensors if s.available), ""))
+    ds.attrs.update(power_sensors="; ".join(f"{s.kind}: {s.reason}" for s in sensors), power_measured=int(have_power))
     return provenance(ds, STUDY, "measurement: Quicksilver-like proxy on this machine; models of paper 001 §6 "
                       "(Tables 8, 9)", parameters, [raw])
+
+
+def analyze(runs: xr.Dataset, response: str = "t_track", holdout_seed: int = 0, sensor: str = "") -> xr.Dataset:
+    """Fit, compare and validate Models 1 and 2 (and power, energy) on the clean runs of a measurement (§6.4).
+
+    Interfered training runs are not fitted and interfered validation runs not
+    scored (their ``model<k>_measured`` is NaN).  When the clean training runs
+    cannot fit the models, ``fit_status`` says "not fitted" and why, the
+    predictions are NaN and no model table is stored.  The flags of every run
+    are kept over ``run`` (:func:`perfmod.studies.sasidharan_common.flag_record`),
+    with :func:`perfmod.studies.records.record_drops`'s attributes.
+    """
+    power_cols = [c for c in ("power", "energy") if "max_power_w" in runs]
+    train, test, missing = sc.clean_sets(runs, lambda d: model_frame(d, response), ["time", *power_cols])
+    n_train = int((runs.set.values == "train").sum())
+    cols = ["X1", "X2", "X3", "time", "config"]
+    ds = sc.add_table(xr.Dataset(), "time_train", train[cols], FRAME_UNITS, dim="time_obs")
+    try:
+        models = sc.fit_all(train, FORMULAS)
+        cv = compare_models(FORMULAS, train, "holdout", test_size=40 / 490, groups="config", seed=holdout_seed)
+        gam = compare_with_lm(FORMULAS["1"], train, smooth=["X2"], linear=["X1", "X3"], test_size=40 / 490,
+                              groups="config", seed=holdout_seed)
+        table = sc.model_table(models).join(cv[["rse_train", "rmse_validation", "ratio", "chosen"]])
+        time_anova = anova(*models.values(), names=list(models))
+    except RegressionError as err:  # too few clean runs: say so instead of fitting disturbed ones
+        status = sc.unfit_reason(err, len(train), n_train)
+        for key in FORMULAS:
+            ds = ds.merge(sc.study_dataset({f"model{key}": (sc.unfitted_table(test, "time", status), "s",
+                                            f"mean time per tracking iteration, Model {key}")}, {}))
+            ds = sc.add_table(ds, f"model{key}_test", test[["X1", "X2", "X3"]].reset_index(drop=True), FRAME_UNITS,
+                              dim=f"model{key}_run")
+        ds.attrs.update(fit_status=status, chosen_model="", validation_rmse_over_training_rse=float("nan"))
+    else:
+        chosen = str(cv.index[cv.chosen][0])
+        ds = sc.add_table(ds, "time", table, MODEL_UNITS, dim="time_model")
+        ds = sc.add_table(ds, "time_anova", time_anova)
+        for key, mdl in models.items():
+            ds = sc.add_table(ds, f"time_coef_{key}", mdl.coef_table(), COEF_UNITS)
+            ds = ds.merge(sc.study_dataset({f"model{key}": (sc.validation_table(mdl, test), "s",
+                                                            f"mean time per tracking iteration, Model {key}")}, {}))
+            ds = sc.add_table(ds, f"model{key}_test", test[["X1", "X2", "X3"]].reset_index(drop=True), FRAME_UNITS,
+                              dim=f"model{key}_run")
+        ds = sc.add_table(ds, "time_gam", gam)
+        ds = sc.add_table(ds, "time_fitted", pd.DataFrame({k: mdl.fitted for k, mdl in models.items()}),
+                          dict.fromkeys(models, "s"), dim="time_obs")
+        if power_cols:
+            try:
+                ds = _power(ds, train, test, sensor)
+            except RegressionError as err:
+                ds.attrs["power_fit_status"] = sc.unfit_reason(err, len(train), n_train)
+        stats = sc.validation_errors(ds, f"model{chosen}", n_coef=len(models[chosen].coef))
+        ds.attrs.update(fit_status="fitted on the clean training runs", chosen_model=chosen,
+                        validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse))
+    ds.attrs.update(runs_training=int(len(train)), runs_validation=int(np.isfinite(test.time).sum()))
+    ds = ds.merge(sc.flag_record({"runs": (runs, model_frame(runs, response).config.tolist())}))
+    return record_drops(ds, ds.interfered, ds.oversubscribed, missing, "training and validation runs",
+                        oversubscribed_dropped=False)
 
 
 def _power(ds: xr.Dataset, train: pd.DataFrame, test: pd.DataFrame, sensor: str) -> xr.Dataset:
@@ -240,14 +277,16 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset (Figure 10 and 13 counterparts)."""
     tr = sc.table(ds, "time_train")
+    scatter = sc.plot_scatter(tr, "X2", "time", ["X3"], "mean particle memory X2 [MB]",
+                              "mean time per tracking iteration [s]", "Figure 10 counterpart (measured)")
+    if not sc.fitted(ds):  # too few clean runs: the measured runs only
+        return {"fig10_particle_memory_vs_time": scatter}
     chosen = ds.attrs["chosen_model"]
     name = f"model{chosen}"
     val = pd.DataFrame({"measured": ds[f"{name}_measured"].values, "fit": ds[f"{name}_predicted"].values,
                         "lower": ds[f"{name}_lower"].values, "upper": ds[f"{name}_upper"].values})
     return {
-        "fig10_particle_memory_vs_time": sc.plot_scatter(
-            tr, "X2", "time", ["X3"], "mean particle memory X2 [MB]", "mean time per tracking iteration [s]",
-            "Figure 10 counterpart (measured)"),
+        "fig10_particle_memory_vs_time": scatter,
         "fig10_model_fit": sc.plot_fit_vs_measured(
             tr, "time", sc.table(ds, "time_fitted").to_dict("series"), "X2", "mean particle memory X2 [MB]",
             "mean time per tracking iteration [s]", "Figure 10 counterpart: Models 1 and 2"),

@@ -33,15 +33,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
-from tqdm.auto import tqdm
 
 from perfmod.measure.proxies.sedov import run_shared
 from perfmod.measure.runner import run_mpi
-from perfmod.models.regression import NotNestedWarning, anova, compare_models
+from perfmod.models.regression import NotNestedWarning, RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
 from perfmod.studies import sasidharan_common as sc
-from perfmod.studies.records import provenance
-from perfmod.studies.sasidharan_common import run_order, runs_dataset
+from perfmod.studies.records import provenance, record_drops
 from perfmod.studies.sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "COMM_FORMULAS", "FULL_FORMULAS", "design", "measure_shared", "measure_distributed",
@@ -106,31 +104,41 @@ def design(sizes: Sequence[Sequence[int]], chunks: Sequence[int], axes: Sequence
 
 def measure_shared(configs: Sequence[dict[str, Any]], reps: int = 3, iterations: int = 20, workers: int = 2,
                    seed: int = 0, progress: bool = True) -> xr.Dataset:
-    """Run the shared-memory proxy for every configuration and repetition; one observation per run."""
-    rows = []
-    for i, r in tqdm(run_order(configs, reps, seed), desc="Sedov shared-memory runs", disable=not progress):
-        c = configs[i]
+    """Run the shared-memory proxy for every configuration and repetition; one observation per run.
+
+    Each run is probed in-process and flagged ``interfered`` when other
+    processes took its cores (re-run up to the bounded number of times of
+    :func:`perfmod.measure.runner.rerun_while_interfered`; the flags are in the
+    dataset, :data:`perfmod.studies.sasidharan_common.FLAG_COLUMNS`).
+    """
+    import os
+
+    def one(c: dict[str, Any], r: int, i: int) -> dict[str, Any]:
         res = run_shared(c["nx"], c["ny"], c["nz"], iterations, workers, c["chunks"], c["node_axis"])
         res["e_total_error"] = (res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]
-        rows.append({**res, "rep": r, "set": c.get("set", "")})
-    return runs_dataset(rows, SHARED_META)
+        res["oversubscribed"] = workers > (os.cpu_count() or 1)
+        return res
+
+    return sc.measure_runs(configs, reps, seed, one, SHARED_META, "Sedov shared-memory runs", progress)
 
 
 def measure_distributed(configs: Sequence[dict[str, Any]], reps: int = 2, iterations: int = 20, workers: int = 2,
                         seed: int = 0, progress: bool = True) -> xr.Dataset:
-    """Run the MPI proxy (``configs[i]["nprocs"]`` ranks of ``workers`` threads) for every configuration."""
+    """Run the MPI proxy (``configs[i]["nprocs"]`` ranks of ``workers`` threads) for every configuration.
+
+    :func:`perfmod.measure.runner.run_mpi` flags and re-runs disturbed runs; the flags are in the dataset.
+    """
     import os
 
-    rows = []
-    for i, r in tqdm(run_order(configs, reps, seed), desc="Sedov MPI runs", disable=not progress):
-        c = configs[i]
+    def one(c: dict[str, Any], r: int, i: int) -> dict[str, Any]:
         res = run_mpi("perfmod.measure.proxies.sedov_mpi", c["nprocs"],
                       ["--nx", c["nx"], "--ny", c["ny"], "--nz", c["nz"], "--iterations", iterations,
                        "--workers", workers, "--chunks", c["chunks"], "--node-axis", c["node_axis"]])
         res["e_total_error"] = (res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]
         res["oversubscribed"] = c["nprocs"] * workers > (os.cpu_count() or 1)
-        rows.append({**res, "rep": r, "set": c.get("set", "")})
-    return runs_dataset(rows, DIST_META)
+        return res
+
+    return sc.measure_runs(configs, reps, seed, one, DIST_META, "Sedov MPI runs", progress, rerun=False)
 
 
 def model_frame(ds: xr.Dataset, response: str = "t_iter_min") -> pd.DataFrame:
@@ -221,6 +229,13 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
         (``shared_train_*``) and fitted values (``shared_fitted_*``); the same with prefix
         ``mpi`` (communication models ``mpi_comm*``, full models ``mpi_full*``) when
         ``distributed``; read tables back with :func:`perfmod.studies.sasidharan_common.table`.
+        Every run measured, over ``run`` (coordinates ``run_part``, ``run_set``,
+        ``run_config``, ``run_rep``): ``interfered`` and the other flags of
+        :data:`perfmod.studies.records.FLAG_FIELDS`, ``oversubscribed``.  Only clean
+        runs are fitted and scored (an interfered validation run's measured value is
+        NaN); ``fit_status``/``mpi_fit_status`` say "not fitted" and why when the
+        clean training runs cannot fit the models (predictions NaN, no model
+        tables); :func:`perfmod.studies.records.record_drops` attributes.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     configs = (design(train_sizes, train_chunks, node_axes, label="train", reps=reps)
@@ -229,27 +244,70 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
     raw = [sc.save_raw(runs, STUDY, "shared", parameters,
                        "measurement: Sedov proxy, shared-memory version (perfmod.measure.proxies.sedov.run_shared)",
                        raw_out)]
-    sets = sc.split_sets(runs)
-    train, test = model_frame(sets["train"], response), model_frame(sets["test"], response)
-    cols = ["X1", "X2", "X3", "time", "node_axis", "config"]
-    ds, models, chosen = _fits(xr.Dataset(), "shared", train, FORMULAS, holdout_seed, 43 / 275, cols)
-    ds = _validate(ds, "shared", models[chosen], test, ["X1", "X2", "X3"],
-                   "time per iteration, shared-memory Sedov proxy")
-    ds = sc.add_table(ds, "shared_gam", compare_with_lm(FORMULAS[chosen], train, smooth=["X1", "X3"], linear=["X2"],
-                                                       test_size=43 / 275, groups="config", seed=holdout_seed))
-    stats = sc.validation_errors(ds, "shared", n_coef=len(models[chosen].coef))
-    ds.attrs.update(chosen_model=chosen, validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse),
-                    max_energy_error=float(np.abs(sets["train"].e_total_error).max()),
-                    runs_training=int(len(train)), runs_validation=int(len(test)))
+    ds, missing = analyze_shared(runs, response, holdout_seed)
+    parts = {"shared": (runs, model_frame(runs, response).config.tolist())}
     if distributed:
-        ds, path = _distributed(ds, parameters, progress)
+        ds, path, mpi_runs, mpi_missing = _distributed(ds, parameters, progress)
         raw.append(path)
+        parts["mpi"] = (mpi_runs, model_frame(mpi_runs, response).config.tolist())
+        missing += [f"mpi {m}" for m in mpi_missing]
+    ds = ds.merge(sc.flag_record(parts))
+    ds = record_drops(ds, ds.interfered, ds.oversubscribed, missing,
+                      "shared-memory" + (" and MPI" if distributed else "") + " runs", oversubscribed_dropped=False)
     return provenance(ds, STUDY, "measurement: Sedov proxy on this machine; models of paper 001 §5 (Models A, B, C; "
                       "Tables 5, 6)", parameters, raw)
 
 
-def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.Dataset, Path]:
-    """The MPI part of :func:`run` (§5.2): communication models (Table 5), full models (Table 6), validation."""
+def analyze_shared(runs: xr.Dataset, response: str = "t_iter", holdout_seed: int = 0) -> tuple[xr.Dataset, list[str]]:
+    """Fit, compare and validate Models A, B, C on the clean runs of a shared-memory measurement (§5.1).
+
+    Interfered training runs are not fitted and interfered validation runs not
+    scored (their ``shared_measured`` is NaN).  When the clean training runs
+    cannot fit the models the attribute ``fit_status`` says "not fitted" and
+    why, the predictions are NaN and no model table is stored.
+
+    Returns
+    -------
+    (xarray.Dataset, list of str)
+        The shared-memory part of :func:`run`'s dataset, and the configurations without a clean run.
+    """
+    train, test, missing = sc.clean_sets(runs, lambda d: model_frame(d, response), ["time"])
+    n_train = int((runs.set.values == "train").sum())
+    cols = ["X1", "X2", "X3", "time", "node_axis", "config"]
+    what = "time per iteration, shared-memory Sedov proxy"
+    try:
+        ds, models, chosen = _fits(xr.Dataset(), "shared", train, FORMULAS, holdout_seed, 43 / 275, cols)
+        ds = _validate(ds, "shared", models[chosen], test, ["X1", "X2", "X3"], what)
+        ds = sc.add_table(ds, "shared_gam", compare_with_lm(FORMULAS[chosen], train, smooth=["X1", "X3"],
+                                                           linear=["X2"], test_size=43 / 275, groups="config",
+                                                           seed=holdout_seed))
+    except RegressionError as err:  # too few clean runs: say so instead of fitting disturbed ones
+        status = sc.unfit_reason(err, len(train), n_train)
+        ds = _unfitted(xr.Dataset(), "shared", train, test, cols, ["X1", "X2", "X3"], what, status)
+        ds.attrs.update(fit_status=status, chosen_model="", validation_rmse_over_training_rse=float("nan"))
+    else:
+        stats = sc.validation_errors(ds, "shared", n_coef=len(models[chosen].coef))
+        ds.attrs.update(fit_status="fitted on the clean training runs", chosen_model=chosen,
+                        validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse))
+    sets = sc.split_sets(runs)
+    ds.attrs.update(max_energy_error=float(np.abs(sets["train"].e_total_error).max()),
+                    runs_training=int(len(train)), runs_validation=int(np.isfinite(test.time).sum()))
+    return ds, missing
+
+
+def _unfitted(ds: xr.Dataset, name: str, train: pd.DataFrame, test: pd.DataFrame, columns: list[str],
+              xcols: list[str], what: str, why: str) -> xr.Dataset:
+    """What :func:`_fits` and :func:`_validate` store when nothing could be fitted: measured values, NaN fits."""
+    ds = sc.add_table(ds, f"{name}_train", train[columns], FRAME_UNITS, dim=f"{name}_obs")
+    ds = ds.merge(sc.study_dataset({name: (sc.unfitted_table(test, "time", why), "ms", what)}, {}))
+    return sc.add_table(ds, f"{name}_test", test[xcols].reset_index(drop=True), FRAME_UNITS, dim=f"{name}_run")
+
+
+def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.Dataset, Path, xr.Dataset, list[str]]:
+    """The MPI part of :func:`run` (§5.2): communication models (Table 5), full models (Table 6), validation.
+
+    Returns the dataset, the raw file, the runs and the configurations without a clean run.
+    """
     configs = (design(p["mpi_train_sizes"], p["mpi_chunks"], p["node_axes"], p["mpi_nprocs"], label="train",
                       reps=p["mpi_reps"])
                + design(p["mpi_test_sizes"], p["mpi_chunks"], ["x"], p["mpi_nprocs"], label="test",
@@ -258,17 +316,26 @@ def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.
                                progress=progress)
     path = sc.save_raw(runs, STUDY, "mpi", p,
                        "measurement: Sedov proxy, MPI version (perfmod.measure.proxies.sedov_mpi)", p["raw_out"])
-    sets = sc.split_sets(runs)
-    train, test = model_frame(sets["train"], p["response"]), model_frame(sets["test"], p["response"])
+    train, test, missing = sc.clean_sets(runs, lambda d: model_frame(d, p["response"]), ["time", "t_comm", "t_comp"])
+    n_train = int((runs.set.values == "train").sum())
     cols = ["X1", "X2", "X3", "X4", "X5", "time", "t_comm", "config"]
-    ds, _, _ = _fits(ds, "mpi_comm", train, COMM_FORMULAS, p["holdout_seed"], 0.2, cols)  # 400/100 as §5.2.2
-    ds, full, _ = _fits(ds, "mpi_full", train, FULL_FORMULAS, p["holdout_seed"], 0.2, cols)
-    fmodel = full["full (Table 6)"]
-    ds = _validate(ds, "mpi", fmodel, test, ["X1", "X2", "X3", "X4", "X5"], "time per iteration, MPI Sedov proxy")
-    stats = sc.validation_errors(ds, "mpi", n_coef=len(fmodel.coef))
-    ds.attrs.update(mpi_validation_rmse_over_training_rse=float(stats["rmse"] / fmodel.rse),
-                    mpi_runs_training=int(len(train)), mpi_runs_validation=int(len(test)))
-    return ds, path
+    what = "time per iteration, MPI Sedov proxy"
+    try:
+        part, _, _ = _fits(xr.Dataset(), "mpi_comm", train, COMM_FORMULAS, p["holdout_seed"], 0.2, cols)  # §5.2.2
+        part, full, _ = _fits(part, "mpi_full", train, FULL_FORMULAS, p["holdout_seed"], 0.2, cols)
+        fmodel = full["full (Table 6)"]
+        part = _validate(part, "mpi", fmodel, test, ["X1", "X2", "X3", "X4", "X5"], what)
+    except RegressionError as err:
+        status = sc.unfit_reason(err, len(train), n_train)
+        ds = ds.merge(_unfitted(xr.Dataset(), "mpi", train, test, cols, ["X1", "X2", "X3", "X4", "X5"], what, status))
+        ds.attrs.update(mpi_fit_status=status, mpi_validation_rmse_over_training_rse=float("nan"))
+    else:
+        ds = ds.merge(part)
+        stats = sc.validation_errors(ds, "mpi", n_coef=len(fmodel.coef))
+        ds.attrs.update(mpi_fit_status="fitted on the clean training runs",
+                        mpi_validation_rmse_over_training_rse=float(stats["rmse"] / fmodel.rse))
+    ds.attrs.update(mpi_runs_training=int(len(train)), mpi_runs_validation=int(np.isfinite(test.time).sum()))
+    return ds, path, runs, missing
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
@@ -299,18 +366,20 @@ def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
     """The study's figures from its dataset (Figures 3, 4, 5 and, with the MPI part, 6, 8, 9 counterparts)."""
     figs = {}
     tr = sc.table(ds, "shared_train")
-    fitted = sc.table(ds, "shared_fitted")
-    chosen = ds.attrs["chosen_model"]
     figs["fig3_memory_vs_time"] = sc.plot_scatter(tr, "X1", "time", ["X2", "node_axis"], "memory usage X1 [MB]",
                                                   "time/iteration [ms]",
                                                   "Figure 3 counterpart: memory usage vs time/iteration")
+    if not sc.fitted(ds):  # too few clean runs: the measured runs only
+        return figs
+    fitted = sc.table(ds, "shared_fitted")
+    chosen = ds.attrs["chosen_model"]
     figs["fig4_model_fit"] = sc.plot_fit_vs_measured(tr, "time", {k: fitted[k] for k in ("A", "C")}, "X1",
                                                      "memory usage X1 [MB]", "time/iteration [ms]",
                                                      "Figure 4 counterpart: Model C (and A) fit vs measured")
     figs["fig5_validation"] = sc.plot_validation(_pairs(ds, "shared"), ds.shared_test_X1.values, "memory usage X1 [MB]",
                                                  "time/iteration [ms]",
                                                  f"Figure 5 counterpart: model {chosen} on validation runs")
-    if "mpi_measured" in ds:
+    if "mpi_measured" in ds and sc.fitted(ds, "mpi"):
         ctr, ftr = sc.table(ds, "mpi_comm_train"), sc.table(ds, "mpi_full_train")
         figs["fig6_comm_model"] = sc.plot_fit_vs_measured(
             ctr, "t_comm", {"comm (Table 5)": sc.table(ds, "mpi_comm_fitted")["comm (Table 5)"]}, "X4",

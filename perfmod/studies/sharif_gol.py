@@ -29,8 +29,8 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.measure.runner import run_mpi
-from perfmod.measure.validity import clean_reduce
 from perfmod.models.bsp import BSPFit, BSPParams, fit_bsp
+from perfmod.studies import records
 from perfmod.studies.design import interleaved_order, position_of
 from perfmod.studies.headline import headline_figures
 from perfmod.studies.records import (
@@ -119,12 +119,7 @@ def clean_medians(ds: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     Returns the medians over (``case``, ``nprocs``) with the coordinates of
     ``ds`` and the configurations without a clean run.
     """
-    bad = ds["interfered"] if "interfered" in ds else xr.zeros_like(ds["total_time_measured"], bool)
-    out, missing = {}, []
-    for q in QUANTITIES:
-        out[f"{q}_measured"], missing = clean_reduce(ds[f"{q}_measured"], bad, "rep", "median")
-    coords = {k: v for k, v in ds.coords.items() if "rep" not in v.dims}
-    return xr.Dataset(out, coords=coords), missing
+    return records.clean_medians(ds, [f"{q}_measured" for q in QUANTITIES])
 
 
 def _flat(ds: xr.Dataset) -> dict[str, np.ndarray]:

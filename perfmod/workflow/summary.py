@@ -63,8 +63,12 @@ class StudySummary:
     pairs : list of PairSummary
         One per ``<q>_measured`` with a ``<q>_predicted``.
     runs, interfered, oversubscribed : int or None
-        Size of the ``interfered`` variable, its True count, and the True
-        count of ``oversubscribed`` (None where the dataset has no such variable).
+        The attributes ``runs_total``, ``runs_interfered`` and
+        ``runs_oversubscribed`` where the study recorded them
+        (:func:`perfmod.studies.records.record_drops`: every run, training
+        runs included); else the size of the ``interfered`` variable, its
+        True count, and the True count of ``oversubscribed`` (None where the
+        dataset has no such variable).
     clean_runs_missing : str
         The dataset attribute, "" when absent.
     """
@@ -104,6 +108,9 @@ def summarize(path: str | Path) -> StudySummary:
         pairs = [_pair(ds, q) for q in qs]
         runs, interfered = _count(ds, "interfered")
         _, over = _count(ds, "oversubscribed")
+        if "runs_total" in ds.attrs:  # the study's own count (every run, over all its run dimensions and parts)
+            runs, interfered, over = (int(ds.attrs[k]) for k in ("runs_total", "runs_interfered",
+                                                                  "runs_oversubscribed"))
         missing = ds.attrs.get("clean_runs_missing", "")
         missing = ", ".join(map(str, missing)) if isinstance(missing, list | np.ndarray) else str(missing)
         return StudySummary(path, str(ds.attrs.get("study", path.stem)), pairs, runs, interfered, over, missing)

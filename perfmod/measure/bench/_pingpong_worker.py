@@ -25,7 +25,9 @@ Rank 0 prints ``pingpong: sweep <i>/<m>`` to stderr after each sweep and
 writes ``sizes``, ``inner``, ``t_oneway`` (shape ``(len(sizes), reps)``),
 the MPI library version, the ranks' cores/sockets and every rank's
 interference probe over the sweeps (``probe_<field>``,
-:mod:`perfmod.measure.interference`) to an ``.npz`` file.
+:mod:`perfmod.measure.interference`) and over each timed sweep
+(``sweep_<field>``, shape ``(reps, ranks)``: a repetition of every size is
+flagged on its own) to an ``.npz`` file.
 """
 
 from __future__ import annotations
@@ -94,7 +96,9 @@ def main() -> None:
     nsweeps = args.warmup + args.reps
     rng = np.random.default_rng(args.seed)
     probe = Probe()
+    per_sweep = []  # this rank's probe over each timed sweep
     for sweep in range(-args.warmup, args.reps):
+        sweep_probe = Probe() if sweep >= 0 else None
         for i in rng.permutation(len(sizes)):  # same order on every rank: same seed
             buf = bufs[i]
             comm.Barrier()
@@ -106,9 +110,12 @@ def main() -> None:
             worst = comm.reduce(t if sender else 0.0, op=MPI.MAX, root=0)
             if rank == 0 and sweep >= 0:
                 out[i, sweep] = worst
+        if sweep_probe is not None:
+            per_sweep.append(sweep_probe.stop())
         if rank == 0:
             print(f"pingpong: sweep {sweep + args.warmup + 1}/{nsweeps}", file=sys.stderr, flush=True)
     probed = gather_reports(comm, probe.stop())
+    sweeps = [gather_reports(comm, rep) for rep in per_sweep]  # per timed sweep: every rank's report
     if rank == 0:
         assert where is not None and probed is not None
         np.savez(
@@ -116,6 +123,7 @@ def main() -> None:
             mpi_version=" ".join(MPI.Get_library_version().splitlines()[0].split()),
             rank_cpus=np.array([w[0] for w in where]), rank_sockets=np.array([w[1] for w in where]),
             wtime_resolution=MPI.Wtick(), **{f"probe_{k}": np.asarray(v) for k, v in probed.items()},
+            **{f"sweep_{k}": np.array([sw[k] for sw in sweeps]) for k in probed},
         )
 
 

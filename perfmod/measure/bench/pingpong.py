@@ -269,10 +269,13 @@ def run_pingpong(
     xarray.Dataset
         ``t_oneway`` (s) over (``pairs``, ``msg_bytes``, ``rep``); ``inner``
         (round trips per sample); coordinates ``oversubscribed`` and ``mode``
-        over ``pairs``; ``load_before``/``load_after``; ``interfered``,
-        ``off_cpu`` and ``interference_reason`` over ``pairs`` (each run
-        classified by :func:`perfmod.measure.interference.classify`, kept,
-        not re-run: the calibration fits medians); provenance attributes
+        over ``pairs``; ``load_before``/``load_after``; ``interfered`` and
+        ``off_cpu`` over (``pairs``, ``rep``): each timed sweep (one sample of
+        every size) classified on its own by
+        :func:`perfmod.measure.interference.classify`, kept, not re-run (the
+        calibration fits the medians of the clean sweeps), and
+        ``interference_reason`` over ``pairs`` (how many sweeps were
+        interfered, the worst, the whole run's verdict); provenance attributes
         (host, cpu, date, MPI library, mpi4py, command, binding, rank cores)
         and, when written, ``path``.
     """
@@ -292,6 +295,8 @@ def run_pingpong(
     load = np.zeros((2, len(pairs)))
     steal = np.zeros(len(pairs))
     verdicts: list[Verdict] = []
+    rep_flags = np.zeros((len(pairs), reps), bool)
+    rep_off = np.full((len(pairs), reps), np.nan)
     cmds, binding, modes, placement = [], [], [], []
     mpi_version, tick = "", float("nan")
     sweeps = warmup + reps
@@ -318,8 +323,21 @@ def run_pingpong(
             steal[i] = d[0] / d[1] if d[1] > 0 else np.nan
             t[i], inner[i] = data["t_oneway"], data["inner"]
             report = {f: data[f"probe_{f}"].tolist() for f in FIELDS if f"probe_{f}" in data}
-            verdicts.append(classify(report, oversubscribed=2 * k > ncores, cores=ncores) if report
-                            else Verdict(False, "not probed", float("nan")))
+            whole = (classify(report, oversubscribed=2 * k > ncores, cores=ncores) if report
+                     else Verdict(False, "not probed", float("nan")))
+            per = [classify({f: data[f"sweep_{f}"][r].tolist() for f in FIELDS if f"sweep_{f}" in data},
+                            oversubscribed=2 * k > ncores, cores=ncores) for r in range(reps)
+                   if "sweep_wall_s" in data]
+            if per:  # each timed sweep (one sample of every size) judged on its own
+                rep_flags[i] = [v.interfered for v in per]
+                rep_off[i] = [v.off_cpu for v in per]
+                worst = max(range(reps), key=lambda r: rep_off[i, r])
+                whole = Verdict(bool(rep_flags[i].any()), f"{int(rep_flags[i].sum())} of {reps} timed sweeps "
+                                f"interfered (worst, sweep {worst}: {per[worst].reason}); whole run: {whole.reason}",
+                                whole.off_cpu)
+            else:
+                rep_flags[i], rep_off[i] = whole.interfered, whole.off_cpu
+            verdicts.append(whole)
             mpi_version, tick = str(data["mpi_version"]), float(data["wtime_resolution"])
             sockets = [str(s) for s in data["rank_sockets"]]
             modes.append(_mode(sockets, k))
@@ -335,8 +353,8 @@ def run_pingpong(
             "load_before": ("pairs", load[0]),
             "load_after": ("pairs", load[1]),
             "cpu_steal": ("pairs", steal),
-            "interfered": ("pairs", np.array([v.interfered for v in verdicts])),
-            "off_cpu": ("pairs", np.array([v.off_cpu for v in verdicts])),
+            "interfered": (("pairs", "rep"), rep_flags),
+            "off_cpu": (("pairs", "rep"), rep_off),
             "interference_reason": ("pairs", np.array([v.reason for v in verdicts], dtype=str)),
         },
         coords={"pairs": pairs, "msg_bytes": sizes, "rep": np.arange(reps),
@@ -357,10 +375,10 @@ def run_pingpong(
             "load_before": ("1", "1-minute load average before the run"),
             "load_after": ("1", "1-minute load average after the run"),
             "cpu_steal": ("1", "fraction of CPU time stolen by the hypervisor during the run (/proc/stat)"),
-            "interfered": ("1", "another process took a rank's CPU for a material part of the run "
+            "interfered": ("1", "another process took a rank's CPU for a material part of the timed sweep "
                                 "(perfmod.measure.interference.classify)"),
-            "off_cpu": ("1", "largest fraction of a rank's wall time spent waiting for a CPU (oversubscribed: "
-                             "share of the cores the ranks did not get)"),
+            "off_cpu": ("1", "largest fraction of a rank's wall time in the sweep spent waiting for a CPU "
+                             "(oversubscribed: share of the cores the ranks did not get)"),
             "interference_reason": ("1", "why the run is (not) flagged interfered"),
             "msg_bytes": ("B", "message size"),
             "pairs": ("1", "pairs communicating at once (k); 2k ranks, rank i paired with rank i + k"),

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,8 @@ from perfmod.models.comm.fitting import Fit, segment_bic
 from perfmod.models.comm.registry import comm_model
 from perfmod.models.comm.segments import CalibrationError, fit_segments
 
-__all__ = ["Calibration", "CalibrationError", "median_curve", "calibrate", "calibration_dataset", "default_out"]
+__all__ = ["Calibration", "CalibrationError", "MIN_CLEAN_SWEEPS", "clean_sweeps", "median_curve", "calibrate",
+           "calibration_dataset", "default_out"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class Calibration:
     notes : dict
         Protocol -> how its postal fit was obtained (also the ``note`` of
         the platform entry).
+    provisional : list of int
+        The pair counts k fitted on every sweep, interfered ones included,
+        because fewer than :data:`MIN_CLEAN_SWEEPS` were clean.
     """
 
     platform: Platform
@@ -98,12 +103,58 @@ class Calibration:
     path: Path | None = None
     decisions: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    provisional: list[int] = field(default_factory=list)
 
 
-def median_curve(ds: xr.Dataset, pairs: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(sizes in bytes, median one-way time in s) for ``pairs`` concurrent pairs."""
-    med = ds.t_oneway.sel(pairs=pairs).median("rep")
+MIN_CLEAN_SWEEPS = 3
+"""Fewest clean sweeps (repetitions) of a ping-pong the fit uses on their own; with fewer, every sweep is fitted."""
+
+
+def clean_sweeps(ds: xr.Dataset) -> xr.DataArray:
+    """True where a repetition (timed sweep) of a ping-pong was clean, over (``pairs``, ``rep``).
+
+    ``interfered`` over (``pairs``, ``rep``) flags each sweep; a file with one
+    flag per run (``pairs``) flags all its sweeps alike; a file without flags
+    (measured before runs were probed) counts as clean.
+    """
+    ok = xr.ones_like(ds.t_oneway.isel(msg_bytes=0, drop=True), dtype=bool)
+    if "interfered" in ds:
+        ok = ok & ~ds["interfered"].astype(bool)
+    return ok
+
+
+def median_curve(ds: xr.Dataset, pairs: int = 1, clean: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes in bytes, median one-way time in s) for ``pairs`` concurrent pairs.
+
+    ``clean``: the median of the clean sweeps only (:func:`clean_sweeps`),
+    NaN at every size when none was clean.
+    """
+    t = ds.t_oneway.sel(pairs=pairs)
+    if clean:
+        t = t.where(clean_sweeps(ds).sel(pairs=pairs))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN sizes: NaN, said by the caller
+        med = t.median("rep")
     return ds.msg_bytes.values.astype(float), med.values
+
+
+def _fitted_times(ds: xr.Dataset) -> tuple[xr.DataArray, list[str], list[int]]:
+    """``t_oneway`` as fitted: per ``pairs`` the clean sweeps when at least :data:`MIN_CLEAN_SWEEPS` (or all
+    sweeps of a shorter run) were clean, else every sweep; a decision per run fitted on interfered sweeps, and
+    their pair counts."""
+    ok = clean_sweeps(ds)
+    nrep = ds.sizes["rep"]
+    use = ok.copy()
+    decisions, provisional = [], []
+    for k in ds.pairs.values:
+        n_ok = int(ok.sel(pairs=k).sum())
+        if n_ok < min(MIN_CLEAN_SWEEPS, nrep):
+            use.loc[{"pairs": k}] = True
+            provisional.append(int(k))
+            decisions.append(f"k = {int(k)}: only {n_ok} of {nrep} timed sweeps were clean (the others were "
+                             "disturbed by other processes); fitted on every sweep, interfered ones included, "
+                             "as a provisional calibration: re-measure on a quieter machine")
+    return ds.t_oneway.where(use), decisions, provisional
 
 
 def _entry(fit: Fit, source: str, note: str = "") -> dict[str, Any]:
@@ -120,13 +171,14 @@ def default_out(name: str = "local") -> Path:
     return platforms_dir() / f"{name}.toml"
 
 
-def _usable_curve(ds: xr.Dataset, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """The k = 1 median curve, or :class:`CalibrationError` saying what was measured and what to do."""
+def _usable_curve(ds: xr.Dataset, where: str, times: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
+    """The k = 1 median curve of ``times`` (the fitted sweeps of :func:`_fitted_times`), or
+    :class:`CalibrationError` saying what was measured and what to do."""
     todo = ("re-measure with `make calibration` (or `python -m perfmod.measure.bench.pingpong --pairs 1 "
             "--reps 20`), on a quieter machine if other processes were running")
     if "t_oneway" not in ds or "msg_bytes" not in ds.dims:
         raise CalibrationError(f"{where}: not a ping-pong dataset (no t_oneway over msg_bytes); {todo}")
-    n, t = median_curve(ds, 1)
+    n, t = ds.msg_bytes.values.astype(float), times.sel(pairs=1).median("rep").values
     ok = np.isfinite(t) & (t > 0) & np.isfinite(n) & (n > 0)
     if ok.sum() < 3:
         raise CalibrationError(
@@ -169,8 +221,9 @@ def _mode(ds: xr.Dataset, mode: str | None) -> str:
     raise ValueError("the dataset does not say which sockets the ranks ran on; pass mode=")
 
 
-def _maxrate(ds: xr.Dataset, ks: list[int], edges: list[float], fits: dict[str, Fit]) -> dict[str, Fit]:
-    med = ds.t_oneway.sel(pairs=ks).median("rep")
+def _maxrate(ds: xr.Dataset, times: xr.DataArray, ks: list[int], edges: list[float],
+             fits: dict[str, Fit]) -> dict[str, Fit]:
+    med = times.sel(pairs=ks).median("rep")
     n = ds.msg_bytes.values.astype(float)
     out = {}
     for i, proto in enumerate(fits):
@@ -224,20 +277,22 @@ def calibrate(
     if "pairs" not in ds.dims or 1 not in ds.pairs.values:
         raise ValueError(f"{where}: no pairs = 1 (single pair) measurement to fit the postal model")
     mode = _mode(ds, mode)
-    n, t = _usable_curve(ds, where)
+    times, sweep_decisions, provisional = _fitted_times(ds)
+    n, t = _usable_curve(ds, where, times)
     bic = segment_bic(n, t, max_breaks=max_breaks) if n.size >= 3 else {}
     found = min(bic.values(), key=lambda v: v[0])[1] if bic else []
     seg = fit_segments(n, t, found, where=where)
-    if "interfered" in ds and bool(ds["interfered"].sel(pairs=1)):
-        why = str(ds["interference_reason"].sel(pairs=1).item()) if "interference_reason" in ds else ""
-        seg.decisions.append(f"the single-pair run was flagged interfered ({why}); its medians were fitted "
-                             "anyway: re-measure on a quieter machine for a clean calibration")
+    n_bad = int((~clean_sweeps(ds).sel(pairs=1)).sum())
+    if n_bad and not any(d.startswith("k = 1:") for d in sweep_decisions):
+        seg.decisions.append(f"k = 1: {n_bad} of {ds.sizes['rep']} timed sweeps were flagged interfered and left "
+                             "out of the medians")
+    seg.decisions.extend(sweep_decisions)
     fits, breaks = seg.fits, seg.breakpoints
-    src = f"fit of {where} (k = 1, median over reps, relative weights)"
+    src = f"fit of {where} (k = 1, median over the clean reps, relative weights)"
     edges = [0.0, *breaks, np.inf]
     over = ds.oversubscribed.values if "oversubscribed" in ds.coords else np.zeros(ds.pairs.size, bool)
     ok_k = [int(k) for k, o in zip(ds.pairs.values, over, strict=True) if not o]
-    maxrate = _maxrate(ds, ok_k, edges, fits) if len(ok_k) >= 2 else {}
+    maxrate = _maxrate(ds, times, ok_k, edges, fits) if len(ok_k) >= 2 else {}
     postal_cells: dict[str, Any] = {}
     maxrate_cells: dict[str, Any] = {}
     for proto, fit in fits.items():
@@ -279,14 +334,16 @@ def calibrate(
     }
     plat = from_dict(d)
     path = write(plat, out) if out is not None else None
-    return Calibration(plat, fits, breaks, maxrate, bic, mode, path, list(seg.decisions), dict(seg.notes))
+    return Calibration(plat, fits, breaks, maxrate, bic, mode, path, list(seg.decisions), dict(seg.notes),
+                       provisional)
 
 
 def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
     """Measured vs fitted one-way times (k = 1) over ``msg_bytes`` and the fitted parameters.
 
-    Holds ``t_oneway_measured`` (median over reps), its minimum and
-    quartiles, ``t_oneway_predicted`` (the postal fit of the size's
+    Holds ``t_oneway_measured`` (median over the clean reps, :func:`clean_sweeps`;
+    NaN when no sweep was clean, even where :func:`calibrate` fitted every
+    sweep for want of clean ones), its minimum and quartiles, ``t_oneway_predicted`` (the postal fit of the size's
     protocol) and ``protocol``; the postal parameters with SEs over
     (``fit_protocol``, ``parameter``) and ``fit_note`` (how each segment
     was fitted); the BIC of 0..max breakpoints; attribute
@@ -294,9 +351,12 @@ def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
     units, long names and the ``breakpoints`` attribute are set: the caller
     adds provenance (:func:`perfmod.core.io.annotate`).
     """
-    n, t = median_curve(ds, 1)
-    one = ds.t_oneway.sel(pairs=1)
-    q = one.quantile([0.25, 0.75], dim="rep").values
+    n, t = median_curve(ds, 1, clean=True)
+    one = ds.t_oneway.sel(pairs=1).where(clean_sweeps(ds).sel(pairs=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no clean sweep: NaN
+        q = one.quantile([0.25, 0.75], dim="rep").values
+        t_min = one.min("rep").values
     edges = [0.0, *cal.breakpoints, np.inf]
     names = list(cal.fits)
     proto = np.empty(n.size, dtype=object)
@@ -312,8 +372,9 @@ def calibration_dataset(ds: xr.Dataset, cal: Calibration) -> xr.Dataset:
     s_per_b = "s (alpha) | s/B (beta)"
     out = xr.Dataset(
         {
-            "t_oneway_measured": ("msg_bytes", t, {"units": "s", "long_name": "measured one-way time (median)"}),
-            "t_oneway_min": ("msg_bytes", one.min("rep").values,
+            "t_oneway_measured": ("msg_bytes", t, {"units": "s", "long_name": "measured one-way time (median of the "
+                                                   "clean sweeps; NaN when none was clean)"}),
+            "t_oneway_min": ("msg_bytes", t_min,
                              {"units": "s", "long_name": "measured one-way time, minimum"}),
             "t_oneway_q25": ("msg_bytes", q[0], {"units": "s", "long_name": "measured one-way time, 25th percentile"}),
             "t_oneway_q75": ("msg_bytes", q[1], {"units": "s", "long_name": "measured one-way time, 75th percentile"}),
