@@ -119,3 +119,18 @@ def test_recorded_run_replays(tmp_path):
     ds = replay(tr, "summit", model="kmodel")
     assert ds.sizes["rank"] == 4 and float(ds.comm_time.min()) > 0
     assert ds.comm_time_iteration.sizes["iteration"] == iters
+
+
+def test_proxy_and_paper_kernel_counts_agree_on_flops_and_differ_in_traffic():
+    """The proxy's counts and perfmod.apps.jacobi2d's (the paper's fused CUDA kernels) are two programs' models."""
+    from perfmod.apps.jacobi2d import kernel_counts as paper_counts
+
+    n = 100
+    paper = {k.kernel.lower(): k for k in paper_counts(n)}
+    proxy = j.kernel_counts(n, write_allocate=False, line_bytes=32)
+    assert set(paper) == set(proxy) == set(j.KERNELS)
+    s = paper["stencil"]
+    assert s.items * s.invocations * (s.fp_inst + s.fma_inst) == proxy["stencil"]["compute_ops"] == 6 * n * n
+    # one fused kernel reads and writes each cell once; the proxy's six passes move 15 doubles per cell
+    assert s.items * s.dram_bytes == 2 * 8 * n * n
+    assert proxy["stencil"]["dram_bytes"] == 15 * 8 * n * n

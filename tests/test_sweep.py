@@ -126,3 +126,26 @@ def test_exclusive_points_wait_for_the_measuring_lock(tmp_path, monkeypatch):
         waited = time.monotonic() - t0
     holder.wait(timeout=30)
     assert waited > 1.0
+
+
+def test_one_swept_parameter_becomes_the_sorted_dimension(tmp_path):
+    """Combining points of one swept parameter (a one-level MultiIndex unstacked), a failed one NaN."""
+    import xarray as xr
+
+    from perfmod.workflow.sweep import Point, _combine
+
+    points, records, dirs = [], [], []
+    for i, n in enumerate([30, 10, 20]):
+        d = tmp_path / f"p{i}"
+        d.mkdir()
+        if n != 10:
+            xr.Dataset({"y": ("x", [n, n + 1.0])}, coords={"x": [0, 1]}).to_netcdf(d / "r.nc")
+        points.append(Point({"n": n}, {"n": n}))
+        records.append({"status": "failed" if n == 10 else "ok", "error": "boom" if n == 10 else "",
+                        "elapsed": float(i)})
+        dirs.append(d)
+    ds = _combine(points, records, dirs, "r")
+    assert ds.y.dims == ("n", "x") and list(ds.n.values) == [10, 20, 30]
+    assert list(ds.status.values) == ["failed", "ok", "ok"] and list(ds.elapsed.values) == [1.0, 2.0, 0.0]
+    assert np.isnan(ds.y.sel(n=10)).all() and ds.y.sel(n=30).values.tolist() == [30.0, 31.0]
+    assert "point" not in ds.coords and ds.elapsed.attrs["units"] == "s"

@@ -94,9 +94,13 @@ def test_round_trip_synthetic_jacobi(tmp_path, per_rank):
     rng = np.random.default_rng(3)
     t = synthetic("jacobi2d", 6, 3)
     t = t.with_compute(rng.uniform(0, 1e-3, len(t)))
-    files = write_tit(t, tmp_path / "jacobi.tit", per_rank=per_rank)
-    assert len(files) == (7 if per_rank else 1)
-    back = read_tit(files[0])
+    index = write_tit(t, tmp_path / "jacobi.tit", per_rank=per_rank)
+    assert index == tmp_path / "jacobi.tit"
+    per = sorted(p.name for p in tmp_path.glob("jacobi-*.txt"))
+    assert per == (sorted(f"jacobi-{r}.txt" for r in range(6)) if per_rank else [])
+    if per_rank:
+        assert index.read_text().split() == [f"jacobi-{r}.txt" for r in range(6)]
+    back = read_tit(index)
     _same_structure(t, back)
     a = replay(t, "summit", model="postal")
     b = replay(back, "summit", model="postal")

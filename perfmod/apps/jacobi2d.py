@@ -67,7 +67,12 @@ def decompose(nprocs: int, block: int = 16384, periodic: bool = False, dims: Any
 
 
 def kernel_counts(block: int = 16384) -> list[KernelCounts]:
-    """Jacobi2D kernels of one iteration with a ``block`` x ``block`` block of doubles (see module docstring)."""
+    """Jacobi2D kernels of one iteration with a ``block`` x ``block`` block of doubles.
+
+    The paper's fused CUDA kernels (counts in :mod:`perfmod.apps.kernels`);
+    the NumPy/CuPy proxy's unfused passes have their own counts,
+    :func:`perfmod.measure.proxies.jacobi2d.kernel_counts`.
+    """
     _positive("block", block)
     n = float(block)
     halo_bytes = (2 * (DOUBLE + DOUBLE) + 2 * (SECTOR + DOUBLE)) / 4  # per element, averaged over the 4 faces

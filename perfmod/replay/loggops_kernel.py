@@ -104,6 +104,27 @@ def _done(v, t, rr, done, nexto_h, ndeps, succ_ptr, succ, fbuf, nfree):
 
 
 @njit(cache=True)
+def _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done, ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh):
+    """Complete receive ``v`` (rank ``h``) with message ``m`` at ``t``.
+
+    A rendezvous send is done now too: its sender's CPU and send NIC are
+    held until at least ``t`` and the sender is added to the hosts whose
+    freed operations are queued (``fhost``; adding ``h`` is the caller's).
+    Returns the new ``(nfree, nh)``.
+    """
+    mate[v], mate[m] = m, v
+    if rndv[m]:
+        s = rank[m]
+        nexto[s] = max(nexto[s], t)
+        nextgs[s] = max(nextgs[s], t)
+        nfree = _done(m, t, rr, done, nexto[s], ndeps, succ_ptr, succ, fbuf, nfree)
+        fhost[nh] = s
+        nh += 1
+    nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
+    return nfree, nh
+
+
+@njit(cache=True)
 def _find(h, src, tag, head, tail, link, peer, tag_of, rank, is_recv_queue):
     """Unlink and return the first entry of queue ``head[h]`` matching (src, tag) (-1: none)."""
     prev = -1
@@ -302,15 +323,8 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
                 nh += 1
                 m = _find(h, peer[v], tag[v], uq_head, uq_tail, link, peer, tag, rank, False)
                 if m >= 0:
-                    mate[v], mate[m] = m, v
-                    if rndv[m]:
-                        s = rank[m]
-                        nexto[s] = max(nexto[s], t)
-                        nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, rr, done, nexto[s], ndeps, succ_ptr, succ, fbuf, nfree)
-                        fhost[nh] = s
-                        nh += 1
-                    nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
+                    nfree, nh = _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done,
+                                       ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh)
                 else:
                     _append(h, v, rq_head, rq_tail, link)
         else:  # a message arrives at its receiver
@@ -322,15 +336,8 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
                 nextgr[h] = t + m_g[m] + m_Gn[m]
                 v = _find(h, rank[m], tag[m], rq_head, rq_tail, link, peer, tag, rank, True)
                 if v >= 0:
-                    mate[v], mate[m] = m, v
-                    if rndv[m]:
-                        s = rank[m]
-                        nexto[s] = max(nexto[s], t)
-                        nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, rr, done, nexto[s], ndeps, succ_ptr, succ, fbuf, nfree)
-                        fhost[nh] = s
-                        nh += 1
-                    nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
+                    nfree, nh = _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done,
+                                       ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh)
                     fhost[nh] = h
                     nh += 1
                 else:

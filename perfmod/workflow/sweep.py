@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 import yaml
 
@@ -199,10 +200,10 @@ def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path
             {k: ("point", [v]) for k, v in p.index.items()}))
     combined = xr.concat(parts, dim="point", join="outer", data_vars="all", coords="minimal",
                          compat="equals", fill_value={"status": "missing", "error": "", "point_dir": ""})
-    if len(dims) == 1:  # one swept parameter: it becomes the dimension (unstack needs a MultiIndex)
-        combined = combined.swap_dims(point=dims[0]).drop_vars("point").sortby(dims[0])
-    elif dims:
-        combined = combined.set_index(point=dims).unstack("point").transpose(*dims, ...)
+    if dims:  # the swept parameters become the dimensions, sorted (one level is a MultiIndex too)
+        index = pd.MultiIndex.from_arrays([combined[k].values for k in dims], names=dims)
+        combined = combined.drop_vars(["point", *dims]).assign_coords(
+            xr.Coordinates.from_pandas_multiindex(index, "point")).unstack("point").transpose(*dims, ...)
     else:
         combined = combined.isel(point=0, drop=True)
     meta = {"elapsed": ("s", "wall time of the point (its perfmod run process)"),

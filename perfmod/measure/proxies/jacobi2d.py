@@ -154,6 +154,19 @@ def kernel_counts(block: int, directions: Any = DIRECTIONS, write_allocate: bool
         instruction mix is not measured; the toolkit's formula then gives
         an instruction efficiency of 1), ``passes`` (element-wise operations
         issued: launches on a GPU, NumPy calls on the CPU) and ``cells``.
+
+    Notes
+    -----
+    Not the same model as :func:`perfmod.apps.jacobi2d.kernel_counts`, and
+    deliberately kept apart: that one counts the paper's fused CUDA kernels
+    (instructions by class per cell, one launch each, 16 B of DRAM traffic
+    per stencil cell, all four halos, 32-byte sectors), this one counts the
+    unfused element-wise passes this proxy runs (six stencil passes with a
+    temporary: 15 x 8 B per cell, 17 x 8 B with write-allocate; the
+    reduction as row sums then their sum; only the halos that have a
+    neighbour; a cache line or a sector per strided element, as given).
+    Both count 6 flops per stencil cell.  Each predicts the program it
+    describes.
     """
     n = positive_int("block", block)
     dirs = [d for d in directions]

@@ -148,5 +148,4 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
     fmt = format or _EXTENSIONS.get(p.suffix.lower(), "npz")
     if fmt not in _WRITERS:
         raise TraceError(f"{p}: cannot write format {fmt!r}; writable: {', '.join(_WRITERS)}")
-    out = _WRITERS[fmt](trace, p, **options)
-    return Path(out[0]) if isinstance(out, list | tuple) else Path(out)  # TIT: the index (or the one file) first
+    return Path(_WRITERS[fmt](trace, p, **options))

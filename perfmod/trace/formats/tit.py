@@ -281,7 +281,7 @@ def _rank_lines(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], rate: fl
 
 
 def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_FLOP_RATE,
-              per_rank: bool = False, progress: bool = False) -> list[Path]:
+              per_rank: bool = False, progress: bool = False) -> Path:
     """Write ``trace`` as a SimGrid time-independent trace.
 
     Parameters
@@ -301,8 +301,10 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
 
     Returns
     -------
-    list of Path
-        The files written (the index first when ``per_rank``).
+    Path
+        The file to read back with :func:`read_tit`: the trace file, or with
+        ``per_rank`` the index (the per-rank files are ``<stem>-<rank>.txt``
+        next to it).
 
     Notes
     -----
@@ -323,13 +325,13 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
     if not per_rank:
         with atomic_path(dest) as tmp:
             tmp.write_text("\n".join(header + [ln for lines in per for ln in lines]) + "\n")
-        return [dest]
+        return dest
     files = [dest.with_name(f"{dest.stem}-{r}.txt") for r in range(trace.nprocs)]
     for f, lines in zip(files, per, strict=True):
         with atomic_path(f) as tmp:
             tmp.write_text("\n".join(header + lines) + "\n")
     with atomic_path(dest) as tmp:
         tmp.write_text("\n".join(f.name for f in files) + "\n")
-    return [dest, *files]
+    return dest
 
 
