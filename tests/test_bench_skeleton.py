@@ -5,8 +5,9 @@ of a skippable region with one parameter taking 16 values, in model mode with
 the prediction cache (a constant model, then a fitted perfmod-mode model: 16
 evaluations, the rest cache hits), and one uncached evaluation of the fitted
 model (through ``predict_one``), and the fitted model's ``predict_one`` beside
-its ``predict`` on a one-row table (the dataset path a skeleton avoids).  Paper 004 §VI-D: the cost of polling the models bounds the skeleton's
-speedup when regions are fine (HPCCG).
+its ``predict`` on a one-row table (the dataset path a skeleton avoids).
+Paper 004 §VI-D: the cost of polling the models bounds the skeleton's speedup
+when regions are fine (HPCCG).
 """
 
 import numpy as np

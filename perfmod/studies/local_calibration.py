@@ -36,6 +36,7 @@ from perfmod.models.comm.calibration import (
     calibration_dataset,
     clean_sweeps,
 )
+from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
 from perfmod.studies.records import flag_variables, new_flags, provenance, record_drops
 from perfmod.viz.plots import plot_calibration
 
@@ -170,8 +171,6 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     one-way times (median per size, every size), and the fitted latency alpha of
     the smallest messages' protocol; NaN when nothing was fitted; then the run counts.
     """
-    from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
-
     mean, top = mean_max(abs_rel_errors(ds.t_oneway_measured, ds.t_oneway_predicted))
     first = str(ds.fit_protocol.values[0])
     return headline_figures(ds, {

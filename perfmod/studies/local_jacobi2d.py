@@ -79,6 +79,7 @@ from perfmod.measure.bench.devicebench import device_row, measure_devices, write
 from perfmod.measure.runner import run_mpi
 from perfmod.studies import jacobi2d_gpu as gpu
 from perfmod.studies.design import interleaved_order, position_of
+from perfmod.studies.headline import headline_figures
 from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof: used by the tests)
     COMPARED,
     KERNEL_MODELS,
@@ -384,8 +385,6 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     (``qroof_profiled``) and the paper's unscaled QRoof; NaN when the model was not
     fitted; then the run counts.
     """
-    from perfmod.studies.headline import headline_figures
-
     name = ds.attrs.get("headline_model", "qroof_profiled")
     figs = {"t_iter_error_median": (headline_errors(ds, name)["iter"], "1", "median |relative error| of the time "
                                     f"per iteration over the headline configurations ({name} kernels)")}

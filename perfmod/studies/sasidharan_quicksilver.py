@@ -37,6 +37,7 @@ from perfmod.measure.proxies.quicksilver import run_quicksilver
 from perfmod.models.regression import RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
 from perfmod.studies import sasidharan_common as sc
+from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
 from perfmod.studies.records import provenance, record_drops
 from perfmod.studies.sasidharan_published import MODELS
 
@@ -264,8 +265,6 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     Mean and largest absolute relative error of each model on the validation runs (the
     Table 12 counterpart); NaN when the model was not fitted; then the run counts.
     """
-    from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
-
     figs = {}
     for k in FORMULAS:
         mean, top = mean_max(abs_rel_errors(ds[f"model{k}_measured"], ds[f"model{k}_predicted"]))

@@ -39,6 +39,7 @@ from perfmod.measure.runner import run_mpi
 from perfmod.models.regression import NotNestedWarning, RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
 from perfmod.studies import sasidharan_common as sc
+from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
 from perfmod.studies.records import provenance, record_drops
 from perfmod.studies.sasidharan_published import MODELS
 
@@ -346,8 +347,6 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     and the mean error of the MPI full model (Table 7; NaN without the MPI part);
     NaN when the model was not fitted; then the run counts.
     """
-    from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
-
     chosen = ds.attrs.get("chosen_model", "?")
     mean, top = mean_max(abs_rel_errors(ds.shared_measured, ds.shared_predicted))
     mpi = mean_max(abs_rel_errors(ds.mpi_measured, ds.mpi_predicted))[0] if "mpi_measured" in ds else float("nan")
