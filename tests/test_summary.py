@@ -61,3 +61,28 @@ def test_the_studys_own_run_counts_win(tmp_path):
     ds.to_netcdf(tmp_path / "s.nc")
     s = summarize(tmp_path / "s.nc")
     assert (s.runs, s.interfered, s.oversubscribed) == (12, 3, 4)
+
+
+def test_a_measuring_studys_headline_comes_first(tmp_path, monkeypatch):
+    """The headline figures (the study's own ``headline(ds)``) and ``fit_status`` head the study's block."""
+    import perfmod.workflow.summary as summary
+
+    seen = []
+
+    def fake(study, ds):
+        if study != "toy":
+            raise LookupError(study)
+        seen.append((study, float(ds.t_predicted[0])))
+        return {"error_mean": xr.DataArray(0.031, attrs={"units": "1"}), "runs_total": xr.DataArray(4.0)}
+
+    monkeypatch.setattr(summary, "headline_of", fake)
+    path = _study(tmp_path / "toy.nc")
+    with xr.open_dataset(path) as ds:
+        ds.load().assign_attrs(fit_status="fitted on the clean runs").to_netcdf(tmp_path / "fitted.nc")
+    s = summary.summarize(tmp_path / "fitted.nc")
+    assert seen == [("toy", 1.05)] and s.headline == [("error_mean", "3.1 %"), ("runs_total", "4")]
+    lines = summary.format_summary([s]).splitlines()
+    assert lines[1:4] == ["  fit: fitted on the clean runs", "  no clean run for: case=1 rep=1",
+                          "  headline (what the study states as its result): error_mean 3.1 %, runs_total 4"]
+    xr.Dataset({"x": ("i", [1.0])}, attrs={"study": "model_only"}).to_netcdf(tmp_path / "a.nc")
+    assert summary.summarize(tmp_path / "a.nc").headline == []  # LookupError: no headline, no line

@@ -304,8 +304,8 @@ def _profiles(prof: Mapping[int, Profile]) -> xr.Dataset:
 
 
 def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (2048, 2560, 3072),
-        nprocs: Sequence[int] = (1, 2, 4), profile_block: int = 2048, profile_nprocs: Sequence[int] = (1, 2, 4),
-        iters: int = 8, warmup: int = 2, reps: int = 5, device_reps: int = 5,
+        nprocs: Sequence[int] = (1, 2), profile_block: int = 2048, profile_nprocs: Sequence[int] = (1, 2),
+        iters: int = 8, warmup: int = 2, reps: int = 3, device_reps: int = 5,
         device_sizes: Mapping[str, int] | None = None, seed: int = 0, raw_out: str = "",
         progress: bool = True) -> xr.Dataset:
     """Calibrate, profile, predict and validate the end-to-end model of Jacobi2D on this machine (000 §3.3-3.4).

@@ -211,7 +211,7 @@ def _stderr(fit: BSPFit) -> dict[str, float]:
 
 def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 3000), (1200, 1200, 1200)),
         test_cases: Sequence[Sequence[int]] = ((1000, 1000, 2000), (1400, 1400, 1000)),
-        nprocs: Sequence[int] = (1, 2, 4), reps: int = 5, nonneg: bool = False, seed: int = 0,
+        nprocs: Sequence[int] = (1, 2, 4), reps: int = 3, nonneg: bool = False, seed: int = 0,
         raw_out: str = "", progress: bool = True) -> xr.Dataset:
     """Measure, fit and validate the BSP model of the GOL proxy (paper 003 §V-A/B, Figure 2) on this machine.
 

@@ -8,7 +8,10 @@ run is NaN) and the mean and largest absolute relative error
 ``|predicted - measured| / |measured|``; then the interference record
 (DESIGN.md, "Measurement validity"): runs flagged ``interfered`` and
 ``oversubscribed`` out of all runs, and the attribute
-``clean_runs_missing``.  ``.ci/run`` prints it after ``make all``.
+``clean_runs_missing``.  A measuring study's headline figures (its
+``headline(ds)``: the errors it states as its result, over the scored runs
+only) come first, since the pair means cover training and oversubscribed
+runs too.  ``.ci/run`` prints it after ``make all``.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from perfmod.core.paths import data_dir
+from perfmod.workflow.repeat import format_value, headline_of
 
 __all__ = ["PairSummary", "StudySummary", "summarize", "summarize_dir", "format_summary", "main"]
 
@@ -71,6 +75,11 @@ class StudySummary:
         dataset has no such variable).
     clean_runs_missing : str
         The dataset attribute, "" when absent.
+    headline : list of (str, str)
+        The study's headline figures (its ``headline(ds)``, formatted), the
+        figures it states as its result; empty for a study without one.
+    fit_status : str
+        The dataset attribute, "" when absent.
     """
 
     path: Path
@@ -80,6 +89,8 @@ class StudySummary:
     interfered: int | None
     oversubscribed: int | None
     clean_runs_missing: str
+    headline: list[tuple[str, str]] = field(default_factory=list)
+    fit_status: str = ""
 
 
 def _pair(ds: xr.Dataset, q: str) -> PairSummary:
@@ -113,7 +124,14 @@ def summarize(path: str | Path) -> StudySummary:
                                                                   "runs_oversubscribed"))
         missing = ds.attrs.get("clean_runs_missing", "")
         missing = ", ".join(map(str, missing)) if isinstance(missing, list | np.ndarray) else str(missing)
-        return StudySummary(path, str(ds.attrs.get("study", path.stem)), pairs, runs, interfered, over, missing)
+        study = str(ds.attrs.get("study", path.stem))
+        try:
+            figs = headline_of(study, ds)
+        except LookupError:  # a study that does not measure has no headline
+            figs = {}
+        head = [(name, format_value(float(v), v.attrs.get("units", ""), name)) for name, v in figs.items()]
+        return StudySummary(path, study, pairs, runs, interfered, over, missing, head,
+                            str(ds.attrs.get("fit_status", "")))
 
 
 def summarize_dir(directory: str | Path | None = None) -> list[StudySummary]:
@@ -142,8 +160,14 @@ def format_summary(summaries: Sequence[StudySummary]) -> str:
         else:
             head += ": no interference record"
         lines.append(head)
+        if s.fit_status:
+            lines.append(f"  fit: {s.fit_status}")
         if s.clean_runs_missing:
             lines.append(f"  no clean run for: {s.clean_runs_missing}")
+        if s.headline:
+            lines.append("  headline (what the study states as its result): "
+                         + ", ".join(f"{name} {value}" for name, value in s.headline))
+            lines.append("  every validation pair (training and oversubscribed runs included):")
         for p in s.pairs:
             err = (f"error mean {p.mean_error:6.1%}  max {p.max_error:6.1%}" if p.measured
                    else "no measured value to score")
