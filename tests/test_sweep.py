@@ -103,14 +103,27 @@ def test_sweep_on_a_separately_started_scheduler(tmp_path):
                 p.wait(timeout=30)
 
 
+def test_a_measuring_notebook_in_smoke_mode_on_a_local_cluster(tmp_path):
+    """local_calibration (exclusive: its points hold the measuring lock one at a time) over two values of its
+    breakpoint limit, from its smoke parameters (the committed ping-pong sample, nothing measured)."""
+    ds = sweep(NOTEBOOKS / "local_calibration.ipynb", {"product": {"max_breaks": [1, 2]}}, out=tmp_path / "sw",
+               workers=2, smoke=True, progress=False)
+    assert list(ds.max_breaks.values) == [1, 2] and (ds.status == "ok").all(), ds.status.values
+    assert "t_oneway_measured" in ds and "t_oneway_predicted" in ds
+    # both points fitted the same sample: the same measured curve, the fits may differ by their breakpoints
+    np.testing.assert_array_equal(ds.t_oneway_measured.sel(max_breaks=1), ds.t_oneway_measured.sel(max_breaks=2))
+    assert (tmp_path / "sw" / "sweep.nc").is_file()
+
+
 def test_measuring_notebooks_are_exclusive_and_analytic_ones_are_not():
     import nbformat
 
     exclusive = {p.stem for p in NOTEBOOKS.glob("*.ipynb")
                  if nbformat.read(str(p), as_version=4).metadata.get("perfmod", {}).get("exclusive")}
     assert {"local_calibration", "sharif_gol", "sharif_triton", "local_jacobi2d", "sasidharan_sedov",
-            "sasidharan_quicksilver"} <= exclusive
-    assert not exclusive & {"choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife"}
+            "sasidharan_quicksilver", "anger_skeletons"} <= exclusive
+    assert not exclusive & {"choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife",
+                            "choi2020_traces"}
 
 
 def test_exclusive_points_wait_for_the_measuring_lock(tmp_path, monkeypatch):
