@@ -145,13 +145,24 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
     args = ap.parse_args(argv)
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
-    models = read_models(args.models) if args.models else {}
-    sk = None if args.mode == "native" else Skeleton(args.mode, models, rse_threshold=args.rse,
-                                                     min_samples=args.min_samples)
-    rec = None
-    if args.regions and args.mode in ("measure", "hybrid"):
-        rec = Recorder(args.regions, application=app, rank=rank,
-                       invariants={"nprocs": world.Get_size(), **_invariants(args.invariant)})
+    sk = rec = None
+    try:  # a rank that fails here must abort the others, not leave them waiting in the program's first call
+        models = read_models(args.models) if args.models else {}
+        sk = None if args.mode == "native" else Skeleton(args.mode, models, rse_threshold=args.rse,
+                                                         min_samples=args.min_samples)
+        if args.regions and args.mode in ("measure", "hybrid"):
+            # rank 0 creates the store's schema first: SQLite may refuse two connections that create it at once
+            # ("database is locked" without waiting for the busy timeout)
+            for turn in (0, 1):
+                if (rank == 0) == (turn == 0):
+                    rec = Recorder(args.regions, application=app, rank=rank,
+                                   invariants={"nprocs": world.Get_size(), **_invariants(args.invariant)})
+                if turn == 0:
+                    world.Barrier()
+    except Exception:
+        traceback.print_exc()
+        world.Abort(1)
+        return
     comm: Any = world
     if args.trace_out:
         comm = sk.record(world) if sk is not None else record(world)
