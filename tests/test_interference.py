@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from perfmod.measure import runner
-from perfmod.measure.interference import FIELDS, OFF_CPU_THRESHOLD, Probe, classify, usable_cores
+from perfmod.measure.interference import (
+    _TICK,
+    FIELDS,
+    OFF_CPU_THRESHOLD,
+    Probe,
+    classify,
+    corun_resolution,
+    usable_cores,
+)
 from perfmod.measure.runner import rerun_budget, run_mpi, run_mpi_once
 
 GOL = "perfmod.measure.proxies.gol"
@@ -52,9 +60,10 @@ def test_classify_co_runners_on_the_free_cores() -> None:
     alone = {"wall_s": [2.0], "cpu_s": [1.98], "run_delay_s": [0.001], "machine_busy_s": [2.06]}
     v = classify(alone, cores=2)
     assert not v.interfered and v.reason.startswith("clean: rank 0 waited")
-    beside = dict(alone, machine_busy_s=[3.9])  # (3.9 - 1.98) / (2 cores x 2 s) = 48 % of the machine
+    beside = dict(alone, machine_busy_s=[3.9])  # (3.9 - 1.98 - 2 x 2 ticks) / (2 cores x 2 s) = 47 % of the machine
     v = classify(beside, cores=2)
-    assert v.interfered and "other processes used 48% of the machine's CPU time" in v.reason
+    assert corun_resolution(2) == pytest.approx(4 * _TICK)
+    assert v.interfered and "other processes used 47% of the machine's CPU time" in v.reason
     assert v.off_cpu == pytest.approx(0.0005)  # the run-queue criterion itself stays clean
     # two spinning ranks on two cores: all the machine's busy time is theirs
     assert not classify({"wall_s": [1.0, 1.0], "cpu_s": [0.99, 0.99], "run_delay_s": [0.0, 0.01],
@@ -62,6 +71,16 @@ def test_classify_co_runners_on_the_free_cores() -> None:
     # the threshold is configurable; without machine_busy_s the criterion is skipped
     assert not classify(beside, cores=2, corun_threshold=0.5).interfered
     assert not classify({k: v for k, v in beside.items() if k != "machine_busy_s"}, cores=2).interfered
+
+
+def test_co_runner_share_below_the_tick_resolution_is_not_judged() -> None:
+    # a 35 ms ping-pong sweep: one 10 ms tick of the notebook kernel on the busy count is 14 % of 2 x 35 ms,
+    # rounding of /proc/stat, not a co-runner; a real co-runner on the other core for the whole sweep still counts
+    sweep = {"wall_s": [0.035, 0.035], "cpu_s": [0.035, 0.035], "run_delay_s": [0.0, 0.0]}
+    assert not classify({**sweep, "machine_busy_s": [0.08, 0.08]}, cores=2).interfered
+    long = {"wall_s": [1.0], "cpu_s": [1.0], "run_delay_s": [0.0], "machine_busy_s": [2.0]}
+    v = classify(long, cores=2)
+    assert v.interfered and v.reason.startswith("other processes used 48%")
 
 
 def test_classify_falls_back_to_cpu_time_without_schedstat() -> None:
@@ -81,7 +100,18 @@ def test_oversubscription_alone_is_not_interference() -> None:
     v = classify({"wall_s": [1.0], "cpu_s": [1.96], "run_delay_s": [0.04], "threads": 2}, cores=2)
     assert not v.interfered and v.off_cpu == pytest.approx(0.02) and "(per thread, 2 threads)" in v.reason
     assert classify({"wall_s": [1.0], "cpu_s": [1.3], "run_delay_s": [0.66], "threads": 2}, cores=2).interfered
-    # 2 ranks x 2 threads on 2 cores: the share criterion, as for oversubscribed ranks
+    # 4 GIL-bound threads on 2 cores: they got 60 % of the cores, but nothing else ran, so not disturbed
+    gil = {"wall_s": [2.0], "cpu_s": [2.4], "run_delay_s": [1.5], "threads": 4, "machine_busy_s": [2.45]}
+    v = classify(gil, cores=2)
+    assert not v.interfered and v.off_cpu == pytest.approx(0.0025)
+    assert "of the 1 ranks x 4 threads on 2 cores" in v.reason
+    # ... beside a process that took one core for half the run: 25 % of the machine, above the 5 % threshold
+    v = classify({**gil, "machine_busy_s": [2.4 + 1.0 + 4 * _TICK]}, cores=2)
+    assert v.interfered and v.off_cpu == pytest.approx(0.25) and "other processes used 25%" in v.reason
+    # oversubscribed ranks: the co-runner share is judged against the run-queue threshold, not the 10 % one
+    assert classify({"wall_s": [1.0] * 4, "cpu_s": [0.46] * 4, "run_delay_s": [0.5] * 4,
+                     "machine_busy_s": [2.0] * 4}, oversubscribed=True, cores=2).interfered
+    # 2 ranks x 2 threads on 2 cores without /proc/stat: the share criterion, as for oversubscribed ranks
     v = classify({"wall_s": [1.0, 1.0], "cpu_s": [0.99, 0.99], "run_delay_s": [1.0, 1.0], "threads": 2}, cores=2)
     assert not v.interfered and "the 2 ranks x 2 threads got 99% of 2 cores" in v.reason
 

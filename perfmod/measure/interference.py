@@ -20,20 +20,24 @@ The verdict.  A rank of a run that is not oversubscribed owns a core; the
 fraction of its wall time that it waited in the run queue,
 ``run_delay_s / wall_s``, is time another process had its core.  The run
 is ``interfered`` when the largest such fraction over the ranks exceeds
-:data:`OFF_CPU_THRESHOLD`.  An oversubscribed run (more ranks than
-cores) waits in the run queue by construction, and so does a run whose
-ranks start more compute threads in all than there are cores (the
-report's ``threads`` per rank), so there the criterion is the share of the
-machine the ranks did not get:
-``1 - sum(cpu_s) / (min(cores, ranks x threads) * wall_s)`` above the same
-threshold (a run whose threads wait for each other, e.g. for Python's GIL,
-also falls short of its share: such runs are flagged conservatively).
-When the threads fit the cores the run-queue delay is divided by the
-threads of the rank.  Where
-``schedstat`` is missing the per-rank criterion falls back to
-``1 - cpu_s / wall_s`` (which also counts blocking waits, so it errs on the
-side of flagging).  A steal fraction above :data:`STEAL_THRESHOLD` flags
-the run too.
+:data:`OFF_CPU_THRESHOLD`.  When the threads fit the cores the run-queue
+delay is divided by the threads of the rank.  Where ``schedstat`` is
+missing the per-rank criterion falls back to ``1 - cpu_s / wall_s`` (which
+also counts blocking waits, so it errs on the side of flagging).  A steal
+fraction above :data:`STEAL_THRESHOLD` flags the run too.
+
+Oversubscribed runs.  A run with more ranks than cores waits in the run
+queue by construction, and so does a run whose ranks start more compute
+threads in all than there are cores (the report's ``threads`` per rank).
+Such a run keeps its own ``oversubscribed`` flag; whether it was *also*
+disturbed is told by the CPU time other processes took meanwhile (the
+co-runner share below) against :data:`OFF_CPU_THRESHOLD`: in an
+oversubscribed run every foreign CPU second is taken from the run's own
+cores.  Its own shortfall is not held against it: threads that wait for
+each other (Python's GIL, a barrier) use less than their share of the
+cores without anyone else running.  Without ``/proc/stat`` the share the
+ranks got, ``sum(cpu_s) / (min(cores, ranks x threads) x wall_s)``, is
+the fallback (and flags such runs conservatively).
 
 Co-runners.  A run that leaves cores free (one rank on two cores) shows no
 run-queue delay when another process runs on the free core, yet it shares
@@ -46,7 +50,10 @@ under the 5 % threshold.  So the CPU time the machine spent on anything but
 the run's ranks, ``max(machine_busy_s) - sum(cpu_s)``, as a share of all
 the machine's CPU time ``cores x wall``, flags the run when it exceeds
 :data:`CORUN_THRESHOLD`: that share was -0.6 to 1.8 % alone and 48.5 to
-51.0 % beside either process, and 10 % lies far from both.
+51.0 % beside either process, and 10 % lies far from both.  ``/proc/stat``
+counts in clock ticks (10 ms), so :func:`corun_resolution` (two ticks per
+core) is discounted first: a 35 ms ping-pong sweep on 2 cores could
+otherwise show a 30 % "share" from counter rounding alone.
 
 The threshold (0.05) was chosen from measurements on the 2-core
 development VM, shared with other jobs (README, "Measurements on a machine
@@ -81,6 +88,7 @@ __all__ = [
     "gather_reports",
     "classify",
     "usable_cores",
+    "corun_resolution",
 ]
 
 OFF_CPU_THRESHOLD = 0.05
@@ -202,6 +210,16 @@ class Verdict:
     off_cpu: float
 
 
+def corun_resolution(cores: int) -> float:
+    """Resolution of the co-runner criterion's CPU time (s): ``/proc/stat`` counts each core in clock ticks.
+
+    Each core's busy count may be off by up to one tick at each end of the interval; this much
+    foreign CPU time is discounted before the share is judged, so a run shorter than a few ticks is
+    not flagged for co-runners it cannot resolve (the run-queue criterion, in ns, still applies).
+    """
+    return 2 * cores * _TICK
+
+
 def _values(report: Mapping[str, Any], key: str, n: int) -> list[float]:
     v = report.get(key)
     if v is None:
@@ -247,7 +265,17 @@ def classify(report: Mapping[str, Any], oversubscribed: bool = False, cores: int
     steal = max((s for s in _values(report, "steal_frac", n) if math.isfinite(s)), default=_NAN)
     cores = cores or usable_cores()
     threads = int(report.get("threads", 1) or 1)
-    if oversubscribed or n * threads > cores:
+    busy = [b for b in _values(report, "machine_busy_s", n) if math.isfinite(b)]
+    foreign = None  # CPU time of other processes beyond the counters' resolution, as a share of the machine's
+    if busy and all(math.isfinite(c) for c in cpu):
+        foreign = max(0.0, max(busy) - sum(cpu) - corun_resolution(cores)) / (cores * max(wall))
+    corun = (f"other processes used {foreign:.0%} of the machine's CPU time during the run"
+             if foreign is not None else "")
+    oversub = oversubscribed or n * threads > cores
+    if oversub and foreign is not None:
+        off = foreign
+        how = f"{corun} of the {n} ranks x {threads} threads on {cores} cores"
+    elif oversub:
         cap = min(cores, n * threads)
         share = sum(cpu) / (cap * max(wall))
         off = 1.0 - share
@@ -266,10 +294,6 @@ def classify(report: Mapping[str, Any], oversubscribed: bool = False, cores: int
         return Verdict(True, f"hypervisor steal {steal:.1%} of CPU time > {steal_threshold:.0%}", off)
     if off > threshold:
         return Verdict(True, f"{how} (> {threshold:.0%})", off)
-    busy = [b for b in _values(report, "machine_busy_s", n) if math.isfinite(b)]
-    if busy and all(math.isfinite(c) for c in cpu):
-        foreign = max(0.0, max(busy) - sum(cpu)) / (cores * max(wall))
-        if foreign > corun_threshold:
-            return Verdict(True, f"other processes used {foreign:.0%} of the machine's CPU time during the run "
-                           f"(> {corun_threshold:.0%}; they share its caches and memory bandwidth)", off)
+    if not oversub and foreign is not None and foreign > corun_threshold:
+        return Verdict(True, f"{corun} (> {corun_threshold:.0%}; they share its caches and memory bandwidth)", off)
     return Verdict(False, f"clean: {how} (<= {threshold:.0%})", off)
