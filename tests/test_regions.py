@@ -179,3 +179,13 @@ def test_exports_lwperf_csv_extrap_jsonl_and_xarray(tmp_path):
     assert spmv[0]["params"] == {"n": 8.0, "nnz": 216.0, "nprocs": 2.0} and spmv[0]["metric"] == "time"
     ds = to_xarray(store, "spmv")
     assert ds["time"].attrs["units"] == "s" and ds["nnz"].values.tolist() == [216.0, 432.0]
+
+
+@pytest.mark.parametrize("proxy", ["hpccg", "minimd_lj", "jacobi2d", "gol", "swe", "sedov_mpi"])
+def test_a_launched_rank_starts_without_the_dataset_and_trace_layers(proxy: str) -> None:
+    # every measured run launches fresh ranks: importing pandas, xarray and the trace layer (numba) there cost
+    # HPCCG 1.1 s of its 1.6 s start-up per launch, 72 launches per anger_skeletons study
+    code = (f"import sys, perfmod.measure.proxies.{proxy}, perfmod.measure.proxies.skeleton_cli; "
+            "print(sorted(m for m in ('pandas', 'xarray', 'numba', 'perfmod.trace') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", f"{proxy} imports {out.stdout.strip()}"

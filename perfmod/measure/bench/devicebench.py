@@ -71,6 +71,7 @@ import xarray as xr
 from perfmod.core.io import annotate, atomic_path, write_dataset
 from perfmod.core.paths import host_name, raw_dir
 from perfmod.measure.bench.pingpong import cpu_model
+from perfmod.measure.bench.traffic import traffic_bytes
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize
 from perfmod.measure.interference import Probe, classify, gather_reports
 
@@ -99,35 +100,6 @@ DEFAULTS = {"numpy": {"dram": 1 << 23, "dram_inner": 6, "l2": 1 << 15, "l2_inner
                       "fma_iters": 4096},
             "cupy": {"dram": 1 << 27, "dram_inner": 1, "l2": 1 << 20, "l2_inner": 64, "fma": 1 << 24,
                      "fma_iters": 2048}}
-
-
-def traffic_bytes(n: int, itemsize: int, reads: int, writes: int, allocating: int, write_allocate: bool) -> int:
-    """Bytes one element-wise pass (or a sum of passes) moves through memory.
-
-    Parameters
-    ----------
-    n : int
-        Elements per array.
-    itemsize : int
-        Bytes per element.
-    reads, writes : int
-        Distinct arrays read and written (an array read through two
-        overlapping views counts once: the second view hits the cache).
-    allocating : int
-        Written arrays the pass does not also read (fetched first under
-        write-allocate).
-    write_allocate : bool
-        True on a CPU with ordinary stores; False on a GPU.
-
-    Returns
-    -------
-    int
-        Bytes (B).
-    """
-    if min(n, itemsize, reads, writes, allocating) < 0 or allocating > writes:
-        raise ValueError(f"traffic_bytes: need non-negative counts and allocating <= writes, got n={n}, "
-                         f"itemsize={itemsize}, reads={reads}, writes={writes}, allocating={allocating}")
-    return int(n) * int(itemsize) * (reads + writes + (allocating if write_allocate else 0))
 
 
 def _timed(xp: ModuleType, fn: Any, reps: int, comm: Any = None) -> np.ndarray:

@@ -26,7 +26,7 @@ phases 2, 4 and 8 are memory copies, as they are transfers on a GPU.  All
 buffers are allocated once before the loop.  The kernels are written against
 the array module ``xp`` (:mod:`perfmod.measure.bench.xp`) as element-wise passes
 with ``out=`` arguments; :func:`kernel_counts` counts their operations and
-the bytes they move with the rule of :func:`perfmod.measure.bench.devicebench.traffic_bytes`
+the bytes they move with the rule of :func:`perfmod.measure.bench.traffic.traffic_bytes`
 (the device microbenchmark's rule), giving the QRoof kernel metrics per
 iteration without a profiler.
 
@@ -47,7 +47,7 @@ import numpy as np
 
 from perfmod.core.checks import positive_int
 from perfmod.machine.cart import cart_coords, cart_shift, dims_create
-from perfmod.measure.bench.devicebench import traffic_bytes
+from perfmod.measure.bench.traffic import traffic_bytes
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize, to_host
 from perfmod.measure.interference import Probe, gather_reports
 

@@ -138,7 +138,6 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
 
     from perfmod.measure.regions.recorder import Recorder
     from perfmod.measure.regions.skeleton import Skeleton
-    from perfmod.trace.recorder import record
 
     ap = _parser(app)
     add_arguments(ap)
@@ -164,7 +163,9 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
         world.Abort(1)
         return
     comm: Any = world
-    if args.trace_out:
+    if args.trace_out:  # the trace layer is imported only here: a measuring rank starts without it
+        from perfmod.trace.recorder import record
+
         comm = sk.record(world) if sk is not None else record(world)
     probe = Probe()
     w0, c0 = time.perf_counter(), time.process_time()

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 __all__ = ["SkeletonError", "evaluate_model"]
 
@@ -29,6 +28,8 @@ def evaluate_model(model: Any, name: str, params: Mapping[str, Any], interval: s
         v = float(model)
         return v, v, v
     if hasattr(model, "predict") and hasattr(model, "parameters"):
+        import pandas as pd
+
         values = {}
         for p in model.parameters:
             v = params.get(p)

@@ -33,12 +33,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from perfmod.measure.regions.activation import Activatable, ActiveSlot
 from perfmod.measure.regions.store import RegionStore, exclusive_ns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Recorder", "region", "instrument", "param_getter", "active_recorder", "detect_rank",
            "rapl_energy_reader", "exclusive_ns"]
@@ -336,6 +337,8 @@ class Recorder(Activatable):
             rows.append({"region": name, "rank": self.rank, "seq": seq, "parent_seq": pseq,
                          "start_ns": t0 + self.epoch_offset_ns, "time_ns": t1 - t0,
                          "energy_j": energy, **self.invariants, **params})
+        import pandas as pd
+
         df = pd.DataFrame(rows)
         if len(df):
             df.insert(0, "run_id", self.run_id)

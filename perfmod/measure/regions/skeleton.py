@@ -69,7 +69,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perfmod.measure.regions.activation import Activatable, ActiveSlot
 from perfmod.measure.regions.modelcall import SkeletonError, evaluate_model
@@ -77,6 +76,8 @@ from perfmod.measure.regions.recorder import param_getter
 from perfmod.measure.regions.recorder import region as _record_region
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from perfmod.trace.recorder import Recorder as TraceRecorder
     from perfmod.trace.recorder import RecordingComm
 
@@ -447,6 +448,8 @@ class Skeleton(Activatable):
 
     def summary(self) -> pd.DataFrame:
         """One row per region: calls run and modeled, their times (s), model evaluation cost."""
+        import pandas as pd
+
         rows = [{"region": k, **vars(v)} for k, v in sorted(self.stats.items())]
         df = pd.DataFrame(rows, columns=["region", *RegionStats.__dataclass_fields__])
         df["eval_s_per_call"] = df["eval_s"] / df["modeled"].where(df["modeled"] > 0)

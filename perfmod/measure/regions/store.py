@@ -24,10 +24,12 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["exclusive_ns", "RegionStore", "MissingParameterError", "EIGER_SCHEMA"]
 
@@ -73,6 +75,8 @@ _RESULT_METRICS = ("time", "energy")
 
 def exclusive_ns(df: pd.DataFrame) -> pd.Series:
     """Exclusive time of each call: its wall time minus that of the calls directly nested in it (ns)."""
+    import pandas as pd
+
     child = df[df["parent_seq"] >= 0].groupby(["run_id", "rank", "parent_seq"])["time_ns"].sum()
     key = pd.MultiIndex.from_arrays([df["run_id"], df["rank"], df["seq"]])
     nested = child.reindex(key).fillna(0).to_numpy(dtype=np.int64)
@@ -222,6 +226,8 @@ class RegionStore:
         ``time`` and ``exclusive_time`` in seconds, and one column per parameter (NaN where a call lacks it)."""
         q = ("SELECT c.trialID, c.run_id, c.region, c.rank, c.seq, c.parent_seq, c.start_ns, c.time_ns, "
              "c.energy_j, t.datasetID FROM perfmod_calls c JOIN trials t ON t.ID = c.trialID ORDER BY c.trialID")
+        import pandas as pd
+
         df = pd.read_sql_query(q, self.conn)
         df["exclusive_ns"] = exclusive_ns(df) if len(df) else pd.Series(dtype=np.int64)
         if region is not None:
@@ -272,6 +278,8 @@ class RegionStore:
         dc = self.conn.execute("SELECT ID FROM datacollections WHERE name=?", (region,)).fetchone()
         if dc is None:
             raise KeyError(f"no data collection {region!r} in {self.path}")
+        import pandas as pd
+
         det = pd.read_sql_query(
             "SELECT t.ID AS trial, m.name, dm.metric FROM trials t JOIN deterministic_metrics dm "
             "ON dm.datasetID = t.datasetID JOIN metrics m ON m.ID = dm.metricID WHERE t.dataCollectionID = ?",
