@@ -42,7 +42,7 @@ from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.bsp import BSPFit, BSPParams, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
 from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.headline import headline_figures
+from perfmod.studies.headline import total_time_headline
 from perfmod.studies.records import (
     FLAG_FIELDS,
     flag_variables,
@@ -398,13 +398,7 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     From :func:`error_summary` (the paper's Figure 5a numbers: 4.2 % mean, 13 % max);
     NaN when the model was not fitted; then the run counts.
     """
-    tot = error_summary(ds).loc["total_time"]
-    return headline_figures(ds, {
-        "total_time_error_mean": (tot["mean |error|"], "1", "mean |relative error| of the total time over the "
-                                  "held-out runs"),
-        "total_time_error_max": (tot["max |error|"], "1", "largest |relative error| of the total time over the "
-                                 "held-out runs"),
-    })
+    return total_time_headline(ds, error_summary, "held-out runs")
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
