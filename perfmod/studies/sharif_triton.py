@@ -28,6 +28,7 @@ draws it.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from collections.abc import Sequence
 
@@ -37,6 +38,7 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
+from perfmod.core.io import read_dataset
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
@@ -61,7 +63,7 @@ PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
 
 __all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "KW_RUNS", "error_summary",
-           "cell_costs", "step_ratio", "run", "figures"]
+           "kw_runs_comparison", "cell_costs", "step_ratio", "run", "figures"]
 
 
 def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
@@ -308,6 +310,41 @@ def error_summary(res: xr.Dataset) -> pd.DataFrame:
         rows[q] = {"mean |error|": float(e.mean()) if e.size else np.nan,
                    "max |error|": float(e.max()) if e.size else np.nan, "cases": int(e.size)}
     return pd.DataFrame(rows).T
+
+
+def kw_runs_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.DataFrame:
+    """:func:`error_summary` of ``ds`` and of the other K_w choices (:data:`KW_RUNS`) on the same runs, by ``kw_runs``.
+
+    ``ds`` is an :func:`analyse` (or :func:`run`) result; its own choice (attribute
+    ``kw_runs``) is summarised as it is, and only the others are analysed again,
+    with ``ds``'s ``coarse_factor`` and ``nonneg`` (from its ``parameters``
+    attribute; :func:`analyse`'s defaults where it has none).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study's dataset.
+    runs : xarray.Dataset, optional
+        The :func:`measure_events` runs ``ds`` was analysed from; default: ``ds``'s
+        first raw file (attribute ``raw_files``), re-read.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`error_summary`'s rows for each ``kw_runs`` in :data:`KW_RUNS` order (index ``kw_runs``, quantity).
+    """
+    own = ds.attrs.get("kw_runs")
+    if own not in KW_RUNS:
+        raise ValueError(f"dataset attribute kw_runs must be one of {', '.join(KW_RUNS)}, not {own!r} "
+                         "(not an analyse() result?)")
+    params = json.loads(ds.attrs.get("parameters", "{}"))
+    if runs is None:
+        if not ds.attrs.get("raw_files"):
+            raise ValueError("kw_runs_comparison: the dataset names no raw_files; pass runs=")
+        runs = read_dataset(str(ds.attrs["raw_files"]).split("; ")[0])
+    return pd.concat({kw: error_summary(ds if kw == own else analyse(runs, params.get("coarse_factor"),
+                                                                     bool(params.get("nonneg", False)), kw))
+                      for kw in KW_RUNS}, names=["kw_runs"])
 
 
 def cell_costs(ds: xr.Dataset) -> pd.DataFrame:
