@@ -4,23 +4,25 @@ Recorder overhead per call = (recorded - raw) / calls, from the two
 ``recorder_*`` benchmarks (COMM_SELF Irecv + Isend + Waitall of 8-byte
 messages, 300 rounds = 900 calls); the README gives the numbers.
 
-Exporters (issue 14 item 12), the 1,536-rank x 100-iteration synthetic
-Jacobi2D trace (1,504,000 events) on the project's shared 2-core VM:
-``write_goal`` 123 s and ``write_tit`` 44 s before (per-rank offsets
-recomputed per call, ``arange(P)`` per event, a scan of the trace per rank
-for alltoallv counts: superlinear in ranks; load average 1.3 to 4.3);
-after, linear in events (the same events/s at 1,536 x 10 as at 96 x 160):
-``write_goal`` 27 s and ``write_tit`` 6.9 s at load average 2.5, when a
-reference loop of 10^7 integer additions took 2.7 s (several times its
-time on an idle core).  GOAL is the slower because it writes more: each
-allreduce becomes rounds of point-to-point operations with their
-dependencies, 1,137,090 GOAL lines for the 1,536 x 10 trace (so about 11 M
-here) against 153,473 TIT lines.  Then ``write_goal`` went compiled (the
-graph from ``goal_graph.op_graph``, numba, formatted to bytes by numba too;
-same bytes): 2.65 s in this benchmark at load average 2.1, and in one
-session at load average 2.5-2.9, 4.2 s against 24.5 s for the previous
-Python loop (280,698,843 bytes either way; 1.0 s of it building the graph
-of 4.6 M operations, 0.7 s formatting).
+Exporters (issue 14 item 12): the 1,536-rank x 100-iteration synthetic
+Jacobi2D trace (1,504,000 events).  ``make bench`` prints today's numbers;
+those below are history, the reasons the exporters are built as they are
+(measured on 2026-11-24, development VM: the project's shared 2 cores, at
+the load averages given; see commits 02b9cbf and 73fefc0).  ``write_goal``
+took 123 s and ``write_tit`` 44 s (load average 1.3 to 4.3) while they
+recomputed per-rank offsets per call, made ``arange(P)`` per event and
+scanned the trace per rank for alltoallv counts: superlinear in ranks.
+Made linear in events (the same events/s at 1,536 x 10 as at 96 x 160),
+27 s and 6.9 s at load average 2.5, when a reference loop of 10^7 integer
+additions took 2.7 s (several times its time on an idle core).  GOAL is the
+slower because it writes more: each allreduce becomes rounds of
+point-to-point operations with their dependencies, 1,137,090 GOAL lines for
+the 1,536 x 10 trace (so about 11 M here) against 153,473 TIT lines.  Then
+``write_goal`` went compiled (the graph from ``goal_graph.op_graph``, numba,
+formatted to bytes by numba too; same bytes, 280,698,843 of them): 2.65 s in
+this benchmark at load average 2.1; in one session at load average 2.5-2.9,
+4.2 s against 24.5 s for the previous Python loop, 1.0 s of it building the
+graph of 4.6 M operations, 0.7 s formatting.
 """
 
 import numpy as np

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 from test_cli import _fingerprint
@@ -23,7 +24,7 @@ from perfmod.studies import (
     sharif_gol,
     sharif_triton,
 )
-from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max, run_counts
+from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max, run_counts, total_time_headline
 from perfmod.workflow import repeat as rp
 from perfmod.workflow.cli import main
 
@@ -62,6 +63,16 @@ def test_not_fitted_gives_nan_figures_but_keeps_the_counts():
     assert np.isnan(head["err"]) and head["runs_clean"] == 1.0
     with pytest.raises(ValueError, match="clash"):
         headline_figures(ds, {"runs_total": (1.0, "1", "x")})
+
+
+def test_total_time_headline_reads_the_total_time_row_and_names_what_it_is_over():
+    table = pd.DataFrame({"mean |error|": [0.5, 0.04], "max |error|": [0.9, 0.07]}, index=["t_w", "total_time"])
+    head = total_time_headline(xr.Dataset(), lambda ds: table, "held-out widgets")
+    assert list(head)[:2] == ["total_time_error_mean", "total_time_error_max"]
+    assert _values(head)["total_time_error_mean"] == pytest.approx(0.04)
+    assert _values(head)["total_time_error_max"] == pytest.approx(0.07)
+    assert head["total_time_error_max"].attrs["long_name"] == ("largest |relative error| of the total time over the "
+                                                               "held-out widgets")
 
 
 # ---- each study's headline on a hand-built dataset --------------------------------------------------------------

@@ -141,6 +141,31 @@ def test_collective_expansions_match_up(p, call):
         assert all(len(rounds[v]) == (p - 1).bit_length() for v in range(p))
 
 
+@pytest.mark.parametrize("p", [2, 3, 5, 6, 7, 8, 12, 16])
+def test_reduce_is_the_bcast_reversed_with_sends_and_receives_swapped(p):
+    swap = {"send": "recv", "recv": "send"}
+    for root in sorted({0, 1, p // 2, p - 1}):
+        sends = Counter()
+        for v in range(p):
+            bcast = collective_rounds(Call.BCAST, v, p, root)
+            reduce = collective_rounds(Call.REDUCE, v, p, root)
+            assert reduce == [[(swap[k], x) for k, x in rnd] for rnd in reversed(bcast)]
+            for rnd in reduce:
+                sends[v] += sum(k == "send" for k, _ in rnd)
+            if v != root:  # a non-root rank sends its partial result once, in its last round
+                assert reduce[-1] == [("send", reduce[-1][0][1])]
+        assert sends == Counter({v: 1 for v in range(p) if v != root})
+        assert len(collective_rounds(Call.REDUCE, root, p, root)) == (p - 1).bit_length()  # root: ceil(lg p) receives
+
+
+def test_binomial_reduce_hand_checked():
+    # MPICH's binomial reduce over 8 ranks, root 2 (relative ranks rel = (v - 2) % 8):
+    # rel 0 receives from rel 1, 2, 4; rel 6 receives from rel 7 and sends to rel 4; rel 5 sends to rel 4.
+    assert collective_rounds(Call.REDUCE, 2, 8, 2) == [[("recv", 3)], [("recv", 4)], [("recv", 6)]]
+    assert collective_rounds(Call.REDUCE, 0, 8, 2) == [[("recv", 1)], [("send", 6)]]
+    assert collective_rounds(Call.REDUCE, 7, 8, 2) == [[("send", 6)]]
+
+
 @pytest.mark.parametrize("app, nprocs", [("jacobi2d", 9), ("minife", 6), ("minimd", 8)])
 def test_synthetic_traces_give_executable_schedules(tmp_path, app, nprocs):
     t = synthetic(app, nprocs, 2)

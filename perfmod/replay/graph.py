@@ -26,63 +26,39 @@ matching by (source, tag) is LogGOPSim's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from perfmod.trace.core import Trace
-from perfmod.trace.formats.goal_graph import CALC, RECV, SEND, WILD, op_graph
+from perfmod.trace.formats.goal_graph import CALC, RECV, SEND, WILD, OpGraph, op_graph
 
 __all__ = ["SEND", "RECV", "CALC", "WILD", "Graph", "build_graph"]
 
 
 @dataclass(frozen=True)
-class Graph:
-    """Operation graph of a trace (one entry per node; nodes of a rank are contiguous, in creation order).
+class Graph(OpGraph):
+    """A trace's :class:`~perfmod.trace.formats.goal_graph.OpGraph` plus the successor lists the replay walks.
+
+    The node arrays (``rank``, ``kind``, ``size``, ``peer``, ``tag``,
+    ``sync``, ``event``, ``pred_ptr``/``pred``, ``rank_ptr``,
+    ``release``/``frontier``, ``calc_of``) are the ``OpGraph``'s, described
+    there; here a calc's ``size`` is in picoseconds and a ``sync`` send is a
+    rendezvous whatever its size.
 
     Attributes
     ----------
-    rank, kind : numpy.ndarray
-        Owner (world rank) and type (:data:`SEND`, :data:`RECV`, :data:`CALC`) of each node.
-    size : numpy.ndarray of int64
-        Bytes of a send or receive; picoseconds of a calc.
-    peer, tag : numpy.ndarray of int64
-        World destination (send) or source (receive, :data:`WILD` for any) and tag (:data:`WILD` any).
-    sync : numpy.ndarray of bool
-        A synchronous send (rendezvous whatever its size).
-    event : numpy.ndarray of int64
-        Trace event that made the node (-1: a join).
-    ndeps : numpy.ndarray of int64
-        Nodes each node requires.
     succ_ptr, succ : numpy.ndarray of int64
         CSR: the nodes requiring each node, in creation order (LogGOPSim frees them in this order).
-    rank_ptr : numpy.ndarray of int64
-        Nodes of rank r: ``rank_ptr[r]:rank_ptr[r + 1]``.
-    release : numpy.ndarray of int64, shape (len(trace) + 1,)
-        CSR over events: ``frontier[release[i]:release[i + 1]]`` are the nodes event ``i`` adds to its
-        rank's frontier (what the program waits for at that event); empty for non-blocking calls.
-    frontier : numpy.ndarray of int64
-    calc_of : numpy.ndarray of int64, shape (len(trace),)
-        The calc node of the compute before each event (-1: none).
     """
 
-    rank: np.ndarray
-    kind: np.ndarray
-    size: np.ndarray
-    peer: np.ndarray
-    tag: np.ndarray
-    sync: np.ndarray
-    event: np.ndarray
-    ndeps: np.ndarray
     succ_ptr: np.ndarray
     succ: np.ndarray
-    rank_ptr: np.ndarray
-    release: np.ndarray
-    frontier: np.ndarray
-    calc_of: np.ndarray
 
-    def __len__(self) -> int:
-        return int(self.kind.size)
+    @property
+    def ndeps(self) -> np.ndarray:
+        """Nodes each node requires (int64; a new array, ``diff(pred_ptr)``)."""
+        return np.diff(self.pred_ptr)
 
 
 def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:
@@ -105,6 +81,4 @@ def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:
     order = np.lexsort((dep_to, dep_from))
     succ_ptr = np.zeros(nn + 1, dtype=np.int64)
     np.cumsum(np.bincount(dep_from, minlength=nn), out=succ_ptr[1:])
-    return Graph(g.rank, g.kind, g.size, g.peer, g.tag, g.sync, g.event,
-                 np.bincount(dep_to, minlength=nn).astype(np.int64), succ_ptr, dep_to[order], g.rank_ptr, g.release,
-                 g.frontier, g.calc_of)
+    return Graph(**{f.name: getattr(g, f.name) for f in fields(OpGraph)}, succ_ptr=succ_ptr, succ=dep_to[order])

@@ -163,7 +163,7 @@ def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compu
     g = build_graph(trace, reqs, compute)
     o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
     status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
-                                                g.ndeps.copy(), g.succ_ptr, g.succ, o, gap, lat, gn, rndv)
+                                                g.ndeps, g.succ_ptr, g.succ, o, gap, lat, gn, rndv)
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

@@ -13,7 +13,9 @@ decides which numbers; this module gives the common parts:
   attributes :func:`perfmod.studies.records.record_drops` sets, else from
   the boolean ``interfered`` variables, else NaN (no interference record);
 - :func:`abs_rel_errors`: finite ``|predicted / measured - 1|`` values, and
-  :func:`mean_max` of such values.
+  :func:`mean_max` of such values;
+- :func:`total_time_headline`: the mean and largest held-out total-time
+  error from a study's ``error_summary`` (the Sharif studies' headline).
 
 ``perfmod repeat`` (:mod:`perfmod.workflow.repeat`) runs a study several
 times and keeps each run's headline figures with their median and range.
@@ -21,13 +23,14 @@ times and keeps each run's headline figures with their median and range.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["COUNTS", "abs_rel_errors", "mean_max", "not_fitted", "run_counts", "headline_figures"]
+__all__ = ["COUNTS", "abs_rel_errors", "mean_max", "not_fitted", "run_counts", "headline_figures",
+           "total_time_headline"]
 
 #: The run counts every headline carries: name -> long name (units "1").
 COUNTS = {
@@ -113,3 +116,31 @@ def headline_figures(ds: xr.Dataset, figures: Mapping[str, tuple[float, str, str
     for name, value in run_counts(ds).items():
         out[name] = xr.DataArray(value, attrs={"units": "1", "long_name": COUNTS[name]})
     return out
+
+
+def total_time_headline(ds: xr.Dataset, error_summary: Callable[[xr.Dataset], Any],
+                        cases_word: str) -> dict[str, xr.DataArray]:
+    """Headline of held-out total-time errors: ``total_time_error_mean`` and ``total_time_error_max``, then run counts.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study's dataset.
+    error_summary : callable
+        The study's ``error_summary(ds)``: a table with a ``total_time`` row and
+        the columns ``mean |error|`` and ``max |error|``.
+    cases_word : str
+        What the errors are taken over, for the long names ("held-out runs").
+
+    Returns
+    -------
+    dict of str -> xarray.DataArray
+        As :func:`headline_figures` (units "1"; NaN when :func:`not_fitted`).
+    """
+    tot = error_summary(ds).loc["total_time"]
+    return headline_figures(ds, {
+        "total_time_error_mean": (tot["mean |error|"], "1", f"mean |relative error| of the total time over the "
+                                  f"{cases_word}"),
+        "total_time_error_max": (tot["max |error|"], "1", f"largest |relative error| of the total time over the "
+                                 f"{cases_word}"),
+    })

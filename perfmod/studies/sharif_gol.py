@@ -32,7 +32,7 @@ from perfmod.measure.runner import run_mpi
 from perfmod.models.bsp import BSPFit, BSPParams, fit_bsp
 from perfmod.studies import records
 from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.headline import headline_figures
+from perfmod.studies.headline import total_time_headline
 from perfmod.studies.records import (
     FLAG_FIELDS,
     flag_variables,
@@ -292,13 +292,7 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     From :func:`error_summary` (held-out cases not oversubscribed, median of the clean
     runs); NaN when the model was not fitted; then the run counts.
     """
-    tot = error_summary(ds).loc["total_time"]
-    return headline_figures(ds, {
-        "total_time_error_mean": (tot["mean |error|"], "1", "mean |relative error| of the total time over the "
-                                  "held-out cases (not oversubscribed)"),
-        "total_time_error_max": (tot["max |error|"], "1", "largest |relative error| of the total time over the "
-                                 "held-out cases (not oversubscribed)"),
-    })
+    return total_time_headline(ds, error_summary, "held-out cases (not oversubscribed)")
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:

@@ -28,6 +28,7 @@ draws it.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from collections.abc import Sequence
 
@@ -37,12 +38,13 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
+from perfmod.core.io import read_dataset
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.bsp import BSPFit, BSPParams, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
 from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.headline import headline_figures
+from perfmod.studies.headline import total_time_headline
 from perfmod.studies.records import (
     FLAG_FIELDS,
     flag_variables,
@@ -61,7 +63,7 @@ PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
 
 __all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "KW_RUNS", "error_summary",
-           "cell_costs", "step_ratio", "run", "figures"]
+           "kw_runs_comparison", "cell_costs", "step_ratio", "run", "figures"]
 
 
 def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
@@ -310,6 +312,41 @@ def error_summary(res: xr.Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
+def kw_runs_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.DataFrame:
+    """:func:`error_summary` of ``ds`` and of the other K_w choices (:data:`KW_RUNS`) on the same runs, by ``kw_runs``.
+
+    ``ds`` is an :func:`analyse` (or :func:`run`) result; its own choice (attribute
+    ``kw_runs``) is summarised as it is, and only the others are analysed again,
+    with ``ds``'s ``coarse_factor`` and ``nonneg`` (from its ``parameters``
+    attribute; :func:`analyse`'s defaults where it has none).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study's dataset.
+    runs : xarray.Dataset, optional
+        The :func:`measure_events` runs ``ds`` was analysed from; default: ``ds``'s
+        first raw file (attribute ``raw_files``), re-read.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`error_summary`'s rows for each ``kw_runs`` in :data:`KW_RUNS` order (index ``kw_runs``, quantity).
+    """
+    own = ds.attrs.get("kw_runs")
+    if own not in KW_RUNS:
+        raise ValueError(f"dataset attribute kw_runs must be one of {', '.join(KW_RUNS)}, not {own!r} "
+                         "(not an analyse() result?)")
+    params = json.loads(ds.attrs.get("parameters", "{}"))
+    if runs is None:
+        if not ds.attrs.get("raw_files"):
+            raise ValueError("kw_runs_comparison: the dataset names no raw_files; pass runs=")
+        runs = read_dataset(str(ds.attrs["raw_files"]).split("; ")[0])
+    return pd.concat({kw: error_summary(ds if kw == own else analyse(runs, params.get("coarse_factor"),
+                                                                     bool(params.get("nonneg", False)), kw))
+                      for kw in KW_RUNS}, names=["kw_runs"])
+
+
 def cell_costs(ds: xr.Dataset) -> pd.DataFrame:
     """Measured compute time per cell and step, ``P t_w / (C I)`` (ns), per event and rank count at every resolution.
 
@@ -398,13 +435,7 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     From :func:`error_summary` (the paper's Figure 5a numbers: 4.2 % mean, 13 % max);
     NaN when the model was not fitted; then the run counts.
     """
-    tot = error_summary(ds).loc["total_time"]
-    return headline_figures(ds, {
-        "total_time_error_mean": (tot["mean |error|"], "1", "mean |relative error| of the total time over the "
-                                  "held-out runs"),
-        "total_time_error_max": (tot["max |error|"], "1", "largest |relative error| of the total time over the "
-                                 "held-out runs"),
-    })
+    return total_time_headline(ds, error_summary, "held-out runs")
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:

@@ -93,9 +93,10 @@ DEVICE_COLUMNS = ("GFLOPS - SP", "GFLOPS - DP", "GIOPS - MAD", "GBSEC - DRAM", "
 
 #: Default sizes: array lengths (elements) beyond the caches (a 32 MiB L3: 64 MiB per array), in L2
 #: (3 x 256 KiB < 1 MiB per core) and for the cache-resident arithmetic kernels, and the repetitions
-#: inside one timed sample.  On the CPU a sample lasts 30-60 ms, several scheduler time slices, like
-#: one iteration of the proxies: on a shared machine the rates are then those a long-running rank
-#: gets, not those of a burst that fits in one time slice.
+#: inside one timed sample.  On the CPU a sample lasted 30-60 ms (measured on 2026-11-22, development
+#: VM; see commit 0644d60), several scheduler time slices, like one iteration of the proxies: on a
+#: shared machine the rates are then those a long-running rank gets, not those of a burst that fits
+#: in one time slice.
 DEFAULTS = {"numpy": {"dram": 1 << 23, "dram_inner": 6, "l2": 1 << 15, "l2_inner": 4096, "fma": 1 << 14,
                       "fma_iters": 4096},
             "cupy": {"dram": 1 << 27, "dram_inner": 1, "l2": 1 << 20, "l2_inner": 64, "fma": 1 << 24,

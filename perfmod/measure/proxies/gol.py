@@ -42,7 +42,8 @@ def life_step(padded: np.ndarray) -> np.ndarray:
 
 
 STRIP_CELLS = 262144
-"""Cells updated per strip: the four one-byte temporaries of a strip (1 MiB) stay in cache."""
+"""Cells updated per strip: the four one-byte temporaries of a strip (1 MiB) stay in cache (:class:`LifeKernel`
+gives the measurement)."""
 
 
 class LifeKernel:
@@ -54,13 +55,17 @@ class LifeKernel:
     strips of about ``strip_cells`` cells: whole-block temporaries of a
     large grid leave the last-level cache (six bytes per cell), and the cost
     per cell then grows with the grid, which a BSP model with one K_w cannot
-    follow.  On the 2-core development VM (1 MiB L2 per core, 8 MiB L3; one
-    process on an idle machine, best of 5 x 10 steps) whole blocks took 0.98,
-    1.14, 1.49 and 1.64 ns per cell at 800, 1,000, 1,200 and 1,400 cells
-    square, strips of 262,144 cells 0.90, 0.91, 0.90 and 0.99 ns (strips of
-    65,536 cells 1.25-1.40 ns: Python's cost per strip shows).  Strips keep
-    the temporaries in cache, as a cache-blocked stencil code does, so the
-    per-cell cost no longer depends on the grid size.
+    follow.  Strips keep the temporaries in cache, as a cache-blocked stencil
+    code does, so the per-cell cost no longer depends on the grid size.
+
+    The measurement behind :data:`STRIP_CELLS` (measured on 2026-11-24,
+    development VM: 2 cores, 1 MiB L2 per core, 8 MiB L3; one process on an
+    idle machine, best of 5 x 10 steps; see commit 03ce907 and
+    ``docs/study_notes/sharif_gol.md``): whole blocks took 0.98, 1.14, 1.49
+    and 1.64 ns per cell at 800, 1,000, 1,200 and 1,400 cells square, strips
+    of 262,144 cells 0.90, 0.91, 0.90 and 0.99 ns, strips of 65,536 cells
+    1.25-1.40 ns (Python's cost per strip shows).  Other machines differ;
+    re-measure before changing the constant.
     """
 
     def __init__(self, rows: int, nx: int, strip_cells: int = STRIP_CELLS) -> None:

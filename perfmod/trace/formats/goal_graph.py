@@ -65,16 +65,9 @@ def _binomial_bcast(v: int, p: int) -> list[list[tuple[str, int]]]:
 
 
 def _binomial_reduce(v: int, p: int) -> list[list[tuple[str, int]]]:
-    rounds: list[list[tuple[str, int]]] = []
-    mask = 1
-    while mask < p:
-        if v & mask:
-            rounds.append([("send", v - mask)])
-            break
-        if v + mask < p:
-            rounds.append([("recv", v + mask)])
-        mask <<= 1
-    return rounds
+    """The binomial reduce: the bcast's rounds in reverse order, each send a receive and each receive a send."""
+    swap = {"send": "recv", "recv": "send"}
+    return [[(swap[k], x) for k, x in rnd] for rnd in reversed(_binomial_bcast(v, p))]
 
 
 def _recursive_doubling(v: int, p: int) -> list[list[tuple[str, int]]]:
