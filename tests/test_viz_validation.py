@@ -57,3 +57,15 @@ def test_clear_errors():
         plot_validation(_dataset(), x="zz")
     with pytest.raises(KeyError, match=r"\['u'\]"):
         plot_validation(_dataset(), ["u"])
+
+
+def test_log_axis_of_a_study_that_was_not_fitted_says_so_instead_of_failing():
+    # a loaded machine: every run flagged, nothing fitted, all values NaN (matplotlib refuses a log axis then)
+    ds = _dataset()
+    nan = ds.copy(deep=True)
+    for v in ("t_measured", "t_predicted", "t_lower", "t_upper"):
+        nan[v] = nan[v] * np.nan
+    fig = plot_validation(nan, x="nprocs", row="case", logy=True)
+    assert [ax.get_yscale() for ax in fig.axes] == ["linear", "linear"]
+    assert "no positive value to draw" in fig.axes[0].texts[0].get_text()
+    assert [ax.get_yscale() for ax in plot_validation(ds, x="nprocs", row="case", logy=True).axes] == ["log", "log"]

@@ -101,6 +101,11 @@ def _against(ax: plt.Axes, ds: xr.Dataset, q: str, x: str, hue: str | None, rep:
     ax.set_ylabel(f"{q} [{ds[f'{q}_measured'].attrs.get('units', '')}]")
 
 
+def _any_positive(ds: xr.Dataset, q: str) -> bool:
+    vals = np.concatenate([np.ravel(ds[f"{q}_{s}"].values).astype(float) for s in ("measured", "predicted")])
+    return bool(np.any(np.isfinite(vals) & (vals > 0)))
+
+
 def plot_validation(ds: xr.Dataset, quantities: Sequence[str] | None = None, *, x: str | None = None,
                     row: str | None = None, hue: str | None = None, rep: str = "rep", shade: str | None = None,
                     mark: str | None = None, logy: bool = False, titles: Mapping[Any, str] | None = None
@@ -156,8 +161,11 @@ def plot_validation(ds: xr.Dataset, quantities: Sequence[str] | None = None, *, 
                         ax.axvspan(on.min() - 0.3, xs.max() + 0.3, color="grey", alpha=0.12, label=shade)
                 if xs.size <= 12 and np.issubdtype(xs.dtype, np.number):
                     ax.set_xticks(xs)
-            if logy:
+            if logy and _any_positive(sub, q):
                 ax.set_yscale("log")
+            elif logy:  # all NaN (not fitted, no clean run) or non-positive: matplotlib refuses a log axis
+                ax.text(0.5, 0.5, "no positive value to draw\n(no clean run or not fitted)", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=8, color="grey")
             if r is not None:
                 ax.set_title(titles[r] if titles and r in titles else f"{row} {r}", fontsize=9)
             ax.grid(True, alpha=0.3)
