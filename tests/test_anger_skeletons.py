@@ -23,8 +23,8 @@ def test_paper_numbers_are_transcribed():
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="hpccg: sizes \\[8\\] are both training and held-out"):
         study.run(apps=["hpccg"], hpccg_train=[6, 8], hpccg_test=[8])
-    with pytest.raises(ValueError, match="unknown app 'lulesh'"):
-        app_spec("lulesh", 3)
+    with pytest.raises(ValueError, match="unknown app 'minife'"):
+        app_spec("minife", 3)
 
 
 def test_timed_section_drops_the_setup_compute():
@@ -66,3 +66,28 @@ def test_run_with_the_smoke_parameters_gives_the_interface_variables():
                                       "scale_out"}
     table = study.summary(ds)
     assert table.loc[("paper", "all"), "eiger"] == pytest.approx(0.0608)
+
+
+def test_lulesh_spec_runs_its_skeleton_and_replays():
+    from perfmod.measure.proxies.lulesh import REGIONS
+    from perfmod.studies.anger_skeleton_steps import skeleton_runtime
+
+    spec = app_spec("lulesh", 3)
+    assert spec.module == "perfmod.measure.proxies.lulesh" and dict(spec.regions) == REGIONS
+    assert spec.args(12) == ["--size", 12, "--iterations", 3] and spec.extent == "n"
+    models = dict.fromkeys(REGIONS, 1e-3)  # 6 regions x 3 steps of modeled compute in the timed section
+    res = skeleton_runtime(spec, 4, 2, models, "summit", reps=1)
+    assert res.runtime > 6 * 3 * 1e-3
+    assert res.stats["modeled"].sum() == 2 * 6 * 3 and res.wall > 0
+
+
+@pytest.mark.mpi
+def test_run_with_lulesh_measures_fits_and_replays_it():
+    ds = study.run(apps=["lulesh"], lulesh_train=[4, 5, 6], lulesh_test=[7], lulesh_iterations=3, reps=1,
+                   skeleton_reps=1, scale_nprocs=[4], lulesh_scale_size=3, progress=False)
+    check_conventions(ds)
+    assert ds.app.values.tolist() == ["lulesh"] and ds.held_out.sel(app="lulesh").values.sum() == 1
+    assert {f"lulesh.{r}" for r in ("volume_forces", "constraints")} <= set(ds.region.values)
+    ok = np.isfinite(ds.runtime_measured)
+    assert bool(ok.any()) and bool((ds.runtime_predicted.where(ok) > 0).all())
+    assert "threshold" not in ds.dims and "fig6_region_fit" in study.figures(ds)
