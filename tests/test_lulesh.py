@@ -64,7 +64,7 @@ def test_one_rank_is_the_sedov_kernels_result():
     ref = sedov.run_shared(4, 4, 4, 30, workers=1, chunks=2)
     np.testing.assert_allclose(_physics(res), _physics(ref), rtol=1e-12)
     assert res["e_initial"] == pytest.approx(ref["e_initial"], rel=1e-15)
-    assert res["e_kinetic"] > 0.05 * res["e_initial"]  # the blast moved the mesh
+    assert res["e_kinetic"] > 0.2 * res["e_initial"]  # the blast moved the mesh (26 % kinetic after 30 steps)
     drift = abs(res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]
     assert drift < 0.15  # first-order in the time step (test_sedov), bounded by test_sedov's 40-step bound
     assert (res["elements"], res["nodes"], res["owned_nodes"]) == (64, 125, 125)

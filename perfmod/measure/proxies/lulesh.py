@@ -76,7 +76,7 @@ def block_owner(ids: np.ndarray, n: int, parts: int) -> np.ndarray:
 
 def exchange_pattern(mesh: HexMesh, state: SedovState, rank: int, nprocs: int
                      ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """The ghost-node exchange of ``rank``, from the mesh alone (what :class:`NodeExchange` learns by ``alltoall``).
+    """The ghost-node exchange of ``rank`` from the mesh alone (what ``NodeExchange`` learns by ``alltoall``).
 
     Elements and nodes are split into ``nprocs`` blocks of ids (the nodes' blocks are
     ``node_blocks(mesh, nprocs, "z")``).
