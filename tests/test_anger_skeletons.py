@@ -1,6 +1,7 @@
 """The anger_skeletons study (paper 004 §VI): interface variables, paper table, figures."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfmod.core.io import check_conventions
@@ -43,10 +44,13 @@ def test_timed_section_drops_the_setup_compute():
 
 
 @pytest.mark.mpi
-def test_run_with_the_smoke_parameters_gives_the_interface_variables():
+def test_run_with_the_smoke_parameters_gives_the_interface_variables(tmp_path):
     nb = nbs.notebooks_dir() / "anger_skeletons.ipynb"
-    ds = study.run(**nbs.smoke_parameters(nb))
+    ds = study.run(**nbs.smoke_parameters(nb), raw_out=str(tmp_path))  # a test never writes into data/raw
     check_conventions(ds)
+    assert ds.interfered.dims == ("app", "size", "nprocs", "rep") and ds.interfered.dtype == bool
+    assert ds.attrs["runs_total"] == 2 * 4 * 2 * 1  # apps x sizes x rank counts x reps
+    assert ds.attrs["raw_files"].count(str(tmp_path)) == 4  # per app: the native runs and the region store
     for name in ("runtime_measured", "runtime_predicted"):
         assert {"app", "size", "method"} <= set(ds[name].dims)
         assert ds[name].dims == ds.runtime_measured.dims
@@ -56,6 +60,9 @@ def test_run_with_the_smoke_parameters_gives_the_interface_variables():
     assert set(ds.app.values) == {"hpccg", "minimd"} and list(ds.nprocs.values) == [1, 2]
     # the held-out sizes are those of the smoke set, one beyond the training range per app
     assert ds.problem_size.where(ds.held_out).max("size").values.tolist() == [12.0, 7.0]
+    if ds.attrs["fit_status"].startswith("not fitted"):  # a busy machine: too few clean runs, said so
+        assert np.isnan(ds.runtime_predicted).any() and "too few clean training runs" in ds.attrs["fit_status"]
+        return
     ok = np.isfinite(ds.runtime_measured) & (ds.problem_size > 0)
     assert bool(ok.any()) and bool((ds.runtime_predicted.where(ok) > 0).all())
     err = (ds.runtime_predicted - ds.runtime_measured) / ds.runtime_measured
@@ -66,6 +73,164 @@ def test_run_with_the_smoke_parameters_gives_the_interface_variables():
                                       "scale_out"}
     table = study.summary(ds)
     assert table.loc[("paper", "all"), "eiger"] == pytest.approx(0.0608)
+
+
+# --- issue 13: the probe's verdict decides; measured values and training from clean runs only ----------------------
+
+#: time per call of each HPCCG region per row of the local block (s): an exact law the models must recover
+LAW = {"sparsemv": 4e-8, "ddot": 3e-9, "waxpby": 5e-9, "generate": 6e-8}
+
+
+def _runs(sizes, nprocs, reps, bad=(), slow=50.0):
+    """A run table as ``measure_native`` returns it: time = 1e-6 size^3 x (1 + 0.1 rep), ``bad`` runs
+    ``(size, nprocs, rep)`` flagged interfered and ``slow`` times slower (their CPU share taken)."""
+    rows = []
+    for k, (s, p, r) in enumerate((s, p, r) for s in sizes for p in nprocs for r in range(reps)):
+        t = 1e-6 * s ** 3 * (1 + 0.1 * r) * (slow if (s, p, r) in bad else 1.0)
+        rows.append({"size": s, "nprocs": p, "rep": r, "order": k, "time": t, "cpu_time": 0.9 * t,
+                     "cpu_fraction": 0.5 if (s, p, r) in bad else 0.99, "oversubscribed": False,
+                     "command": "test", "interfered": (s, p, r) in bad, "off_cpu": 0.4 if (s, p, r) in bad else 0.01,
+                     "attempts": 3 if (s, p, r) in bad else 1, "interfered_attempts": 3 if (s, p, r) in bad else 0,
+                     "interference_reason": "test", "load_before": 1.0})
+    return pd.DataFrame(rows)
+
+
+def _store(path, runs, slow=50.0):
+    """A region store with one call per region and run, n = size^3 rows, time = LAW x n (x ``slow`` if interfered)."""
+    from perfmod.measure.regions.store import RegionStore
+
+    with RegionStore(path) as st:
+        for row in runs.itertuples():
+            n = float(row.size) ** 3
+            calls, t = [], 0
+            for seq, (region, c) in enumerate(LAW.items()):
+                dt = int(round(c * n * (slow if row.interfered else 1.0) * 1e9))
+                calls.append((seq, -1, region, {"n": n}, t, t + dt, None))
+                t += dt
+            st.write_calls(calls, application="hpccg", machine="test", rank=0, run_id=f"run{row.Index}",
+                           invariants={"nprocs": row.nprocs, "size": row.size, "rep": row.rep}, epoch_offset_ns=0)
+    return path
+
+
+def test_measured_runtimes_are_the_best_clean_repetition_and_say_which_configurations_had_none():
+    sizes, nprocs = [8, 10, 12], [1, 2]
+    bad = {(8, 1, 0), (12, 2, 0), (12, 2, 1)}
+    runs = _runs(sizes, nprocs, 2, bad, slow=0.5)  # the flagged run of (8, 1) is the fastest: still not used
+    native = study.native_runs(runs, "hpccg", sizes, nprocs, nsize=4, reps=2)
+    assert native.interfered.dtype == bool and native.interfered.dims == ("size", "nprocs", "rep")
+    assert int(native.interfered.sum()) == 3 and float(native.attempts.sel(size=0, nprocs=1, rep=0)) == 3
+    best, missing = study.measured_runtimes(native)
+    assert missing == ["app=hpccg, size=12, nprocs=2"]
+    assert float(best.runtime.sel(size=0, nprocs=1)) == pytest.approx(1e-6 * 8 ** 3 * 1.1)  # rep 1, the clean one
+    assert float(best.runtime.sel(size=0, nprocs=2)) == pytest.approx(1e-6 * 8 ** 3)
+    assert float(best.cpu_time.sel(size=0, nprocs=1)) == pytest.approx(0.9e-6 * 8 ** 3 * 1.1)
+    assert np.isnan(float(best.runtime.sel(size=2, nprocs=2))) and not bool(best.clean.sel(size=2, nprocs=2))
+    assert np.isnan(best.runtime.sel(size=3)).all()  # padding, not a configuration: not listed
+    # an oversubscribed rank count is not scored either, but it is no missing clean run
+    over = study.native_runs(runs.assign(oversubscribed=runs.nprocs == 2), "hpccg", sizes, nprocs, 3, 2)
+    best, missing = study.measured_runtimes(over)
+    assert np.isnan(best.runtime.sel(nprocs=2)).all() and missing == ["app=hpccg, size=12, nprocs=2"]
+
+
+def test_region_training_uses_the_calls_of_clean_runs_only(tmp_path):
+    from perfmod.studies.anger_skeleton_steps import clean_runs, clean_training_frames, fit_region_models
+
+    sizes = [4, 5, 6, 7]
+    bad = {(5, 1, 0), (6, 1, 1)}
+    runs = _runs(sizes, [1], 2, bad)
+    store = _store(tmp_path / "r.sqlite", runs)
+    spec = app_spec("hpccg", 2)
+    assert clean_runs(runs).shape == (6, 3)
+    frames, status = clean_training_frames(store, spec, sizes, runs)
+    assert status == "fitted on the clean training runs"
+    fr = frames["sparsemv"]
+    assert len(fr) == 6 and not {(5, 0), (6, 1)} & set(zip(fr["size"], fr["rep"], strict=True))
+    np.testing.assert_allclose(fr["time"], LAW["sparsemv"] * fr["n"], rtol=1e-6)
+    # the flagged calls (50x slower) move nothing: the mean model is the clean mean
+    mean = fit_region_models(frames, spec, "mean")["sparsemv"]
+    clean_n = np.array([4, 4, 5, 6, 7, 7], float) ** 3
+    pred = float(mean.predict(pd.DataFrame({"n": [125.0]})).predicted[0])
+    assert pred == pytest.approx(LAW["sparsemv"] * clean_n.mean(), rel=1e-6)
+
+
+def test_too_few_clean_training_sizes_leave_the_app_not_fitted(tmp_path):
+    from perfmod.studies.anger_skeleton_steps import MIN_CLEAN_SIZES, clean_training_frames
+
+    sizes = [4, 5, 6]
+    bad = {(s, 1, r) for s in (5, 6) for r in range(2)} | {(4, 1, 0)}
+    runs = _runs(sizes, [1], 2, bad)
+    frames, status = clean_training_frames(_store(tmp_path / "r.sqlite", runs), app_spec("hpccg", 2), sizes, runs)
+    assert MIN_CLEAN_SIZES == 3 and status.startswith("not fitted: hpccg: too few clean training runs")
+    assert "sparsemv at 1 (4)" in status and len(frames["ddot"]) == 1
+
+
+def _fake_measure(bad, slow=50.0):
+    def measure(spec, sizes, nprocs, reps, store, progress=None, seed=0):
+        runs = _runs(sizes, nprocs, reps, bad, slow)
+        _store(store, runs, slow)
+        return runs
+    return measure
+
+
+def _small_run(tmp_path):
+    return dict(apps=["hpccg"], hpccg_train=[4, 5, 6, 8], hpccg_test=[7], hpccg_iterations=2, nprocs=[1], reps=2,
+                skeleton_reps=1, thresholds=[0.0], scale_nprocs=[2], hpccg_scale_size=4, raw_out=str(tmp_path),
+                progress=False)
+
+
+def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monkeypatch):
+    from perfmod.studies.records import validity_note
+
+    bad = {(5, 1, 0), (7, 1, 0), (7, 1, 1)}
+    monkeypatch.setattr(study, "measure_native", _fake_measure(bad))
+    ds = study.run(**_small_run(tmp_path))
+    check_conventions(ds)
+    assert ds.interfered.dims == ("app", "size", "nprocs", "rep") and int(ds.interfered.sum()) == 3
+    assert ds.attrs["fit_status"] == "fitted on the clean training runs (hpccg)"
+    assert ds.attrs["clean_runs_missing"] == "app=hpccg, size=7, nprocs=1"
+    assert (ds.attrs["runs_total"], ds.attrs["runs_interfered"], ds.attrs["runs_dropped"]) == (10, 3, 3)
+    assert "No clean run could be had for: app=hpccg, size=7, nprocs=1" in validity_note(ds)
+    meas = ds.runtime_measured.sel({"app": "hpccg", "nprocs": 1, "method": "eiger"})
+    # sizes 4, 5, 6, 7 (held out, no clean run), 8; size 5's clean repetition is rep 1
+    np.testing.assert_allclose(meas.values, 1e-6 * np.array([4, 5, 6, np.nan, 8]) ** 3 * [1, 1.1, 1, 1, 1],
+                               rtol=1e-12)
+    assert np.isnan(ds.runtime_error.sel(app="hpccg", size=3)).all()
+    assert np.isfinite(ds.runtime_predicted.sel(app="hpccg")).all()
+    # the region models saw clean calls only: Eiger recovers the exact law at the disturbed size 5
+    i = list(ds.region.values).index("hpccg.sparsemv")
+    eiger = float(ds.region_time_predicted[i, 1].sel({"method": "eiger"}))
+    assert eiger == pytest.approx(LAW["sparsemv"] * 125, rel=1e-3)
+    assert float(ds.region_time_measured[i, 1]) == pytest.approx(LAW["sparsemv"] * 125, rel=1e-6)
+    assert ds.attrs["raw_files"].count("anger_skeletons-hpccg-native") == 1 and "hpccg-regions.sqlite" in \
+        ds.attrs["raw_files"]
+    head = study.headline(ds)
+    assert np.isnan(float(head["skeleton_error_eiger"]))  # the only held-out size has no clean run
+    assert float(head["runs_clean"]) == 7
+    import matplotlib.pyplot as plt
+
+    assert set(study.figures(ds)) == {"fig6_region_fit", "fig7_threshold", "fig8_skeleton_error", "fig9_speedup",
+                                      "scale_out"}
+    plt.close("all")
+
+
+def test_run_with_too_few_clean_training_runs_reports_no_prediction(tmp_path, monkeypatch):
+    from perfmod.studies.records import validity_note
+
+    bad = {(s, 1, r) for s in (5, 6, 8) for r in range(2)}
+    monkeypatch.setattr(study, "measure_native", _fake_measure(bad))
+    ds = study.run(**_small_run(tmp_path))
+    assert ds.attrs["fit_status"].startswith("not fitted: hpccg: too few clean training runs")
+    assert ds.attrs["clean_runs_missing"] == "; ".join(f"app=hpccg, size={s}, nprocs=1" for s in (5, 6, 8))
+    assert np.isnan(ds.runtime_predicted).all() and np.isnan(ds.region_time_predicted).all()
+    assert np.isnan(ds.scaled_runtime_predicted).all() and np.isnan(ds.threshold_error).all()
+    assert np.isfinite(ds.runtime_measured.sel({"app": "hpccg", "size": [0, 3], "method": "eiger"})).all()  # sizes 4, 7
+    assert "was not fitted: hpccg: too few clean training runs" in validity_note(ds)
+    head = study.headline(ds)
+    assert np.isnan(float(head["skeleton_error_eiger"])) and np.isnan(float(head["skeleton_speedup_mean"]))
+    import matplotlib.pyplot as plt
+
+    assert sorted(study.figures(ds)) == ["fig6_region_fit", "fig8_skeleton_error"]  # the measured half alone
+    plt.close("all")
 
 
 def test_lulesh_spec_runs_its_skeleton_and_replays():
@@ -82,12 +247,19 @@ def test_lulesh_spec_runs_its_skeleton_and_replays():
 
 
 @pytest.mark.mpi
-def test_run_with_lulesh_measures_fits_and_replays_it():
-    ds = study.run(apps=["lulesh"], lulesh_train=[4, 5, 6], lulesh_test=[7], lulesh_iterations=3, reps=1,
-                   skeleton_reps=1, scale_nprocs=[4], lulesh_scale_size=3, progress=False)
+def test_run_with_lulesh_measures_fits_and_replays_it(tmp_path):
+    nb = nbs.notebooks_dir() / "anger_skeletons.ipynb"
+    params = {**nbs.smoke_parameters(nb), "apps": ["lulesh"], "scale_nprocs": [4]}
+    ds = study.run(**params, raw_out=str(tmp_path))  # a test never writes into data/raw
     check_conventions(ds)
     assert ds.app.values.tolist() == ["lulesh"] and ds.held_out.sel(app="lulesh").values.sum() == 1
+    assert ds.attrs["runs_total"] == 4 * 2 * 1  # sizes x rank counts x reps
+    assert ds.problem_size.sel(app="lulesh").values.tolist() == [4.0, 5.0, 6.0, 7.0]  # the notebook's lulesh smoke sizes
     assert {f"lulesh.{r}" for r in ("volume_forces", "constraints")} <= set(ds.region.values)
-    ok = np.isfinite(ds.runtime_measured)
-    assert bool(ok.any()) and bool((ds.runtime_predicted.where(ok) > 0).all())
+    if ds.attrs["fit_status"].startswith("not fitted"):  # a busy machine: too few clean runs, said so
+        assert np.isnan(ds.runtime_predicted).all() and "too few clean training runs" in ds.attrs["fit_status"]
+        return
+    assert ds.attrs["fit_status"] == "fitted on the clean training runs (lulesh)"
+    ok = np.isfinite(ds.runtime_measured).values
+    assert ok.any() and (ds.runtime_predicted.values[ok] > 0).all()
     assert "threshold" not in ds.dims and "fig6_region_fit" in study.figures(ds)

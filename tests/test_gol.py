@@ -33,6 +33,12 @@ def test_buffered_kernel_equals_reference():
     out = np.zeros_like(g)
     gol.LifeKernel(40, 33)(_pad(g), out)
     assert np.array_equal(out, gol.life_step(_pad(g)))
+    for cells in (33 * 7, 33 * 40, 1):  # strips of 7 rows (the last one 5), one strip, one row per strip
+        k = gol.LifeKernel(40, 33, strip_cells=cells)
+        assert k.strip == {33 * 7: 7, 33 * 40: 40, 1: 1}[cells]
+        out = np.zeros_like(g)
+        k(_pad(g), out)
+        assert np.array_equal(out, gol.life_step(_pad(g))), cells
 
 
 def test_row_blocks_cover_the_grid():

@@ -145,3 +145,34 @@ def test_cell_costs_are_the_model_per_cell_cost_of_each_run():
             assert table.loc[(ev, 1), col] == pytest.approx((1 / kw + SHARED["o_w"] / cells) * 1e9, rel=1e-9)
         want = (1 / kw + SHARED["o_w"] / 256**2) / (1 / kw + SHARED["o_w"] / 64**2)
         assert table.loc[(ev, 1), "fine / coarse"] == pytest.approx(want, rel=1e-9)
+
+
+def test_kw_from_the_pooled_coarse_runs_or_the_papers_single_run():
+    ds = _model_runs()
+    single = st.predict_event(ds, "bowl", coarse_factor=2, kw_runs="single")
+    pooled = st.predict_event(ds, "bowl", coarse_factor=2)  # default: every coarse run not oversubscribed
+    assert single.attrs["fit_k_w"] == pytest.approx(KW["bowl"], rel=1e-6)
+    assert pooled.attrs["fit_k_w"] == pytest.approx(KW["bowl"], rel=1e-6)
+    assert single.used_for_kw.sel(factor=2).values.tolist() == [True, False, False]
+    assert pooled.used_for_kw.sel(factor=2).values.tolist() == [True, True, False]  # 4 ranks: oversubscribed
+    assert not pooled.used_for_kw.sel(factor=[1, 4]).any() and pooled.attrs["kw_runs"] == "coarse"
+    # the single-rank coarse run 10 % slow in compute: "single" carries all of it, the pooled estimate part of it
+    slow = ds.copy(deep=True)
+    slow["t_w_measured"].loc[dict(event="bowl", factor=2, nprocs=1)] *= 1.1
+    o = st.fit_events(ds, ["valley", "plain", "hills"]).params_for(k_w=1.0)
+    c, steps, h2 = 128**2, 2 * STEPS0["bowl"], 2 * 128
+    tw1, tw2 = (float(slow.t_w_measured.sel(event="bowl", factor=2, nprocs=p, rep=0)) for p in (1, 2))
+    work1, work2 = tw1 / steps - o.o_w, 2 * tw2 / steps - 2 * h2 * o.o_h - 2 * o.o_w
+    assert st.predict_event(slow, "bowl", 2, kw_runs="single").attrs["fit_k_w"] == pytest.approx(c / work1, rel=1e-6)
+    assert st.predict_event(slow, "bowl", 2).attrs["fit_k_w"] == pytest.approx(2 * c / (work1 + work2), rel=1e-6)
+    with pytest.raises(ValueError, match="kw_runs must be one of coarse, single"):
+        st.predict_event(ds, "bowl", kw_runs="all")
+
+
+def test_kw_from_coarse_run_pools_arrays_and_keeps_the_one_run_formula():
+    one = bsp.kw_from_coarse_run(1e4, 1, 100, 0, 0.5, 1e-9, 1e-4)
+    assert one == pytest.approx(1e4 / (0.5 / 100 - 1e-4))
+    two = bsp.kw_from_coarse_run([1e4, 1e4], [1, 2], [100, 100], [0, 200], [0.5, 0.3], 1e-9, 1e-4)
+    assert two == pytest.approx(2e4 / ((0.5 / 100 - 1e-4) + (2 * 0.3 / 100 - 2 * 200 * 1e-9 - 2e-4)))
+    with pytest.raises(ValueError, match="all overhead"):
+        bsp.kw_from_coarse_run([1e4, 1e4], [1, 1], [100, 100], [0, 0], [0.5, 0.001], 1e-9, 1e-4)

@@ -239,3 +239,67 @@ def test_lulesh_two_ranks_keep_the_sedov_physics_and_match_the_virtual_skeleton(
     seq = _sequence(measured)
     np.testing.assert_array_equal(seq, _sequence(vr.traces["predicted"]))
     assert int(np.sum(seq[1] == Call.ISEND)) == 2 * 2 * (10 + 1)  # two ranks, reverse and forward, setup + steps
+
+
+def _eiger_region_models(directory):
+    """Eiger models of the four HPCCG regions on an exact law (time = c n), written as ``<region>.json``."""
+    import pandas as pd
+
+    from perfmod.models.compute import fit_compute_model, write_eiger_model
+
+    n = np.repeat([216.0, 512, 1000, 1728, 2744, 4096], 3)
+    models = {}
+    for region, c in {"sparsemv": 3e-8, "ddot": 2e-9, "waxpby": 4e-9, "generate": 5e-8}.items():
+        frame = {"n": n, "time": c * n * (1 + 1e-3 * np.tile([-1.0, 0.0, 1.0], 6))}
+        models[region] = fit_compute_model(pd.DataFrame(frame), "time", ["n"], method="eiger")
+        write_eiger_model(models[region], directory / f"{region}.json")
+    return models
+
+
+def test_models_directory_reads_back_the_eiger_models(tmp_path):
+    import pandas as pd
+
+    from perfmod.measure.proxies.skeleton_cli import read_models
+    from perfmod.models.compute import EigerModelFileError
+
+    written = _eiger_region_models(tmp_path)
+    models = read_models(tmp_path)
+    assert sorted(models) == sorted(written)
+    pts = pd.DataFrame({"n": [343.0, 1331.0, 5000.0]})
+    for region, model in written.items():
+        np.testing.assert_allclose(models[region].predict(pts).predicted, model.predict(pts).predicted, rtol=1e-12)
+    assert models["sparsemv"].predict(pd.DataFrame({"n": [1331.0]})).predicted[0] == pytest.approx(3e-8 * 1331,
+                                                                                                     rel=1e-2)
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        read_models(tmp_path / "sparsemv.json")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no model files"):
+        read_models(tmp_path / "empty")
+    (tmp_path / "ddot.txt").write_text("{ not json\n")
+    with pytest.raises(ValueError, match="two files for region 'ddot'"):
+        read_models(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "ddot.json").write_text('{"metric_names": ["n"]}\n')
+    with pytest.raises(EigerModelFileError, match="ddot.json"):
+        read_models(bad)
+
+
+def test_cli_model_mode_uses_the_model_files_and_prints_a_probe_report(tmp_path, capsys):
+    """``--mode model --models DIR`` (one rank, in-process): every sparsemv call costs the model's time; the
+    result line carries the interference report that run_mpi classifies."""
+    import pandas as pd
+
+    from perfmod.measure.interference import FIELDS, classify
+    from perfmod.measure.proxies.hpccg import main
+
+    models = _eiger_region_models(tmp_path)
+    main(["--n", "6", "--iterations", "3", "--mode", "model", "--models", str(tmp_path)])
+    out = json.loads([ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")][-1])
+    regions = {r["region"]: r for r in out["regions"]}
+    per_call = float(models["sparsemv"].predict(pd.DataFrame({"n": [216.0]})).predicted[0])
+    assert regions["sparsemv"]["run"] == 0 and regions["sparsemv"]["modeled"] == 4  # 1 + 3 iterations
+    assert regions["sparsemv"]["modeled_s"] == pytest.approx(4 * per_call, rel=1e-9)
+    rep = out["interference"]
+    assert set(rep) == set(FIELDS) and len(rep["wall_s"]) == 1 and rep["wall_s"][0] >= out["time"] > 0
+    assert classify(rep, cores=1).reason  # a report the runner can classify

@@ -1,4 +1,4 @@
-"""The study contract (issue 10 item 4) of the six measuring studies; their interleaved run orders (issue 13 item 3).
+"""The study contract (issue 10 item 4) of the seven measuring studies; their interleaved run orders (issue 13 item 3).
 
 Each ``perfmod.studies.<x>.run(**smoke)`` (smoke parameters from the notebook's
 metadata, output paths redirected to a temporary directory, run from
@@ -24,7 +24,7 @@ from perfmod.workflow import notebooks as nbs
 
 #: study -> launches MPI ranks with its smoke parameters
 STUDIES = {"local_calibration": False, "sharif_gol": True, "sharif_triton": True, "local_jacobi2d": True,
-           "sasidharan_sedov": False, "sasidharan_quicksilver": False}
+           "sasidharan_sedov": False, "sasidharan_quicksilver": False, "anger_skeletons": True}
 
 
 def _params(name: str, tmp_path) -> dict:
@@ -154,7 +154,8 @@ def test_sasidharan_order_is_the_shared_design():
 #: converted studies -> their run dimensions (the ``interfered`` flag is over them)
 CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep"), "sharif_triton": ("event", "factor", "nprocs", "rep"),
                   "local_jacobi2d": ("block", "nprocs", "rep"), "sasidharan_sedov": ("run",),
-                  "sasidharan_quicksilver": ("run",), "local_calibration": ("pairs", "rep")}
+                  "sasidharan_quicksilver": ("run",), "local_calibration": ("pairs", "rep"),
+                  "anger_skeletons": ("app", "size", "nprocs", "rep")}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.mpi] if STUDIES[n] else [])

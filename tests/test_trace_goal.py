@@ -7,6 +7,7 @@ import pytest
 
 from perfmod.apps.traces import synthetic
 from perfmod.trace import Call, TraceBuilder
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
 from perfmod.trace.formats.dumpi import read_dumpi
 from perfmod.trace.formats.goal import COLLECTIVE_TAG, GoalSchedule, collective_rounds, read_goal, write_goal
 from perfmod.trace.formats.textio import FormatError
@@ -76,6 +77,46 @@ def test_hand_checked_schedule(tmp_path):
         "}"]
     s = read_goal(tmp_path / "a.goal")
     assert s.total_calc(0) == 2500 and _execute(s) == 11
+
+
+def test_hand_checked_sendrecv_alltoallv_reduce_scatter(tmp_path):
+    """Wildcards, MPI_PROC_NULL, per-peer alltoallv sizes and reduce-scatter as reduce + scatter, by hand."""
+    b = TraceBuilder(2)
+    b.append(0, "sendrecv", peer=1, nbytes=8, tag=3, aux=[ANY_SOURCE, 16, ANY_TAG], compute=2e-9)
+    b.append(0, "alltoallv", aux=[1, 2])  # 1 byte to itself, 2 to rank 1
+    b.append(0, "reduce_scatter", nbytes=5)
+    b.append(0, "irecv", peer=PROC_NULL, nbytes=8, request=0)
+    b.append(0, "wait", request=0)
+    b.append(1, "sendrecv", peer=0, nbytes=16, tag=9, aux=[0, 8, 3])
+    b.append(1, "alltoallv", aux=[3, 4])
+    b.append(1, "reduce_scatter", nbytes=5)
+    b.append(1, "ssend", peer=PROC_NULL, nbytes=8, compute=1e-9)
+    text = write_goal(b.build(), tmp_path / "b.goal").read_text().splitlines()
+    t = COLLECTIVE_TAG
+    assert text[1:] == [
+        "num_ranks 2", "",
+        "rank 0 {",
+        "l1: calc 2",
+        "l2: send 8b to 1 tag 3", "l2 requires l1",
+        "l3: recv 16b from -1 tag -1", "l3 requires l1",
+        "l4: calc 0", "l4 requires l2", "l4 requires l3",
+        f"l5: send 2b to 1 tag {t}", "l5 requires l4",
+        f"l6: recv 3b from 1 tag {t}", "l6 requires l4",  # what rank 1 sends to rank 0
+        "l7: calc 0", "l7 requires l5", "l7 requires l6",
+        f"l8: recv 5b from 1 tag {t}", "l8 requires l7",  # reduce to root 0
+        f"l9: send 3b to 1 tag {t}", "l9 requires l8",  # scatter of ceil(5 / 2) bytes
+        "}", "",
+        "rank 1 {",
+        "l1: send 16b to 0 tag 9",
+        "l2: recv 8b from 0 tag 3",
+        "l3: calc 0", "l3 requires l1", "l3 requires l2",
+        f"l4: send 3b to 0 tag {t}", "l4 requires l3",
+        f"l5: recv 2b from 0 tag {t}", "l5 requires l3",
+        "l6: calc 0", "l6 requires l4", "l6 requires l5",
+        f"l7: send 5b to 0 tag {t}", "l7 requires l6",
+        f"l8: recv 3b from 0 tag {t}", "l8 requires l7",
+        "l9: calc 1", "l9 requires l8",
+        "}"]
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 5, 6, 8, 12])

@@ -347,12 +347,20 @@ def fit_bsp(
     )
 
 
-def kw_from_coarse_run(C: float, P: float, I: float, H: float, t_w: float, o_h: float, o_w: float) -> float:  # noqa: E741
-    """K_w of a new scenario from one coarse run of it (paper 003 §III-B), Eq. 5 solved for K_w."""
+def kw_from_coarse_run(C: Any, P: Any, I: Any, H: Any, t_w: Any, o_h: float, o_w: float) -> float:  # noqa: E741
+    """K_w of a new scenario from a coarse run of it (paper 003 §III-B), Eq. 5 solved for K_w.
+
+    One run: ``K_w = C / (P t_w / I - P H O_h - P O_w)``.  Array arguments are
+    several runs of the scenario (e.g. the coarse resolution at 1 and 2
+    ranks), pooled: ``K_w = sum(C) / sum(P t_w / I - P H O_h - P O_w)``, the
+    ratio estimate that weighs each run by its cells.
+    """
+    C, P, I, H, t_w = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (C, P, I, H, t_w))  # noqa: E741
     work = P * t_w / I - P * H * o_h - P * o_w
-    if work <= 0:
-        raise ValueError(f"the coarse run's compute time {t_w} s is all overhead under O_h={o_h}, O_w={o_w}")
-    return C / work
+    if np.any(work <= 0):
+        raise ValueError(f"the coarse run's compute time {t_w[work <= 0].tolist()} s is all overhead under "
+                         f"O_h={o_h}, O_w={o_w}")
+    return float(C.sum() / work.sum())
 
 
 def scaled_iterations(i_coarse: Any, cell_coarse: Any, cell_fine: Any) -> Any:

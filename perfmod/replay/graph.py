@@ -3,10 +3,11 @@
 The ``loggp`` replay (:mod:`perfmod.replay.loggops`) runs each rank as a
 graph of ``send``, ``recv`` and ``calc`` operations with "requires"
 dependencies, as LogGOPSim does.  :func:`build_graph` makes that graph from
-a :class:`~perfmod.trace.core.Trace` by the rules of ``write_goal`` (its
-module docstring states them), node for node and dependency for
-dependency, so the replay of a trace and LogGOPSim's run of ``write_goal``'s
-schedule of it simulate the same graph:
+a :class:`~perfmod.trace.core.Trace` with
+:func:`~perfmod.trace.formats.goal_graph.op_graph`, the compiled builder
+that ``write_goal`` formats too (the rules are in the ``goal`` module
+docstring), so the replay of a trace and LogGOPSim's run of ``write_goal``'s
+schedule of it simulate the same graph, node for node:
 
 - compute before a call: a ``calc`` node requiring the frontier (the
   operations the next step waits for), which becomes the frontier;
@@ -29,24 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace
-from perfmod.trace.formats.goal import COLLECTIVE_TAG, collective_rounds
-from perfmod.trace.formats.textio import alltoallv_recv_bytes
+from perfmod.trace.core import Trace
+from perfmod.trace.formats.goal_graph import CALC, RECV, SEND, WILD, op_graph
 
 __all__ = ["SEND", "RECV", "CALC", "WILD", "Graph", "build_graph"]
-
-SEND, RECV, CALC = 1, 2, 3  #: node types, LogGOPSim's order (its free operations are sorted by type)
-WILD = -1  #: any source / any tag in :attr:`Graph.peer` and :attr:`Graph.tag`
-
-_SENDS = frozenset(int(c) for c in (Call.SEND, Call.SSEND, Call.ISEND, Call.ISSEND))
-_RECVS = frozenset(int(c) for c in (Call.RECV, Call.IRECV))
-_BLOCKING = frozenset(int(c) for c in (Call.SEND, Call.SSEND, Call.RECV))
-_SYNC = frozenset(int(c) for c in (Call.SSEND, Call.ISSEND))
-_WAITS = frozenset(int(c) for c in (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TEST, Call.TESTALL,
-                                    Call.TESTANY, Call.TESTSOME))
-_EXPANDED = frozenset(int(k) for k in (Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATHER,
-                                       Call.ALLTOALL, Call.ALLTOALLV, Call.GATHER, Call.SCATTER))
-_ROOTED = frozenset(int(k) for k in (Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER))
 
 
 @dataclass(frozen=True)
@@ -98,44 +85,7 @@ class Graph:
         return int(self.kind.size)
 
 
-class _Builder:
-    """Nodes and edges in Python lists (one pass over the events, as ``write_goal``)."""
-
-    def __init__(self) -> None:
-        self.rank: list[int] = []
-        self.kind: list[int] = []
-        self.size: list[int] = []
-        self.peer: list[int] = []
-        self.tag: list[int] = []
-        self.sync: list[bool] = []
-        self.event: list[int] = []
-        self.dep_from: list[int] = []  # edge: dep_to requires dep_from
-        self.dep_to: list[int] = []
-
-    def node(self, r: int, kind: int, size: int, peer: int, tag: int, event: int, deps: list[int],
-             sync: bool = False) -> int:
-        v = len(self.kind)
-        self.rank.append(r)
-        self.kind.append(kind)
-        self.size.append(size)
-        self.peer.append(peer)
-        self.tag.append(tag)
-        self.sync.append(sync)
-        self.event.append(event)
-        self.dep_from += deps
-        self.dep_to += [v] * len(deps)
-        return v
-
-
-def _msg(b: _Builder, r: int, kind: str, nbytes: int, peer: int, tag: int, event: int, deps: list[int],
-         sync: bool = False) -> int:
-    if kind == "send":
-        return b.node(r, SEND, nbytes, peer, tag, event, deps, sync)
-    return b.node(r, RECV, nbytes, WILD if peer == ANY_SOURCE else peer, WILD if tag == ANY_TAG else tag, event,
-                  deps)
-
-
-def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:  # noqa: C901 -- one branch per kind of call
+def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:
     """The operation graph of ``trace`` (see the module docstring).
 
     Parameters
@@ -147,102 +97,14 @@ def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:  # noqa: C901
     compute : numpy.ndarray
         Seconds of computation before each event (the replay's compute times).
     """
-    b = _Builder()
-    n = len(trace)
-    rel_nodes: list[int] = []
-    rel_ptr = np.zeros(n + 1, dtype=np.int64)
-    calc_of = np.full(n, -1, dtype=np.int64)
     ps = np.rint(np.asarray(compute, dtype=np.float64) * 1e12).astype(np.int64)
-    a2av = alltoallv_recv_bytes(trace)
-    world: dict[int, list[int]] = {}
-    pos: dict[int, dict[int, int]] = {}
-    rank_ptr = np.zeros(trace.nprocs + 1, dtype=np.int64)
-    calls, comms, tags, nbs, peers = (a.tolist() for a in (trace.call, trace.comm, trace.tag, trace.nbytes,
-                                                           trace.peer))
-    ref, created = reqs.ref_ptr.tolist(), reqs.created.tolist()
-    pslist = ps.tolist()
-
-    def members(c: int) -> list[int]:
-        if c not in world:
-            world[c] = trace.comm_ranks(c).tolist()
-            pos[c] = {w: k for k, w in enumerate(world[c])}
-        return world[c]
-
-    for r in range(trace.nprocs):
-        frontier: list[int] = []
-        pending: dict[int, int] = {}
-
-        def join(r: int = r) -> list[int]:
-            nonlocal frontier
-            if len(frontier) > 1:
-                frontier = [b.node(r, CALC, 0, 0, 0, -1, frontier)]
-            return frontier
-
-        sl = trace.rank_events(r)
-        for i in range(sl.start, sl.stop):
-            added: list[int] = []
-            if pslist[i] > 0:
-                frontier = [b.node(r, CALC, pslist[i], 0, 0, i, join())]
-                calc_of[i] = frontier[0]
-                added = frontier
-            c, comm = calls[i], comms[i]
-            tag = tags[i]
-            tag = tag if comm == 0 or tag == ANY_TAG else tag * 1000 + comm
-            peer = peers[i]
-            if c in _SENDS or c in _RECVS:
-                if peer != PROC_NULL:
-                    w = peer if peer < 0 else members(comm)[peer]
-                    v = _msg(b, r, "send" if c in _SENDS else "recv", nbs[i], w, tag, i, join(), c in _SYNC)
-                    if c in _BLOCKING:
-                        frontier = added = [v]
-                    else:
-                        pending[i] = v
-            elif c in _WAITS:
-                done = [pending.pop(x) for x in created[ref[i]:ref[i + 1]] if x in pending]
-                frontier = frontier + done
-                added = added + done
-            elif c == Call.SENDRECV:
-                src, rb, rt = (int(x) for x in trace.aux_of(i))
-                rt = rt if comm == 0 or rt == ANY_TAG else rt * 1000 + comm
-                deps = join()
-                ops = []
-                if peer != PROC_NULL:
-                    ops.append(_msg(b, r, "send", nbs[i], members(comm)[peer], tag, i, deps))
-                if src != PROC_NULL:
-                    ops.append(_msg(b, r, "recv", rb, src if src < 0 else members(comm)[src], rt, i, deps))
-                if ops:
-                    frontier = added = ops
-            elif c in _EXPANDED or c == Call.REDUCE_SCATTER:
-                mem = members(comm)
-                v, p = pos[comm][r], len(mem)
-                ctag = COLLECTIVE_TAG + comm
-                if c == Call.REDUCE_SCATTER:
-                    parts = [(int(Call.REDUCE), nbs[i], 0), (int(Call.SCATTER), -(-nbs[i] // p), 0)]
-                else:
-                    parts = [(c, 0 if c == Call.BARRIER else nbs[i], peers[i] if c in _ROOTED else 0)]
-                sizes = trace.aux_of(i).tolist() if c == Call.ALLTOALLV else None
-                for call, size, root in parts:
-                    for rnd in collective_rounds(call, v, p, root):
-                        deps = join()
-                        ops = []
-                        for k, x in rnd:
-                            nb = size if sizes is None else (sizes[x] if k == "send" else a2av[i][x])
-                            ops.append(_msg(b, r, k, nb, mem[x], ctag, i, deps))
-                        if ops:
-                            frontier = ops
-                            added = added + ops
-            rel_nodes += added
-            rel_ptr[i + 1] = len(rel_nodes)
-        rank_ptr[r + 1] = len(b.kind)
-    rank_ptr[trace.nprocs] = len(b.kind)
-    nn = len(b.kind)
-    dep_from = np.asarray(b.dep_from, dtype=np.int64)
-    dep_to = np.asarray(b.dep_to, dtype=np.int64)
+    g = op_graph(trace, reqs, ps)
+    nn = len(g)
+    dep_from = g.pred
+    dep_to = np.repeat(np.arange(nn, dtype=np.int64), np.diff(g.pred_ptr))
     order = np.lexsort((dep_to, dep_from))
     succ_ptr = np.zeros(nn + 1, dtype=np.int64)
     np.cumsum(np.bincount(dep_from, minlength=nn), out=succ_ptr[1:])
-    return Graph(np.asarray(b.rank, dtype=np.int64), np.asarray(b.kind, dtype=np.int8),
-                 np.asarray(b.size, dtype=np.int64), np.asarray(b.peer, dtype=np.int64),
-                 np.asarray(b.tag, dtype=np.int64), np.asarray(b.sync, dtype=bool),
-                 np.asarray(b.event, dtype=np.int64), np.bincount(dep_to, minlength=nn).astype(np.int64),
-                 succ_ptr, dep_to[order], rank_ptr, rel_ptr, np.asarray(rel_nodes, dtype=np.int64), calc_of)
+    return Graph(g.rank, g.kind, g.size, g.peer, g.tag, g.sync, g.event,
+                 np.bincount(dep_to, minlength=nn).astype(np.int64), succ_ptr, dep_to[order], g.rank_ptr, g.release,
+                 g.frontier, g.calc_of)

@@ -1,11 +1,15 @@
 """The steps of the ``anger_skeletons`` study: measure, fit region models, run skeletons, replay (paper 004 §V-§VI).
 
 1. :func:`measure_native` runs a proxy (HPCCG-, MiniMD- or LULESH-like) under
-   ``mpiexec`` in measure mode: its whole-application time and its region
-   calls (an Eiger-schema SQLite store, the case's size as an invariant).
-2. :func:`training_frame` and :func:`fit_region_models`: one model per
+   ``mpiexec`` in measure mode, every (size, ranks, repetition) in one seeded
+   interleaved order: its whole-application time, the interference probe's
+   verdict (:func:`perfmod.measure.validity.run_flags`) and its region calls
+   (an Eiger-schema SQLite store, the run's size and repetition as invariants).
+2. :func:`clean_training_frames` and :func:`fit_region_models`: one model per
    region and method (``eiger``, ``perfmod``, ``loop``, ``mean``) on the
-   training sizes, from the median call time of each run and parameter point.
+   training sizes, from the median call time of each clean run and parameter
+   point; a region with clean calls at fewer than :data:`MIN_CLEAN_SIZES`
+   training sizes leaves the application not fitted.
 3. :func:`skeleton_runtime`: the program in model mode as 1 or 2 virtual
    ranks (real clock: the glue code counts), its trace replayed on a
    platform; the replayed time of the timed section is the skeleton's
@@ -35,14 +39,22 @@ from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.regions.store import RegionStore
 from perfmod.measure.regions.virtual import run_virtual
 from perfmod.measure.runner import run_mpi
+from perfmod.measure.validity import run_flags
 from perfmod.models.compute import fit_compute_model
 from perfmod.replay import replay
+from perfmod.studies.design import interleaved_order
 from perfmod.trace.core import Call, Trace
 
-__all__ = ["AppSpec", "app_spec", "measure_native", "training_frame", "fit_region_models", "skeleton_runtime",
-           "scale_out", "timed_section", "METHODS"]
+__all__ = ["AppSpec", "app_spec", "measure_native", "clean_runs", "training_frame", "clean_training_frames",
+           "fit_region_models", "skeleton_runtime", "scale_out", "timed_section", "METHODS", "MIN_CLEAN_SIZES"]
 
 METHODS = ("eiger", "perfmod", "loop", "mean")
+
+MIN_CLEAN_SIZES = 3
+"""Fewest training sizes with a clean run that a region model is fitted on (a term in the size, checked
+by one more point than a line needs)."""
+
+_RUN_KEYS = ["size", "nprocs", "rep"]
 
 
 @dataclass(frozen=True)
@@ -95,34 +107,73 @@ def app_spec(name: str, iterations: int) -> AppSpec:
 
 
 def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], reps: int, store: Path,
-                   progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+                   progress: Callable[[str], None] | None = None, seed: int = 0) -> pd.DataFrame:
     """Run the proxy in measure mode for every (size, nprocs, rep); region calls go to ``store``.
 
-    Returns one row per run: ``size``, ``nprocs``, ``rep``, ``time`` (s, slowest rank's timed
-    section), ``cpu_time`` (s, largest rank CPU time of that section), ``cpu_fraction`` (lowest over
-    ranks), ``oversubscribed``, ``command``.
+    The runs go in one seeded interleaved order
+    (:func:`perfmod.studies.design.interleaved_order`: training and held-out
+    sizes mixed, repetitions spread over the whole measurement), and each
+    carries the probe's verdict from :func:`perfmod.measure.runner.run_mpi`
+    (an interfered run is re-run there up to a bounded number of times).
+
+    Returns
+    -------
+    DataFrame
+        One row per run: ``size``, ``nprocs``, ``rep``, ``order`` (position in
+        the run order), ``time`` (s, slowest rank's timed section),
+        ``cpu_time`` (s, largest rank CPU time of that section),
+        ``cpu_fraction`` (lowest over ranks), ``oversubscribed``, ``command``,
+        and the fields of :func:`perfmod.measure.validity.run_flags`
+        (``interfered``, ``off_cpu``, ``attempts``, ``interfered_attempts``,
+        ``interference_reason``, ``load_before``).
     """
+    configs = [(int(s), int(p)) for s in sizes for p in nprocs]
     rows = []
-    for size in sizes:
-        for p in nprocs:
-            for rep in range(reps):
-                if progress:
-                    progress(f"{spec.name} size {size} on {p} rank(s), rep {rep}")
-                res = run_mpi(spec.module, int(p), [*spec.args(int(size)), "--mode", "measure", "--regions",
-                                                    str(store), "--invariant", f"size={size}",
-                                                    "--invariant", f"rep={rep}"])
-                rows.append({"size": int(size), "nprocs": int(p), "rep": rep, "time": float(res["time"]),
-                             "cpu_time": float(res["cpu_time"]),
-                             "cpu_fraction": float(res["cpu_fraction"]),
-                             "oversubscribed": bool(res["oversubscribed"]), "command": res["command"]})
+    for k, (c, rep) in enumerate(interleaved_order([reps] * len(configs), seed)):
+        size, p = configs[c]
+        if progress:
+            progress(f"{spec.name} size {size} on {p} rank(s), rep {rep}")
+        res = run_mpi(spec.module, p, [*spec.args(size), "--mode", "measure", "--regions", str(store),
+                                       "--invariant", f"size={size}", "--invariant", f"rep={rep}"])
+        rows.append({"size": size, "nprocs": p, "rep": rep, "order": k, "time": float(res["time"]),
+                     "cpu_time": float(res["cpu_time"]), "cpu_fraction": float(res["cpu_fraction"]),
+                     "oversubscribed": bool(res["oversubscribed"]), "command": res["command"], **run_flags(res)})
     return pd.DataFrame(rows)
 
 
-def training_frame(store: Path, region: str, params: Sequence[str], sizes: Sequence[int] | None = None
-                   ) -> pd.DataFrame:
-    """Median call time (s) of ``region`` per run, rank and parameter point, restricted to ``sizes``.
+def clean_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """``size``, ``nprocs``, ``rep`` of the runs neither interfered nor oversubscribed (of :func:`measure_native`)."""
+    missing = [c for c in [*_RUN_KEYS, "interfered"] if c not in runs.columns]
+    if missing:
+        raise KeyError(f"clean_runs: the run table lacks columns {missing}; it has {list(runs.columns)}")
+    ok = ~runs["interfered"].astype(bool)
+    if "oversubscribed" in runs.columns:
+        ok &= ~runs["oversubscribed"].astype(bool)
+    return runs.loc[ok, _RUN_KEYS].reset_index(drop=True)
 
-    Columns: the region's ``params``, ``size``, ``nprocs``, ``time``.
+
+def training_frame(store: Path, region: str, params: Sequence[str], sizes: Sequence[int] | None = None,
+                   runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Median call time (s) of ``region`` per run, rank and parameter point, restricted to ``sizes`` and ``runs``.
+
+    Parameters
+    ----------
+    store : Path
+        The region store (invariants ``size``, ``nprocs``, ``rep`` on every call).
+    region : str
+        Region name.
+    params : sequence of str
+        The region's parameters.
+    sizes : sequence of int, optional
+        Keep the calls of these sizes only (default: every size).
+    runs : DataFrame, optional
+        Keep the calls of these runs only (columns ``size``, ``nprocs``,
+        ``rep``, e.g. :func:`clean_runs`); default: every run.
+
+    Returns
+    -------
+    DataFrame
+        Columns: the region's ``params``, ``size``, ``nprocs``, ``rep``, ``time``.
     """
     with RegionStore(store) as st:
         calls = st.calls(region)
@@ -130,14 +181,56 @@ def training_frame(store: Path, region: str, params: Sequence[str], sizes: Seque
         raise KeyError(f"no calls of region {region!r} in {store}")
     if sizes is not None:
         calls = calls[calls["size"].isin([float(s) for s in sizes])]
-    keys = ["run_id", "rank", "size", "nprocs", *params]
+    if runs is not None:
+        calls = calls.merge(runs[_RUN_KEYS].astype(float).drop_duplicates(), on=_RUN_KEYS, how="inner")
+    keys = ["run_id", "rank", *_RUN_KEYS, *params]
     out = calls.groupby(keys, as_index=False)["time"].median()
-    return out[[*params, "size", "nprocs", "time"]].reset_index(drop=True)
+    return out[[*params, *_RUN_KEYS, "time"]].reset_index(drop=True)
+
+
+def clean_training_frames(store: Path, spec: AppSpec, train_sizes: Sequence[int], runs: pd.DataFrame
+                          ) -> tuple[dict[str, pd.DataFrame], str]:
+    """Each region's :func:`training_frame` from the clean training runs, and whether they can be fitted.
+
+    Parameters
+    ----------
+    store : Path
+        The region store.
+    spec : AppSpec
+        The proxy.
+    train_sizes : sequence of int
+        The training sizes.
+    runs : DataFrame
+        The runs of :func:`measure_native` (their flags decide which are clean).
+
+    Returns
+    -------
+    (dict, str)
+        Region -> frame, and the fit status: ``"fitted on the clean training
+        runs"``, or ``"not fitted: ..."`` naming the regions with clean calls
+        at fewer than :data:`MIN_CLEAN_SIZES` training sizes.
+    """
+    clean = clean_runs(runs)
+    frames = {r: training_frame(store, r, spec.regions[r], train_sizes, clean) for r in spec.regions}
+    short = {r: sorted(int(x) for x in f["size"].unique()) for r, f in frames.items()
+             if f["size"].nunique() < MIN_CLEAN_SIZES}
+    if short:
+        what = "; ".join(f"{r} at {len(v)} ({', '.join(map(str, v)) or 'none'})" for r, v in short.items())
+        return frames, (f"not fitted: {spec.name}: too few clean training runs; regions with clean calls at fewer "
+                        f"than {MIN_CLEAN_SIZES} training sizes: {what} (the other runs were disturbed by another "
+                        "process; re-run on an idle machine).")
+    return frames, "fitted on the clean training runs"
 
 
 def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method: str,
                       eiger_threshold: float = 1e-3) -> dict[str, Any]:
-    """One model per region by ``method``, on the parameters that vary in its training frame."""
+    """One model per region by ``method``, on the parameters that vary in its training frame.
+
+    Raises
+    ------
+    perfmod.models.compute.ComputeModelError
+        When a region's frame cannot be fitted (e.g. too few points).
+    """
     models = {}
     for region, frame in frames.items():
         params = [p for p in spec.regions[region] if frame[p].nunique() > 1]

@@ -18,15 +18,23 @@ Lennard-Jones, and on request the LULESH-like hydro of the Sedov kernels):
 5. the perfmod-mode skeleton is replayed at 64-1,024 virtual ranks (weak
    scaling) with the models' 95 % confidence bounds.
 
-Measured times are the best of the repetitions (load on a shared machine only
-adds time); every run keeps its CPU fraction and is flagged ``interfered``
-below ``clean_cpu_fraction``.
+The native runs go in one seeded interleaved order, and each carries the
+interference probe's verdict (:mod:`perfmod.measure.interference`, through
+:func:`perfmod.measure.runner.run_mpi`): ``interfered`` over (app, size,
+nprocs, rep), kept for the record.  Measured times are the best of the clean
+repetitions (load on a shared machine only adds time), NaN where no
+repetition was clean (listed in ``clean_runs_missing``); the region models
+are fitted on the calls of clean training runs only, and an application
+whose regions have clean calls at fewer than
+:data:`~.anger_skeleton_steps.MIN_CLEAN_SIZES` training sizes is not fitted
+(``fit_status`` says so, its predictions are NaN).
 """
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +43,16 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
-from perfmod.core.io import annotate
 from perfmod.core.paperdata import read_table
 from perfmod.measure.regions.skeleton import Skeleton
+from perfmod.measure.validity import clean_reduce
+from perfmod.models.compute import ComputeModelError
 from perfmod.studies.anger_skeleton_steps import (
     METHODS,
+    MIN_CLEAN_SIZES,
     app_spec,
+    clean_runs,
+    clean_training_frames,
     fit_region_models,
     measure_native,
     scale_out,
@@ -48,8 +60,9 @@ from perfmod.studies.anger_skeleton_steps import (
     training_frame,
 )
 from perfmod.studies.headline import headline_figures
+from perfmod.studies.records import FLAG_FIELDS, flag_variables, new_flags, provenance, record_drops, save_raw
 
-__all__ = ["run", "figures", "summary", "STUDY"]
+__all__ = ["run", "figures", "summary", "headline", "native_runs", "measured_runtimes", "STUDY"]
 
 STUDY = "anger_skeletons"
 _SOURCE = ("measurement: HPCCG-, MiniMD- and LULESH-like proxies (perfmod.measure.proxies) on this machine, their "
@@ -65,8 +78,8 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         skeleton_reps: int = 2, eiger_threshold: float = 1e-3,
         thresholds: Sequence[float] = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.3),
         scale_nprocs: Sequence[int] = (64, 256, 1024), hpccg_scale_size: int = 32, minimd_scale_size: int = 6,
-        platform: str = "summit", comm_model: str = "kmodel", speedup_method: str = "eiger",
-        clean_cpu_fraction: float = 0.8, raw_out: str = "", progress: bool = True) -> xr.Dataset:
+        platform: str = "summit", comm_model: str = "kmodel", speedup_method: str = "eiger", seed: int = 0,
+        raw_out: str = "", progress: bool = True) -> xr.Dataset:
     """Run the study and return its dataset (see the module docstring).
 
     Parameters
@@ -87,7 +100,7 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     nprocs : sequence of int
         Rank counts of the measured runs and of the validated skeletons.
     reps : int
-        Repetitions of each native run (the best is kept).
+        Repetitions of each native run (the best clean one is kept).
     skeleton_reps : int
         Repetitions of each skeleton run.
     eiger_threshold : float
@@ -105,10 +118,11 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         000 Tables 2-3; Summit places 6 ranks per node, one per GPU).
     speedup_method : str
         Method whose skeleton gives ``skeleton_speedup``.
-    clean_cpu_fraction : float
-        Runs whose lowest rank CPU time / wall time is below this are flagged ``interfered``.
+    seed : int
+        Seed of the native runs' interleaved order.
     raw_out : str
-        Directory for the region stores; empty: a temporary directory.
+        Directory for the raw files: the native runs (netCDF) and the region stores (SQLite); empty: the native
+        runs go to ``data/raw/<host>/`` and the region stores to a temporary directory.
     progress : bool
         Progress bars.
     """
@@ -123,8 +137,14 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
             raise ValueError(f"{a}: sizes {sorted(overlap)} are both training and held-out")
         if not train[a] or not test[a]:
             raise ValueError(f"{a}: give training and held-out sizes")
+        if len(set(train[a])) < MIN_CLEAN_SIZES:
+            raise ValueError(f"{a}: give at least {MIN_CLEAN_SIZES} training sizes, got {sorted(set(train[a]))}")
     if speedup_method not in METHODS:
         raise ValueError(f"speedup_method must be one of {METHODS}, not {speedup_method!r}")
+    params = dict(apps=apps, train=train, test=test, iterations=iters, nprocs=list(nprocs), reps=reps,
+                  skeleton_reps=skeleton_reps, eiger_threshold=eiger_threshold, thresholds=list(thresholds),
+                  scale_nprocs=list(scale_nprocs), scale_size=scale_size, platform=platform, comm_model=comm_model,
+                  speedup_method=speedup_method, seed=seed)
     nsize = max(len(train[a]) + len(test[a]) for a in apps)
     tmp = tempfile.TemporaryDirectory(prefix="anger_skeletons-") if not raw_out else None
     raw = Path(raw_out) if raw_out else Path(tmp.name)
@@ -135,53 +155,86 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         for a in apps:
             per_app.append(_one_app(a, sorted(train[a] + test[a]), set(test[a]), train[a], iters[a], list(nprocs),
                                     reps, skeleton_reps, eiger_threshold, list(thresholds), list(scale_nprocs),
-                                    scale_size[a], platform, comm_model, speedup_method, clean_cpu_fraction, nsize,
-                                    raw, bar))
+                                    scale_size[a], platform, comm_model, speedup_method, seed, nsize, raw, bar,
+                                    params, raw_out))
     finally:
         bar.close()
         if tmp is not None:
             tmp.cleanup()
-    ds = xr.concat([p[0] for p in per_app], dim="app", data_vars="all", coords="minimal", compat="override",
+    ds = xr.concat([p.app for p in per_app], dim="app", data_vars="all", coords="minimal", compat="override",
                    join="outer")
-    regions = xr.concat([p[1] for p in per_app], dim="region")
+    ds["interfered"] = ds["interfered"].fillna(False).astype(bool).assign_attrs(ds["interfered"].attrs)
+    regions = xr.concat([p.regions for p in per_app], dim="region")
     ds = xr.merge([ds, regions])
     if "hpccg" in apps:
-        ds = xr.merge([ds, per_app[apps.index("hpccg")][2]])
-    params = dict(apps=apps, train=train, test=test, iterations=iters, nprocs=list(nprocs), reps=reps,
-                  skeleton_reps=skeleton_reps, eiger_threshold=eiger_threshold, thresholds=list(thresholds),
-                  scale_nprocs=list(scale_nprocs), scale_size=scale_size, platform=platform, comm_model=comm_model,
-                  speedup_method=speedup_method, clean_cpu_fraction=clean_cpu_fraction)
-    ds.attrs.update(speedup_method=speedup_method, platform=platform, comm_model=comm_model,
-                    clean_cpu_fraction=clean_cpu_fraction)
-    return annotate(ds, STUDY, _SOURCE, params)
+        ds = xr.merge([ds, per_app[apps.index("hpccg")].sweep])
+    failed = [p.fit_status for p in per_app if p.fit_status.startswith("not fitted")]
+    if failed:
+        fitted = [a for a, p in zip(apps, per_app, strict=True) if not p.fit_status.startswith("not fitted")]
+        status = "not fitted: " + "; ".join(f.removeprefix("not fitted: ") for f in failed) + (
+            f" ({', '.join(fitted)} fitted: its predictions are in the dataset, left out of the headline)"
+            if fitted else "")
+    else:
+        status = f"fitted on the clean training runs ({', '.join(apps)})"
+    runs = pd.concat([p.runs for p in per_app], ignore_index=True)
+    record_drops(ds, xr.DataArray(runs["interfered"].to_numpy(bool), dims="run"),
+                 xr.DataArray(runs["oversubscribed"].to_numpy(bool), dims="run"),
+                 [m for p in per_app for m in p.missing], "native runs")
+    ds.attrs.update(speedup_method=speedup_method, platform=platform, comm_model=comm_model, fit_status=status)
+    return provenance(ds, STUDY, _SOURCE, params, [f for p in per_app for f in p.raw_files])
+
+
+@dataclass
+class _AppResult:
+    app: xr.Dataset
+    regions: xr.Dataset
+    sweep: xr.Dataset | None
+    runs: pd.DataFrame
+    missing: list[str]
+    fit_status: str
+    raw_files: list[str]
 
 
 def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int], iterations: int,
              nprocs: list[int], reps: int, skeleton_reps: int, eiger_threshold: float, thresholds: list[float],
              scale_nprocs: list[int], scale_size: int, platform: str, comm_model: str, speedup_method: str,
-             clean: float, nsize: int, raw: Path, bar: Any) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset | None]:
+             seed: int, nsize: int, raw: Path, bar: Any, params: dict, raw_out: str) -> _AppResult:
     spec = app_spec(app, iterations)
     store = raw / f"{app}-regions.sqlite"
-    runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s))
+    runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s), seed=seed)
+    native = native_runs(runs, app, sizes, nprocs, nsize, reps)
+    raw_files = [str(save_raw(native, STUDY, f"{app}-native", params, _SOURCE, raw_out))]
+    if raw_out:
+        raw_files.append(str(store))
     bar.update()
-    frames = {r: training_frame(store, r, spec.regions[r], train_sizes) for r in spec.regions}
-    models = {m: fit_region_models(frames, spec, m, eiger_threshold) for m in METHODS}
+    frames, fit_status = clean_training_frames(store, spec, train_sizes, runs)
+    models: dict[str, dict] | None = None
+    if not fit_status.startswith("not fitted"):
+        try:
+            models = {m: fit_region_models(frames, spec, m, eiger_threshold) for m in METHODS}
+        except ComputeModelError as err:  # too few clean points for a method: say so, report no figure
+            fit_status = f"not fitted: {app}: {err}"
     bar.update()
     shape = (nsize, len(nprocs), len(METHODS))
     pred = np.full(shape, np.nan)
     wall = np.full((nsize, len(METHODS)), np.nan)
     replay_wall = np.full((nsize, len(METHODS)), np.nan)
-    for i, s in enumerate(sizes):
-        for j, p in enumerate(nprocs):
-            for k, m in enumerate(METHODS):
-                res = skeleton_runtime(spec, s, p, models[m], platform, skeleton_reps, comm_model)
-                pred[i, j, k] = res.runtime
-                if p == 1:
-                    wall[i, k], replay_wall[i, k] = res.wall, res.replay_wall
+    if models is not None:
+        for i, s in enumerate(sizes):
+            for j, p in enumerate(nprocs):
+                for k, m in enumerate(METHODS):
+                    res = skeleton_runtime(spec, s, p, models[m], platform, skeleton_reps, comm_model)
+                    pred[i, j, k] = res.runtime
+                    if p == 1:
+                        wall[i, k], replay_wall[i, k] = res.wall, res.replay_wall
     bar.update()
-    app_ds = _app_dataset(app, spec, runs, sizes, held, nprocs, pred, wall, replay_wall, clean, nsize, models,
-                          frames, speedup_method)
-    scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model)
+    app_ds, missing = _app_dataset(app, spec, native, sizes, held, nprocs, pred, wall, replay_wall, nsize, models,
+                                   frames, speedup_method)
+    if models is not None:
+        scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model)
+    else:
+        scaled = pd.DataFrame({c: np.full(len(scale_nprocs), np.nan) for c in
+                               ("predicted", "lower", "upper", "skeleton_wall", "replay_wall", "events")})
     for q in ("predicted", "lower", "upper"):
         app_ds[f"scaled_runtime_{q}"] = (("app", "scale_nprocs"), scaled[q].to_numpy()[None], {
             "units": "s", "long_name": f"{q} runtime of the weak-scaling skeleton replayed on {platform}"
@@ -191,92 +244,158 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
                                       {"units": "s", "long_name": "real time running every virtual rank"})
     app_ds["scaled_replay_wall"] = (("app", "scale_nprocs"), scaled["replay_wall"].to_numpy()[None],
                                     {"units": "s", "long_name": "real time of the three replays"})
-    app_ds["scaled_events"] = (("app", "scale_nprocs"), scaled["events"].to_numpy()[None],
+    app_ds["scaled_events"] = (("app", "scale_nprocs"), scaled["events"].to_numpy(float)[None],
                                {"units": "1", "long_name": "events in the trace"})
     app_ds = app_ds.assign_coords(scale_nprocs=np.asarray(scale_nprocs))
     app_ds["scale_size_per_rank"] = ("app", [scale_size], {"units": "1",
                                                             "long_name": f"per-rank size: {spec.size_meaning}"})
     bar.update()
-    regions = _region_dataset(app, spec, store, sizes, nsize, models, frames)
+    regions = _region_dataset(app, spec, store, sizes, nsize, models, frames, clean_runs(runs))
     sweep = _threshold_sweep(spec, frames, models, app_ds, sizes, held, eiger_threshold, thresholds,
                              platform, comm_model) if app == "hpccg" else None
     bar.update()
-    return app_ds, regions, sweep
+    return _AppResult(app_ds, regions, sweep, runs, missing, fit_status, raw_files)
 
 
-def _app_dataset(app: str, spec: Any, runs: pd.DataFrame, sizes: list[int], held: set[int], nprocs: list[int],
-                 pred: np.ndarray, wall: np.ndarray, replay_wall: np.ndarray, clean: float, nsize: int,
-                 models: dict, frames: dict, speedup_method: str) -> xr.Dataset:
-    reps = int(runs["rep"].max()) + 1
-    t = np.full((nsize, len(nprocs), reps), np.nan)
-    cpu = np.full_like(t, np.nan)
-    cpu_t = np.full_like(t, np.nan)
-    for row in runs.itertuples():
-        i, j = sizes.index(row.size), nprocs.index(row.nprocs)
-        t[i, j, row.rep], cpu[i, j, row.rep], cpu_t[i, j, row.rep] = row.time, row.cpu_fraction, row.cpu_time
-    interfered = cpu < clean
-    clean_t = np.where(interfered, np.nan, t)
-    best_clean = np.min(np.where(np.isfinite(clean_t), clean_t, np.inf), axis=2)
-    best_any = np.min(np.where(np.isfinite(t), t, np.inf), axis=2)
-    best = np.where(np.isfinite(best_clean), best_clean, best_any)
-    best[~np.isfinite(best)] = np.nan
-    has_clean = np.any(~interfered & np.isfinite(t), axis=2)
+_NATIVE_META = {
+    "native_time": ("s", "native runtime of each repetition (timed section, slowest rank; interfered runs kept "
+                         "for the record)"),
+    "native_cpu_time": ("s", "CPU time of each repetition's timed section (largest over ranks)"),
+    "cpu_fraction": ("1", "lowest rank's CPU time / wall time of the run (recorded; the probe decides interfered)"),
+    "run_index": ("1", "position of the run in the interleaved run order (-1: not run)"),
+}
+
+
+def native_runs(runs: pd.DataFrame, app: str, sizes: Sequence[int], nprocs: Sequence[int], nsize: int,
+                reps: int) -> xr.Dataset:
+    """The native runs of one app over (size, nprocs, rep), with their probe flags.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Rows of :func:`~.anger_skeleton_steps.measure_native` (``size``,
+        ``nprocs``, ``rep``, ``order``, ``time``, ``cpu_time``,
+        ``cpu_fraction``, ``oversubscribed`` and the flag fields).
+    app : str
+        The proxy.
+    sizes, nprocs : sequence of int
+        The design (``sizes`` sorted; index ``i`` of the ``size`` dimension is ``sizes[i]``).
+    nsize : int
+        Length of the ``size`` dimension (the largest design of the study's apps; the rest is padding).
+    reps : int
+        Repetitions.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``native_time``, ``native_cpu_time``, ``cpu_fraction``, ``run_index`` and the flags of
+        :data:`perfmod.studies.records.FLAG_FIELDS` over ``(size, nprocs, rep)``, the
+        coordinates ``problem_size`` (size) and ``oversubscribed`` (nprocs), attribute ``app``.
+    """
+    sizes, nprocs = [int(s) for s in sizes], [int(p) for p in nprocs]
+    shape = (nsize, len(nprocs), reps)
+    vals = {k: np.full(shape, np.nan) for k in _NATIVE_META}
+    vals["run_index"] = np.full(shape, -1.0)
+    flags = new_flags(shape)
+    over = np.zeros(len(nprocs), bool)
+    for row in runs.itertuples(index=False):
+        idx = (sizes.index(int(row.size)), nprocs.index(int(row.nprocs)), int(row.rep))
+        vals["native_time"][idx], vals["native_cpu_time"][idx] = row.time, row.cpu_time
+        vals["cpu_fraction"][idx] = row.cpu_fraction
+        vals["run_index"][idx] = getattr(row, "order", -1)
+        for f in FLAG_FIELDS:
+            flags[f][idx] = getattr(row, f)
+        over[idx[1]] |= bool(getattr(row, "oversubscribed", False))
     size_vals = np.full(nsize, np.nan)
     size_vals[:len(sizes)] = sizes
+    dims = ("size", "nprocs", "rep")
+    data = {k: (dims, vals[k], {"units": u, "long_name": ln}) for k, (u, ln) in _NATIVE_META.items()}
+    return xr.Dataset(data | flag_variables(flags, dims),
+                      coords={"size": np.arange(nsize), "nprocs": np.asarray(nprocs), "rep": np.arange(reps),
+                              "problem_size": ("size", size_vals, {"units": "1", "long_name": "problem size"}),
+                              "oversubscribed": ("nprocs", over, {"units": "1", "long_name": "more ranks than "
+                                                                  "cores"})},
+                      attrs={"app": app})
+
+
+def measured_runtimes(native: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
+    """Best clean repetition of each (size, nprocs): runtime and CPU time, NaN where no repetition was clean.
+
+    Parameters
+    ----------
+    native : xarray.Dataset
+        :func:`native_runs` of one app.
+
+    Returns
+    -------
+    (xarray.Dataset, list of str)
+        ``runtime`` and ``cpu_time`` (s) and ``clean`` (a repetition ran clean)
+        over (size, nprocs); oversubscribed rank counts are NaN (not scored:
+        the skeleton runs one rank per core); and the configurations of the
+        design with no clean run, as ``"app=hpccg, size=48, nprocs=2"``.
+    """
+    real = native.problem_size.notnull().values
+    bad = native.interfered | native.oversubscribed
+    sub = native.isel(size=np.flatnonzero(real)).assign_coords(size=native.problem_size.values[real].astype(int))
+    _, missing = clean_reduce(sub.native_time, sub.interfered, "rep", "min")
+    out = xr.Dataset({"runtime": clean_reduce(native.native_time, bad, "rep", "min")[0],
+                      "cpu_time": clean_reduce(native.native_cpu_time, bad, "rep", "min")[0]})
+    out["clean"] = out.runtime.notnull()
+    return out, [f"app={native.attrs.get('app', '')}, {m}" for m in missing]
+
+
+def _app_dataset(app: str, spec: Any, native: xr.Dataset, sizes: list[int], held: set[int], nprocs: list[int],
+                 pred: np.ndarray, wall: np.ndarray, replay_wall: np.ndarray, nsize: int, models: dict | None,
+                 frames: dict, speedup_method: str) -> tuple[xr.Dataset, list[str]]:
+    best_ds, missing = measured_runtimes(native)
+    best, best_cpu = best_ds.runtime.values, best_ds.cpu_time.values
     held_out = np.zeros(nsize, bool)
     held_out[:len(sizes)] = [s in held for s in sizes]
     meas = np.broadcast_to(best[:, :, None], pred.shape)
-    best_cpu = np.min(np.where(np.isfinite(cpu_t), cpu_t, np.inf), axis=2)
-    best_cpu[~np.isfinite(best_cpu)] = np.nan
     meas_cpu = np.broadcast_to(best_cpu[:, :, None], pred.shape)
     k = METHODS.index(speedup_method)
-    eval_cost = {m: _eval_cost(models[m], frames) for m in METHODS}
+    eval_cost = {m: _eval_cost(models[m], frames) if models else np.nan for m in METHODS}
     dims3 = ("size", "nprocs", "method")
     ds = xr.Dataset(
         {
             "runtime_measured": (dims3, meas.copy(), {"units": "s", "long_name": "native runtime (timed section, "
-                                 "slowest rank; best clean repetition, else best repetition)"}),
+                                 "slowest rank; best clean repetition, NaN where none was clean)"}),
             "runtime_predicted": (dims3, pred, {"units": "s", "long_name": "skeleton runtime: model-mode run "
-                                  "replayed (timed section)"}),
+                                  "replayed (timed section); NaN where not fitted"}),
             "runtime_error": (dims3, (pred - meas) / meas, {"units": "1", "long_name": "relative error of the "
                               "skeleton runtime: (predicted - measured) / measured"}),
             "runtime_cpu_measured": (dims3, meas_cpu.copy(), {"units": "s", "long_name": "CPU time of the native "
-                                     "timed section (largest over ranks; best repetition): a load-robust stand-in "
-                                     "for the undisturbed runtime, not a wall time"}),
+                                     "timed section (largest over ranks; best clean repetition): a load-robust "
+                                     "stand-in for the undisturbed runtime, not a wall time"}),
             "runtime_cpu_error": (dims3, (pred - meas_cpu) / meas_cpu, {"units": "1", "long_name": "relative error "
                                   "of the skeleton runtime against the native CPU time"}),
-            "native_cpu_time": (("size", "nprocs", "rep"), cpu_t, {"units": "s", "long_name": "CPU time of each "
-                                "repetition's timed section (largest over ranks)"}),
-            "native_time": (("size", "nprocs", "rep"), t, {"units": "s", "long_name": "native runtime of each "
-                            "repetition (timed section, slowest rank)"}),
-            "cpu_fraction": (("size", "nprocs", "rep"), cpu, {"units": "1", "long_name": "lowest rank's CPU time "
-                             "/ wall time of the run"}),
-            "interfered": (("size", "nprocs", "rep"), interfered, {"units": "1", "long_name": "CPU fraction below "
-                           "the clean threshold (descheduled by other load)"}),
-            "measured_clean": (("size", "nprocs"), has_clean, {"units": "1", "long_name": "a repetition ran "
-                               "without interference"}),
+            "measured_clean": (("size", "nprocs"), best_ds.clean.values, {"units": "1", "long_name": "a "
+                               "repetition ran without interference"}),
             "held_out": ("size", held_out, {"units": "1", "long_name": "size not used for training"}),
-            "problem_size": ("size", size_vals, {"units": "1", "long_name": "problem size (HPCCG: local block "
-                             "edge n, n^3 rows per rank; MiniMD: FCC cells per box edge, 4 size^3 atoms; LULESH: "
-                             "elements per mesh edge, size^3 elements)"}),
             "skeleton_wall": (("size", "method"), wall, {"units": "s", "long_name": "real time of the skeleton's "
                               "timed section on 1 rank (model evaluation included)"}),
             "replay_wall": (("size", "method"), replay_wall, {"units": "s", "long_name": "real time of replaying "
                             "the 1-rank skeleton trace"}),
             "skeleton_speedup": ("size", best[:, nprocs.index(1)] / wall[:, k] if 1 in nprocs
                                  else np.full(nsize, np.nan),
-                                 {"units": "1", "long_name": f"native runtime / skeleton wall time on 1 rank "
-                                  f"({speedup_method} models)"}),
+                                 {"units": "1", "long_name": f"native runtime (best clean repetition) / skeleton "
+                                  f"wall time on 1 rank ({speedup_method} models)"}),
             "model_eval_time": ("method", np.array([eval_cost[m] for m in METHODS]),
                                 {"units": "s", "long_name": "real time of one uncached model evaluation "
                                  "(mean over the regions' training points)"}),
-            "model_terms": ("method", np.array([_terms(models[m]) for m in METHODS]),
+            "model_terms": ("method", np.array([_terms(models[m]) if models else np.nan for m in METHODS]),
                             {"units": "1", "long_name": "mean number of terms per region model"}),
         },
-        coords={"size": np.arange(nsize), "nprocs": np.asarray(nprocs), "method": list(METHODS),
-                "rep": np.arange(reps)},
+        coords={"method": list(METHODS)},
     )
-    return ds.expand_dims(app=[app])
+    ds = xr.merge([native.drop_vars("problem_size").reset_coords("oversubscribed"), ds])
+    ds["oversubscribed"] = ds["oversubscribed"].assign_attrs(units="1", long_name="more ranks than cores")
+    ds["problem_size"] = ("size", native.problem_size.values, {
+        "units": "1", "long_name": "problem size (HPCCG: local block edge n, n^3 rows per rank; MiniMD: FCC "
+                                   "cells per box edge, 4 size^3 atoms; LULESH: elements per mesh edge, size^3 "
+                                   "elements)"})
+    ds.attrs = {}
+    return ds.expand_dims(app=[app]), missing
 
 
 def _terms(models: dict) -> float:
@@ -289,33 +408,40 @@ def _eval_cost(models: dict, frames: dict) -> float:
     sk = Skeleton("model", models, cache=False, interval=None)
     n, t0 = 0, time.perf_counter()
     for region, frame in frames.items():
-        for _, row in frame.drop_duplicates(subset=[c for c in frame.columns if c not in ("time", "size")]
+        for _, row in frame.drop_duplicates(subset=[c for c in frame.columns if c not in ("time", "size", "rep")]
                                             ).head(5).iterrows():
             sk.predict(region, row.to_dict())
             n += 1
     return (time.perf_counter() - t0) / max(n, 1)
 
 
-def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: int, models: dict,
-                    frames: dict) -> xr.Dataset:
-    """Figure 6 data: per region, median call time per size (1 rank) and each method's fit."""
+def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: int, models: dict | None,
+                    frames: dict, clean: pd.DataFrame) -> xr.Dataset:
+    """Figure 6 data: per region, median call time per size (1 rank, clean runs) and each method's fit.
+
+    ``models`` None (not fitted): the predictions and fit statistics are NaN.
+    """
     names = [f"{app}.{r}" for r in spec.regions]
     meas = np.full((len(names), nsize), np.nan)
     predicted = np.full((len(names), nsize, len(METHODS)), np.nan)
     r2 = np.full((len(names), len(METHODS)), np.nan)
     err = np.full_like(r2, np.nan)
     for i, region in enumerate(spec.regions):
-        allf = training_frame(store, region, spec.regions[region])
+        allf = training_frame(store, region, spec.regions[region], runs=clean)
         one = allf[allf["nprocs"] == 1]
         for j, s in enumerate(sizes):
             rows = one[one["size"] == s]
             if len(rows):
                 meas[i, j] = rows["time"].median()
+                if models is None:
+                    continue
                 point = rows[list(spec.regions[region])].median().to_frame().T
                 for k, m in enumerate(METHODS):
                     model = models[m][region]
                     predicted[i, j, k] = float(model.predict(point[model.parameters]).predicted[0])
         fr = frames[region]
+        if models is None or fr.empty:
+            continue
         y = fr["time"].to_numpy()
         for k, m in enumerate(METHODS):
             model = models[m][region]
@@ -325,7 +451,7 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
     return xr.Dataset(
         {
             "region_time_measured": (("region", "size"), meas, {"units": "s", "long_name": "median time per "
-                                     "region call on 1 rank"}),
+                                     "region call on 1 rank (clean runs only; NaN where none was clean)"}),
             "region_time_predicted": (("region", "size", "method"), predicted, {"units": "s", "long_name":
                                       "model's time per call at the median parameters of that size"}),
             "region_r2": (("region", "method"), r2, {"units": "1", "long_name": "R^2 of the fit on the training "
@@ -338,30 +464,37 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
     )
 
 
-def _threshold_sweep(spec: Any, frames: dict, models: dict, app_ds: xr.Dataset, sizes: list[int], held: set[int],
-                     eiger_threshold: float, thresholds: list[float], platform: str, comm_model: str
+def _threshold_sweep(spec: Any, frames: dict, models: dict | None, app_ds: xr.Dataset, sizes: list[int],
+                     held: set[int], eiger_threshold: float, thresholds: list[float], platform: str, comm_model: str
                      ) -> xr.Dataset:
-    """Figure 7 data: Eiger's threshold vs mean terms and held-out 1-rank skeleton error (HPCCG)."""
+    """Figure 7 data: Eiger's threshold vs mean terms and held-out 1-rank skeleton error (HPCCG); NaN if not fitted.
+
+    The error is over the held-out sizes with a clean measurement (NaN when none has one).
+    """
     meas = app_ds.runtime_measured.isel(app=0).sel({"nprocs": 1, "method": "eiger"}).values
-    idx = [i for i, s in enumerate(sizes) if s in held]
+    idx = [i for i, s in enumerate(sizes) if s in held and np.isfinite(meas[i])]
     terms, error = [], []
-    for th in thresholds:
+    for th in thresholds if models is not None else ():
         mods = fit_region_models(frames, spec, "eiger", th)
         terms.append(_terms(mods))
         errs = [abs(skeleton_runtime(spec, sizes[i], 1, mods, platform, 1, comm_model).runtime / meas[i] - 1)
                 for i in idx]
-        error.append(float(np.mean(errs)))
+        error.append(float(np.mean(errs)) if errs else np.nan)
+    if models is None:
+        terms, error = [np.nan] * len(thresholds), [np.nan] * len(thresholds)
     cv_err = app_ds.runtime_error.isel(app=0).sel({"nprocs": 1, "method": "perfmod"}).values[idx]
     return xr.Dataset(
         {
             "threshold_terms": ("threshold", np.asarray(terms), {"units": "1", "long_name": "mean terms per HPCCG "
                                 "region model (Eiger mode)"}),
             "threshold_error": ("threshold", np.asarray(error), {"units": "1", "long_name": "mean |relative error| "
-                                "of the 1-rank HPCCG skeleton on the held-out sizes (Eiger mode)"}),
-            "cv_terms": ((), _terms(models["perfmod"]), {"units": "1", "long_name": "mean terms per HPCCG region "
-                         "model, perfmod mode (cross-validated stopping)"}),
-            "cv_error": ((), float(np.mean(np.abs(cv_err))), {"units": "1", "long_name": "mean |relative error| of "
-                         "the perfmod-mode 1-rank HPCCG skeleton on the held-out sizes"}),
+                                "of the 1-rank HPCCG skeleton on the held-out sizes with a clean measurement (Eiger "
+                                "mode)"}),
+            "cv_terms": ((), _terms(models["perfmod"]) if models else np.nan, {"units": "1", "long_name": "mean "
+                         "terms per HPCCG region model, perfmod mode (cross-validated stopping)"}),
+            "cv_error": ((), float(np.mean(np.abs(cv_err))) if len(cv_err) else np.nan, {
+                "units": "1", "long_name": "mean |relative error| of the perfmod-mode 1-rank HPCCG skeleton on the "
+                                           "held-out sizes with a clean measurement"}),
         },
         coords={"threshold": np.asarray(thresholds, dtype=float)},
         attrs={"eiger_threshold": eiger_threshold},
@@ -371,15 +504,14 @@ def _threshold_sweep(spec: Any, frames: dict, models: dict, app_ds: xr.Dataset, 
 def summary(ds: xr.Dataset) -> pd.DataFrame:
     """Mean absolute runtime error on held-out sizes per app and method, beside the paper's means.
 
-    Rows ``(points, app)``: ``points`` is ``clean`` (measurements with a repetition that ran
-    without interference), ``all``, or ``all, vs CPU time`` (against the native run's CPU time,
-    which load on the machine inflates much less than its wall time); the count of points is
-    in the ``n`` column.
+    Rows ``(points, app)``: ``points`` is ``clean`` (the best clean repetition's runtime;
+    sizes without a clean repetition are left out) or ``clean, vs CPU time`` (against that
+    run's CPU time, which load on the machine inflates much less than its wall time); the
+    count of points is in the ``n`` column.  Errors are NaN where the models were not fitted.
     """
     rows = {}
-    for label, mask, var in (("clean", ds.held_out & ds.measured_clean, "runtime_error"),
-                             ("all", ds.held_out, "runtime_error"),
-                             ("all, vs CPU time", ds.held_out, "runtime_cpu_error")):
+    for label, var in (("clean", "runtime_error"), ("clean, vs CPU time", "runtime_cpu_error")):
+        mask = ds.held_out & ds.measured_clean
         sub = np.abs(ds[var]).where(mask)
         for app in [*map(str, ds.app.values), "all"]:
             s = sub if app == "all" else sub.sel(app=app)
@@ -397,7 +529,7 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     """The study's headline figures (:mod:`perfmod.studies.headline`): skeleton error per method, and the speedup.
 
     The mean absolute relative error of the whole-application skeleton runtime on the
-    held-out sizes with a clean measurement, both proxies, per method (the
+    held-out sizes with a clean measurement, every proxy run, per method (the
     ``("clean", "all")`` row of :func:`summary`; Figure 8: the paper's 6.08 % for
     eiger, 9.17 % for loop), and the mean skeleton speedup over every measured size
     (Figure 9: 12.5); NaN when nothing was fitted; then the run counts.
@@ -413,14 +545,20 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
 
 
 def figures(ds: xr.Dataset) -> dict[str, Any]:
-    """Figures 6-9 counterparts and the scale-out replay, with the paper's numbers beside them."""
+    """Figures 6-9 counterparts and the scale-out replay, with the paper's numbers beside them.
+
+    Figures 7, 9 and the scale-out replay draw model results only: they are left out when nothing was
+    fitted (``fit_status``), and Figures 6 and 8 then show the measured half alone.
+    """
     from perfmod.viz import skeletons as viz
 
     paper = read_table("anger_results")
     figs = {"fig6_region_fit": viz.plot_region_fit(ds, paper),
-            "fig8_skeleton_error": viz.plot_skeleton_error(ds, paper),
-            "fig9_speedup": viz.plot_speedup(ds, paper),
-            "scale_out": viz.plot_scale_out(ds)}
-    if "threshold" in ds.dims:
+            "fig8_skeleton_error": viz.plot_skeleton_error(ds, paper)}
+    if bool(np.isfinite(ds.skeleton_speedup).any()):
+        figs["fig9_speedup"] = viz.plot_speedup(ds, paper)
+    if bool(np.isfinite(ds.scaled_runtime_predicted).any()):
+        figs["scale_out"] = viz.plot_scale_out(ds)
+    if "threshold" in ds.dims and bool(np.isfinite(ds.threshold_terms).any()):
         figs["fig7_threshold"] = viz.plot_threshold(ds)
     return figs

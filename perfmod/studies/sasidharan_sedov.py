@@ -206,7 +206,7 @@ def _validate(ds: xr.Dataset, name: str, model: Any, test: pd.DataFrame, columns
 def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22, 22, 22), (27, 27, 27), (32, 32, 32)),
         test_sizes: Sequence[Sequence[int]] = ((15, 15, 15), (20, 20, 20), (25, 25, 25), (30, 30, 30)),
         train_chunks: Sequence[int] = (1, 4, 16), test_chunks: Sequence[int] = (2, 8),
-        node_axes: Sequence[str] = ("z", "x"), workers: int = 2, reps: int = 3, test_reps: int = 1,
+        node_axes: Sequence[str] = ("z", "x"), workers: int = 2, reps: int = 2, test_reps: int = 1,
         iterations: int = 20, holdout_seed: int = 0, response: str = "t_iter", distributed: bool = True,
         mpi_train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (16, 16, 16), (20, 20, 20), (24, 24, 24)),
         mpi_test_sizes: Sequence[Sequence[int]] = ((14, 14, 14), (22, 22, 22)), mpi_nprocs: Sequence[int] = (1, 2),

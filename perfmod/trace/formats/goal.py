@@ -42,6 +42,10 @@ convention of LogGOPSim's Schedgen2) and collective messages the tag
 GOAL has no communicator contexts: a receive with ``MPI_ANY_TAG`` can match a
 collective's message in a simulator if one from the same source is already
 there, where MPI would not.
+
+The graph is built by compiled code (:mod:`perfmod.trace.formats.goal_graph`,
+shared with the ``loggp`` replay) and formatted to bytes there too, so
+writing is linear in the operations written.
 """
 
 from __future__ import annotations
@@ -50,7 +54,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,246 +61,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from perfmod.core.io import atomic_path
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
-from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
+from perfmod.trace.core import Trace, TraceError
+from perfmod.trace.formats.goal_graph import (
+    COLLECTIVE_TAG,
+    LINE_BYTES,
+    RANK_BYTES,
+    REQUIRES_BYTES,
+    collective_rounds,
+    format_ranks,
+    op_graph,
+)
+from perfmod.trace.formats.textio import FormatError, numbered_lines
 from perfmod.trace.requests import resolve_requests
 
 __all__ = ["COLLECTIVE_TAG", "GoalOp", "GoalSchedule", "collective_rounds", "read_goal", "write_goal"]
 
-COLLECTIVE_TAG = 1_000_000_000  #: tag base of the messages a collective is expanded into
-
-_P2P = {Call.SEND: "send", Call.SSEND: "send", Call.RECV: "recv"}
-_NONBLOCKING = {Call.ISEND: "send", Call.ISSEND: "send", Call.IRECV: "recv"}
-_WAITS = (Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TEST, Call.TESTALL, Call.TESTANY,
-          Call.TESTSOME)
-
-
-def _binomial_bcast(v: int, p: int) -> list[list[tuple[str, int]]]:
-    rounds: list[list[tuple[str, int]]] = []
-    mask = 1
-    while mask < p:
-        if v & mask:
-            rounds.append([("recv", v - mask)])
-            break
-        mask <<= 1
-    mask >>= 1
-    while mask > 0:
-        if v + mask < p:
-            rounds.append([("send", v + mask)])
-        mask >>= 1
-    return rounds
-
-
-def _binomial_reduce(v: int, p: int) -> list[list[tuple[str, int]]]:
-    rounds: list[list[tuple[str, int]]] = []
-    mask = 1
-    while mask < p:
-        if v & mask:
-            rounds.append([("send", v - mask)])
-            break
-        if v + mask < p:
-            rounds.append([("recv", v + mask)])
-        mask <<= 1
-    return rounds
-
-
-def _recursive_doubling(v: int, p: int) -> list[list[tuple[str, int]]]:
-    pof2 = 1 << (p.bit_length() - 1)
-    rem = p - pof2
-    rounds: list[list[tuple[str, int]]] = []
-    if v < 2 * rem:
-        if v % 2 == 0:
-            return [[("send", v + 1)], [("recv", v + 1)]]
-        rounds.append([("recv", v - 1)])
-        new = v // 2
-    else:
-        new = v - rem
-    mask = 1
-    while mask < pof2:
-        nd = new ^ mask
-        dst = nd * 2 + 1 if nd < rem else nd + rem
-        rounds.append([("send", dst), ("recv", dst)])
-        mask <<= 1
-    if v < 2 * rem:
-        rounds.append([("send", v - 1)])
-    return rounds
-
-
-def collective_rounds(call: int, v: int, p: int, root: int = 0) -> list[list[tuple[str, int]]]:
-    """Rounds of point-to-point operations of rank ``v`` (of ``p``) in a collective.
-
-    Each round is a list of ``("send" | "recv", peer)`` posted together;
-    a round requires the previous one.  Peers are ranks in the
-    communicator.  Message sizes are the caller's (see :func:`write_goal`).
-    """
-    c = Call(call)
-    rel = (v - root) % p
-    unrel = lambda rounds: [[(k, (x + root) % p) for k, x in rnd] for rnd in rounds]  # noqa: E731
-    if p == 1:
-        return []
-    if c == Call.BARRIER:
-        return [[("send", (v + (1 << k)) % p), ("recv", (v - (1 << k)) % p)] for k in range((p - 1).bit_length())]
-    if c == Call.BCAST:
-        return unrel(_binomial_bcast(rel, p))
-    if c == Call.REDUCE:
-        return unrel(_binomial_reduce(rel, p))
-    if c == Call.ALLREDUCE:
-        return _recursive_doubling(v, p)
-    if c == Call.ALLGATHER:
-        return [[("send", (v + 1) % p), ("recv", (v - 1) % p)] for _ in range(p - 1)]
-    if c in (Call.ALLTOALL, Call.ALLTOALLV):
-        return [[op for k in range(1, p) for op in (("send", (v + k) % p), ("recv", (v - k) % p))]]
-    if c == Call.GATHER:
-        return [[("recv", r) for r in range(p) if r != v]] if v == root else [[("send", root)]]
-    if c == Call.SCATTER:
-        return [[("send", r) for r in range(p) if r != v]] if v == root else [[("recv", root)]]
-    raise ValueError(f"no GOAL expansion for {c.name}")
-
-
-class _WorldRanks:
-    """Rank in a communicator -> world rank (negative wildcards pass through), and back."""
-
-    def __init__(self, members: np.ndarray) -> None:
-        self.members = members
-        self._world = members.tolist()
-        self._pos: dict[int, int] | None = None
-
-    def __call__(self, x: int) -> int:
-        return x if x < 0 else self._world[x]
-
-    def position(self, world_rank: int) -> int:
-        """Rank in the communicator of ``world_rank``."""
-        if self._pos is None:
-            self._pos = {w: k for k, w in enumerate(self._world)}
-        return self._pos[world_rank]
-
-
-class _Comms(dict):
-    """Communicator id -> :class:`_WorldRanks`, made once per communicator."""
-
-    def __init__(self, trace: Trace) -> None:
-        super().__init__()
-        self.trace = trace
-
-    def __missing__(self, comm: int) -> _WorldRanks:
-        self[comm] = value = _WorldRanks(self.trace.comm_ranks(comm))
-        return value
-
-
-class _RankWriter:
-    def __init__(self, rank: int, unit: float) -> None:
-        self.rank, self.unit = rank, unit
-        self.lines: list[str] = []
-        self.n = 0
-        self.frontier: list[str] = []
-
-    def op(self, text: str, deps: list[str]) -> str:
-        self.n += 1
-        label = f"l{self.n}"
-        self.lines.append(f"{label}: {text}")
-        if deps:
-            self.lines += [f"{label} requires {d}" for d in deps]
-        return label
-
-    def join(self) -> list[str]:
-        if len(self.frontier) > 1:
-            self.frontier = [self.op("calc 0", self.frontier)]
-        return self.frontier
-
-    def calc(self, seconds: float) -> None:
-        units = int(round(seconds / self.unit))
-        if units > 0:
-            self.frontier = [self.op(f"calc {units}", self.join())]
-
-    def round(self, texts: list[str]) -> None:
-        deps = self.join()
-        if texts:
-            self.frontier = [self.op(t, deps) for t in texts]
-
-
-def _msg(kind: str, nbytes: int, peer: int, tag: int) -> str:
-    if kind == "send":
-        return f"send {nbytes}b to {peer} tag {tag}"
-    return f"recv {nbytes}b from {-1 if peer == ANY_SOURCE else peer} tag {-1 if tag == ANY_TAG else tag}"
-
-
-_KIND = {int(k): v for k, v in (_P2P | _NONBLOCKING).items()}
-_BLOCKING = frozenset(int(k) for k in _P2P)
-_WAIT_CODES = frozenset(int(k) for k in _WAITS)
-_ROOTED = frozenset(int(k) for k in (Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER))
-_EXPANDED = frozenset(int(k) for k in (Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATHER,
-                                       Call.ALLTOALL, Call.ALLTOALLV, Call.GATHER, Call.SCATTER))
-
-
-@lru_cache(maxsize=65536)
-def _rounds(call: int, v: int, p: int, root: int) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """:func:`collective_rounds`, cached (every iteration of a rank repeats the same collectives)."""
-    return tuple(tuple(rnd) for rnd in collective_rounds(call, v, p, root))
-
-
-def _rank_schedule(trace: Trace, r: int, reqs, a2av: dict[int, list[int]], unit: float,
-                   comms: _Comms) -> list[str]:
-    """The GOAL lines of rank ``r``'s block (one pass over its events, Python lists, no per-event NumPy)."""
-    w = _RankWriter(r, unit)
-    pending: dict[int, str] = {}
-    sl = trace.rank_events(r)
-    a, b = sl.start, sl.stop
-    calls, cms, tags = trace.call[sl].tolist(), trace.comm[sl].tolist(), trace.tag[sl].tolist()
-    nbs, peers, comp = trace.nbytes[sl].tolist(), trace.peer[sl].tolist(), trace.compute[sl].tolist()
-    ref = reqs.ref_ptr[a:b + 1].tolist()
-    created = reqs.created[ref[0]:ref[-1]].tolist() if b > a else []
-    for j in range(b - a):
-        i = a + j
-        c, comm = calls[j], cms[j]
-        if comp[j] > 0:
-            w.calc(comp[j])
-        world = comms[comm]
-        tag = tags[j]
-        tag = tag if comm == 0 or tag == ANY_TAG else tag * 1000 + comm
-        nb, peer = nbs[j], peers[j]
-        kind = _KIND.get(c)
-        if kind is not None:
-            if peer == PROC_NULL:
-                continue
-            if kind == "send":
-                text = f"send {nb}b to {world(peer)} tag {tag}"
-            else:
-                src = -1 if peer == ANY_SOURCE else world(peer)
-                text = f"recv {nb}b from {src} tag {-1 if tag == ANY_TAG else tag}"
-            if c in _BLOCKING:
-                w.round([text])
-            else:
-                pending[i] = w.op(text, w.join())
-        elif c in _WAIT_CODES:
-            done = [pending.pop(x) for x in created[ref[j] - ref[0]:ref[j + 1] - ref[0]] if x in pending]
-            w.frontier = w.frontier + done
-        elif c == Call.SENDRECV:
-            src, rb, rt = (int(x) for x in trace.aux_of(i))
-            rt = rt if comm == 0 or rt == ANY_TAG else rt * 1000 + comm
-            texts = ([_msg("send", nb, world(peer), tag)] if peer != PROC_NULL else []) + (
-                [_msg("recv", rb, world(src), rt)] if src != PROC_NULL else [])
-            w.round(texts)
-        elif c == Call.REDUCE_SCATTER:
-            v, p = world.position(r), len(world.members)
-            ctag = COLLECTIVE_TAG + comm
-            for call, size in ((Call.REDUCE, nb), (Call.SCATTER, -(-nb // p))):
-                for rnd in _rounds(int(call), v, p, 0):
-                    w.round([_msg(k, size, world(x), ctag) for k, x in rnd])
-        elif c in _EXPANDED:
-            v, p = world.position(r), len(world.members)
-            ctag = COLLECTIVE_TAG + comm
-            root = peer if c in _ROOTED else 0
-            sizes = trace.aux_of(i).tolist() if c == Call.ALLTOALLV else None
-            for rnd in _rounds(c, v, p, root):
-                texts = []
-                for k, x in rnd:
-                    if sizes is not None:
-                        size = sizes[x] if k == "send" else a2av[i][x]
-                    else:
-                        size = 0 if c == Call.BARRIER else nb
-                    texts.append(_msg(k, size, world(x), ctag))
-                w.round(texts)
-    return w.lines
+_CHUNK_BYTES = 1 << 25  #: bytes formatted at a time
 
 
 def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, progress: bool = False) -> Path:
@@ -321,17 +100,31 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, p
     """
     if time_unit <= 0:
         raise ValueError(f"time_unit must be > 0 s, got {time_unit!r}")
-    reqs = resolve_requests(trace)
-    a2av = alltoallv_recv_bytes(trace)
-    comms = _Comms(trace)
-    out = [f"// GOAL schedule written by perfmod from {trace.source or 'a trace'}: calc in units of "
-           f"{time_unit!r} s, sizes in bytes", f"num_ranks {trace.nprocs}", ""]
-    with gc_paused():
-        for r in tqdm(range(trace.nprocs), desc="GOAL ranks", disable=not progress):
-            out += [f"rank {r} {{", *_rank_schedule(trace, r, reqs, a2av, time_unit, comms), "}", ""]
+    comp = np.asarray(trace.compute, dtype=np.float64)
+    positive = comp > 0
+    units = np.where(positive, np.rint(np.where(positive, comp, 0.0) / time_unit), 0).astype(np.int64)
+    g = op_graph(trace, resolve_requests(trace), units)
+    head = (f"// GOAL schedule written by perfmod from {trace.source or 'a trace'}: calc in units of "
+            f"{time_unit!r} s, sizes in bytes\nnum_ranks {trace.nprocs}\n")
+    nodes = np.diff(g.rank_ptr)
+    deps = np.diff(g.pred_ptr[g.rank_ptr])
+    room = np.zeros(trace.nprocs + 1, dtype=np.int64)
+    np.cumsum(LINE_BYTES * nodes + REQUIRES_BYTES * deps + RANK_BYTES, out=room[1:])
+    buf = np.empty(_CHUNK_BYTES, dtype=np.uint8)
     dest = Path(path)
-    with atomic_path(dest) as tmp:
-        tmp.write_text("\n".join(out))
+    with atomic_path(dest) as tmp, open(tmp, "w") as f, \
+            tqdm(total=trace.nprocs, desc="GOAL ranks", disable=not progress) as bar:
+        f.write(head)
+        f.flush()
+        r = 0
+        while r < trace.nprocs:
+            r1 = max(r + 1, int(np.searchsorted(room, room[r] + _CHUNK_BYTES, side="right")) - 1)
+            if room[r1] - room[r] > buf.size:
+                buf = np.empty(int(room[r1] - room[r]), dtype=np.uint8)
+            n = format_ranks(r, r1, g.rank_ptr, g.kind, g.size, g.peer, g.tag, g.pred_ptr, g.pred, buf)
+            f.buffer.write(buf[:n].data)
+            bar.update(r1 - r)
+            r = r1
     return dest
 
 

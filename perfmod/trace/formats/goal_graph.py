@@ -1,0 +1,540 @@
+"""A trace as GOAL's operation graph, built by compiled code: what ``write_goal`` writes and ``loggp`` replays.
+
+Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2, §3.2.  The rules
+are those of :mod:`perfmod.trace.formats.goal` (its module docstring states
+them): per rank a *frontier* of the operations the next blocking step waits
+for, ``calc`` nodes for compute, ``send``/``recv`` nodes for messages,
+collectives expanded into rounds by :func:`collective_rounds` (MPICH's
+algorithms), and a ``calc 0``
+join before a step whose frontier holds several nodes.  :func:`op_graph`
+makes the graph once, as arrays: :func:`~perfmod.trace.formats.goal.write_goal`
+formats it (:func:`format_ranks`) and the ``loggp`` replay
+(:mod:`perfmod.replay.graph`) simulates it, so the two cannot drift apart.
+
+The event loop runs in numba (one pass over the events, no per-event
+Python); collectives are expanded from templates made once per distinct
+``(call, rank in communicator, size, root)``.  Linear in events and
+operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
+from perfmod.trace.formats.textio import alltoallv_recv_bytes
+
+__all__ = ["SEND", "RECV", "CALC", "WILD", "COLLECTIVE_TAG", "LINE_BYTES", "RANK_BYTES", "REQUIRES_BYTES", "OpGraph",
+           "collective_rounds", "format_ranks", "op_graph"]
+
+SEND, RECV, CALC = 1, 2, 3  #: node types, LogGOPSim's order (its free operations are sorted by type)
+WILD = -1  #: any source / any tag in :attr:`OpGraph.peer` and :attr:`OpGraph.tag`
+COLLECTIVE_TAG = 1_000_000_000  #: tag base of the messages a collective is expanded into
+
+# event classes of the compiled loop
+_NONE, _NONBLOCKING, _BLOCKING, _WAIT, _SENDRECV, _COLLECTIVE = 0, 1, 2, 3, 4, 5
+
+_SENDS = [Call.SEND, Call.SSEND, Call.ISEND, Call.ISSEND]
+_RECVS = [Call.RECV, Call.IRECV]
+_BLOCKING_CALLS = [Call.SEND, Call.SSEND, Call.RECV]
+_SYNC = [Call.SSEND, Call.ISSEND]
+_WAIT_CALLS = [Call.WAIT, Call.WAITALL, Call.WAITANY, Call.WAITSOME, Call.TEST, Call.TESTALL, Call.TESTANY,
+               Call.TESTSOME]
+_EXPANDED = [Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATHER, Call.ALLTOALL, Call.ALLTOALLV,
+             Call.GATHER, Call.SCATTER]
+_ROOTED = [Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER]
+
+
+def _binomial_bcast(v: int, p: int) -> list[list[tuple[str, int]]]:
+    rounds: list[list[tuple[str, int]]] = []
+    mask = 1
+    while mask < p:
+        if v & mask:
+            rounds.append([("recv", v - mask)])
+            break
+        mask <<= 1
+    mask >>= 1
+    while mask > 0:
+        if v + mask < p:
+            rounds.append([("send", v + mask)])
+        mask >>= 1
+    return rounds
+
+
+def _binomial_reduce(v: int, p: int) -> list[list[tuple[str, int]]]:
+    rounds: list[list[tuple[str, int]]] = []
+    mask = 1
+    while mask < p:
+        if v & mask:
+            rounds.append([("send", v - mask)])
+            break
+        if v + mask < p:
+            rounds.append([("recv", v + mask)])
+        mask <<= 1
+    return rounds
+
+
+def _recursive_doubling(v: int, p: int) -> list[list[tuple[str, int]]]:
+    pof2 = 1 << (p.bit_length() - 1)
+    rem = p - pof2
+    rounds: list[list[tuple[str, int]]] = []
+    if v < 2 * rem:
+        if v % 2 == 0:
+            return [[("send", v + 1)], [("recv", v + 1)]]
+        rounds.append([("recv", v - 1)])
+        new = v // 2
+    else:
+        new = v - rem
+    mask = 1
+    while mask < pof2:
+        nd = new ^ mask
+        dst = nd * 2 + 1 if nd < rem else nd + rem
+        rounds.append([("send", dst), ("recv", dst)])
+        mask <<= 1
+    if v < 2 * rem:
+        rounds.append([("send", v - 1)])
+    return rounds
+
+
+def collective_rounds(call: int, v: int, p: int, root: int = 0) -> list[list[tuple[str, int]]]:
+    """Rounds of point-to-point operations of rank ``v`` (of ``p``) in a collective.
+
+    Each round is a list of ``("send" | "recv", peer)`` posted together;
+    a round requires the previous one.  Peers are ranks in the
+    communicator.  Message sizes are the caller's (see
+    :func:`~perfmod.trace.formats.goal.write_goal`).
+    """
+    c = Call(call)
+    rel = (v - root) % p
+    unrel = lambda rounds: [[(k, (x + root) % p) for k, x in rnd] for rnd in rounds]  # noqa: E731
+    if p == 1:
+        return []
+    if c == Call.BARRIER:
+        return [[("send", (v + (1 << k)) % p), ("recv", (v - (1 << k)) % p)] for k in range((p - 1).bit_length())]
+    if c == Call.BCAST:
+        return unrel(_binomial_bcast(rel, p))
+    if c == Call.REDUCE:
+        return unrel(_binomial_reduce(rel, p))
+    if c == Call.ALLREDUCE:
+        return _recursive_doubling(v, p)
+    if c == Call.ALLGATHER:
+        return [[("send", (v + 1) % p), ("recv", (v - 1) % p)] for _ in range(p - 1)]
+    if c in (Call.ALLTOALL, Call.ALLTOALLV):
+        return [[op for k in range(1, p) for op in (("send", (v + k) % p), ("recv", (v - k) % p))]]
+    if c == Call.GATHER:
+        return [[("recv", r) for r in range(p) if r != v]] if v == root else [[("send", root)]]
+    if c == Call.SCATTER:
+        return [[("send", r) for r in range(p) if r != v]] if v == root else [[("recv", root)]]
+    raise ValueError(f"no GOAL expansion for {c.name}")
+
+
+def _codes(calls: list[Call]) -> np.ndarray:
+    return np.array([int(c) for c in calls], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class OpGraph:
+    """The operation graph of a trace (nodes of a rank contiguous, in creation order = GOAL label order).
+
+    Attributes
+    ----------
+    rank, kind : numpy.ndarray
+        Owner (world rank, int64) and type (:data:`SEND`, :data:`RECV`, :data:`CALC`; int8) of each node.
+    size : numpy.ndarray of int64
+        Bytes of a send or receive; the calc's units (as given to :func:`op_graph`).
+    peer, tag : numpy.ndarray of int64
+        World destination (send) or source (receive, :data:`WILD` for any) and tag (:data:`WILD` any); 0 for calc.
+    sync : numpy.ndarray of bool
+        A synchronous send.
+    event : numpy.ndarray of int64
+        Trace event that made the node (-1: a join).
+    pred_ptr, pred : numpy.ndarray of int64
+        CSR: the nodes each node requires, in GOAL's order of its ``requires`` lines.
+    rank_ptr : numpy.ndarray of int64
+        Nodes of rank r: ``rank_ptr[r]:rank_ptr[r + 1]``.
+    release, frontier : numpy.ndarray of int64
+        CSR over events: the nodes event ``i`` adds to its rank's frontier (what the program waits for there).
+    calc_of : numpy.ndarray of int64
+        The calc node of the compute before each event (-1: none).
+    """
+
+    rank: np.ndarray
+    kind: np.ndarray
+    size: np.ndarray
+    peer: np.ndarray
+    tag: np.ndarray
+    sync: np.ndarray
+    event: np.ndarray
+    pred_ptr: np.ndarray
+    pred: np.ndarray
+    rank_ptr: np.ndarray
+    release: np.ndarray
+    frontier: np.ndarray
+    calc_of: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.kind.size)
+
+
+@njit(cache=True)
+def _add(nodes, pred_ptr, pred, cnt, r, kind, size, peer, tag, sync, event, deps, nd):
+    """Append a node requiring ``deps[:nd]``; returns its index."""
+    v = cnt[0]
+    nodes[v, 0] = r
+    nodes[v, 1] = kind
+    nodes[v, 2] = size
+    nodes[v, 3] = peer
+    nodes[v, 4] = tag
+    nodes[v, 5] = sync
+    nodes[v, 6] = event
+    e = cnt[1]
+    for q in range(nd):
+        pred[e + q] = deps[q]
+    cnt[1] = e + nd
+    pred_ptr[v + 1] = e + nd
+    cnt[0] = v + 1
+    return v
+
+
+@njit(cache=True)
+def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created,
+           aux, aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, ub):
+    """The compiled pass over the events (rules in the module docstrings); arrays sized by the upper bound ``ub``."""
+    n = cls.size
+    nodes = np.empty((ub, 7), dtype=np.int64)
+    pred_ptr = np.zeros(ub + 1, dtype=np.int64)
+    pred = np.empty(2 * ub + 1, dtype=np.int64)
+    rel = np.empty(ub + 1, dtype=np.int64)
+    rel_ptr = np.zeros(n + 1, dtype=np.int64)
+    calc_of = np.full(n, -1, dtype=np.int64)
+    pend = np.full(n, -1, dtype=np.int64)
+    fr = np.empty(ub + 1, dtype=np.int64)
+    d1 = np.empty(1, dtype=np.int64)
+    cnt = np.zeros(2, dtype=np.int64)
+    nprocs = rank_ptr.size - 1
+    node_ptr = np.zeros(nprocs + 1, dtype=np.int64)
+    nrel = 0
+    for r in range(nprocs):
+        nf = 0
+        for i in range(rank_ptr[r], rank_ptr[r + 1]):
+            estart = nrel
+            if units[i] > 0:
+                if nf > 1:
+                    fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
+                    nf = 1
+                v = _add(nodes, pred_ptr, pred, cnt, r, CALC, units[i], 0, 0, 0, i, fr, nf)
+                fr[0] = v
+                nf = 1
+                calc_of[i] = v
+                rel[nrel] = v
+                nrel += 1
+            c = cls[i]
+            if c == _NONBLOCKING or c == _BLOCKING:
+                if nf > 1:
+                    fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
+                    nf = 1
+                v = _add(nodes, pred_ptr, pred, cnt, r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, fr, nf)
+                if c == _BLOCKING:
+                    fr[0] = v
+                    nf = 1
+                    nrel = estart
+                    rel[nrel] = v
+                    nrel += 1
+                else:
+                    pend[i] = v
+            elif c == _WAIT:
+                for q in range(ref_ptr[i], ref_ptr[i + 1]):
+                    x = created[q]
+                    if pend[x] >= 0:
+                        fr[nf] = pend[x]
+                        nf += 1
+                        rel[nrel] = pend[x]
+                        nrel += 1
+                        pend[x] = -1
+            elif c == _SENDRECV:
+                a = aux_ptr[i]
+                src, rb, rt = aux[a], aux[a + 1], aux[a + 2]
+                if comm[i] != 0 and rt != ANY_TAG:
+                    rt = rt * 1000 + comm[i]
+                if rt == ANY_TAG:
+                    rt = WILD
+                if nf > 1:
+                    fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
+                    nf = 1
+                nd = nf
+                if nd:
+                    d1[0] = fr[0]
+                first = cnt[0]
+                if wpeer[i] != PROC_NULL:
+                    _add(nodes, pred_ptr, pred, cnt, r, SEND, nbytes[i], wpeer[i], wtag[i], 0, i, d1, nd)
+                if src != PROC_NULL:
+                    ws = WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck[i]] + src])
+                    _add(nodes, pred_ptr, pred, cnt, r, RECV, rb, ws, rt, 0, i, d1, nd)
+                if cnt[0] > first:
+                    nf = 0
+                    nrel = estart
+                    for v in range(first, cnt[0]):
+                        fr[nf] = v
+                        nf += 1
+                        rel[nrel] = v
+                        nrel += 1
+            elif c == _COLLECTIVE:
+                ctag = COLLECTIVE_TAG + comm[i]
+                base = mem_ptr[ck[i]]
+                a = aux_ptr[i]
+                for q in range(part_ptr[i], part_ptr[i + 1]):
+                    k = part_key[q]
+                    for rnd in range(key_rptr[k], key_rptr[k + 1]):
+                        if nf > 1:
+                            fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
+                            nf = 1
+                        nd = nf
+                        if nd:
+                            d1[0] = fr[0]
+                        first = cnt[0]
+                        for o in range(rnd_optr[rnd], rnd_optr[rnd + 1]):
+                            x = op_x[o]
+                            nb = part_size[q]
+                            if part_a2av[q]:
+                                nb = aux[a + x] if op_kind[o] == SEND else raux[a + x]
+                            _add(nodes, pred_ptr, pred, cnt, r, op_kind[o], nb, mem[base + x], ctag, 0, i, d1, nd)
+                        if cnt[0] > first:
+                            nf = 0
+                            for v in range(first, cnt[0]):
+                                fr[nf] = v
+                                nf += 1
+                                rel[nrel] = v
+                                nrel += 1
+            rel_ptr[i + 1] = nrel
+        node_ptr[r + 1] = cnt[0]
+    nn = cnt[0]
+    return nodes[:nn].copy(), pred_ptr[:nn + 1].copy(), pred[:cnt[1]].copy(), node_ptr, rel_ptr, rel[:nrel].copy(), \
+        calc_of
+
+
+def _members(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(compact index of each event's communicator, members CSR values, CSR offsets)``."""
+    ids, ck = np.unique(trace.comm, return_inverse=True)
+    lists = [trace.comm_ranks(int(c)) for c in ids.tolist()]
+    mem_ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.array([m.size for m in lists], dtype=np.int64), out=mem_ptr[1:])
+    mem = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
+    return ck.reshape(-1).astype(np.int64), mem, mem_ptr
+
+
+def _positions(trace: Trace, ev: np.ndarray, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray) -> np.ndarray:
+    """Rank in its communicator of the caller of each event ``ev`` (the last position if listed twice)."""
+    sizes = np.diff(mem_ptr)
+    m = np.int64(max(trace.nprocs, int(mem.max()) + 1 if mem.size else 0, 1))
+    key = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes) * m + mem
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    q = ck[ev] * m + trace.rank[ev].astype(np.int64)
+    j = np.searchsorted(skey, q, side="right") - 1
+    bad = (j < 0) | (skey[np.maximum(j, 0)] != q) if skey.size else np.ones(q.size, dtype=bool)
+    if np.any(bad):
+        i = int(ev[np.flatnonzero(bad)[0]])
+        raise TraceError(f"{trace._at(i)}: rank {int(trace.rank[i])} is not a member of communicator "
+                         f"{int(trace.comm[i])}")
+    return order[j] - mem_ptr[ck[ev]]
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)``, through one int64 key per row where the ranges allow."""
+    lo = rows.min(axis=0)
+    span = rows.max(axis=0) - lo + 1
+    if float(np.prod(span.astype(np.float64))) >= 2.0**62:
+        keys, inv = np.unique(rows, axis=0, return_inverse=True)
+        return keys, inv.reshape(-1)
+    key = np.zeros(rows.shape[0], dtype=np.int64)
+    for k in range(rows.shape[1]):
+        key = key * span[k] + (rows[:, k] - lo[k])
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return rows[first], inv.reshape(-1)
+
+
+def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray):
+    """Collective parts per event (CSR) and the rounds of each distinct ``(call, v, p, root)``."""
+    n = len(trace)
+    rs = int(Call.REDUCE_SCATTER)
+    ev = np.flatnonzero(np.isin(call, _codes(_EXPANDED)) | (call == rs))
+    if not ev.size:
+        z = np.zeros(1, dtype=np.int64)
+        e = np.zeros(0, dtype=np.int64)
+        return np.zeros(n + 1, dtype=np.int64), e, e, np.zeros(0, dtype=bool), z, z, e, e, 0
+    v = _positions(trace, ev, ck, mem, mem_ptr)
+    p = np.diff(mem_ptr)[ck[ev]]
+    c = call[ev]
+    nb = trace.nbytes[ev].astype(np.int64)
+    is_rs = c == rs
+    root = np.where(np.isin(c, _codes(_ROOTED)), trace.peer[ev].astype(np.int64), 0)
+    first_call = np.where(is_rs, int(Call.REDUCE), c)
+    first_size = np.where(c == int(Call.BARRIER), 0, nb)
+    sec = np.flatnonzero(is_rs)
+    p_ev = np.concatenate([ev, ev[sec]])
+    p_no = np.concatenate([np.zeros(ev.size, np.int64), np.ones(sec.size, np.int64)])
+    p_call = np.concatenate([first_call, np.full(sec.size, int(Call.SCATTER), np.int64)])
+    p_v = np.concatenate([v, v[sec]])
+    p_p = np.concatenate([p, p[sec]])
+    p_root = np.concatenate([root, np.zeros(sec.size, np.int64)])
+    p_size = np.concatenate([first_size, -(-nb[sec] // np.maximum(p[sec], 1))])
+    order = np.lexsort((p_no, p_ev))
+    p_ev, p_call, p_v, p_p, p_root, p_size = (x[order] for x in (p_ev, p_call, p_v, p_p, p_root, p_size))
+    part_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(p_ev, minlength=n), out=part_ptr[1:])
+    keys, part_key = _unique_rows(np.stack([p_call, p_v, p_p, p_root], axis=1).reshape(-1, 4))
+    rcount, ocount, kinds, xs = [], [], [], []
+    for kc, kv, kp, kr in keys.tolist():
+        rounds = collective_rounds(kc, kv, kp, kr)
+        rcount.append(len(rounds))
+        for rnd in rounds:
+            ocount.append(len(rnd))
+            for kind, x in rnd:
+                kinds.append(SEND if kind == "send" else RECV)
+                xs.append(x)
+    key_rptr = np.zeros(len(rcount) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(rcount, dtype=np.int64), out=key_rptr[1:])
+    rnd_optr = np.zeros(len(ocount) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(ocount, dtype=np.int64), out=rnd_optr[1:])
+    part_key = part_key.reshape(-1).astype(np.int64)
+    work = np.diff(key_rptr)[part_key] + (rnd_optr[key_rptr[1:]] - rnd_optr[key_rptr[:-1]])[part_key]
+    return (part_ptr, part_key, p_size.astype(np.int64), p_call == int(Call.ALLTOALLV), key_rptr, rnd_optr,
+            np.asarray(kinds, dtype=np.int64), np.asarray(xs, dtype=np.int64), int(work.sum()))
+
+
+def op_graph(trace: Trace, reqs, units: np.ndarray) -> OpGraph:
+    """The operation graph of ``trace`` (see the module docstring).
+
+    Parameters
+    ----------
+    trace : Trace
+        A validated trace.
+    reqs : Requests
+        :func:`perfmod.trace.requests.resolve_requests` of ``trace``.
+    units : numpy.ndarray of int64
+        The calc before each event in the caller's unit (nanoseconds for GOAL, picoseconds for the replay);
+        no calc where it is not positive.
+    """
+    n = len(trace)
+    call = trace.call.astype(np.int64)
+    comm = trace.comm.astype(np.int64)
+    peer = trace.peer.astype(np.int64)
+    tag = trace.tag.astype(np.int64)
+    ck, mem, mem_ptr = _members(trace)
+    is_send, is_recv = np.isin(call, _codes(_SENDS)), np.isin(call, _codes(_RECVS))
+    msg = (is_send | is_recv) & (peer != PROC_NULL)
+    cls = np.full(n, _NONE, dtype=np.int64)
+    cls[msg] = _NONBLOCKING
+    cls[msg & np.isin(call, _codes(_BLOCKING_CALLS))] = _BLOCKING
+    cls[np.isin(call, _codes(_WAIT_CALLS))] = _WAIT
+    cls[call == int(Call.SENDRECV)] = _SENDRECV
+    cls[np.isin(call, _codes(_EXPANDED)) | (call == int(Call.REDUCE_SCATTER))] = _COLLECTIVE
+    wtag = np.where((comm == 0) | (tag == ANY_TAG), tag, tag * 1000 + comm)
+    wtag = np.where(is_recv & (wtag == ANY_TAG), WILD, wtag)
+    direct = (cls == _SENDRECV) & (peer >= 0) | msg & (peer >= 0)
+    wpeer = peer.copy()
+    wpeer[direct] = mem[mem_ptr[ck[direct]] + peer[direct]]
+    wpeer[msg & is_recv & (peer == ANY_SOURCE)] = WILD
+    raux = np.zeros_like(trace.aux, dtype=np.int64)
+    for i, recv in alltoallv_recv_bytes(trace).items():
+        raux[trace.aux_ptr[i]:trace.aux_ptr[i + 1]] = recv
+    part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, work = _templates(
+        trace, call, ck, mem, mem_ptr)
+    units = np.asarray(units, dtype=np.int64)
+    ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
+             + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
+    nodes, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(
+        trace.rank_ptr, cls, np.where(is_send, SEND, RECV), np.isin(call, _codes(_SYNC)).astype(np.int64), units,
+        wpeer, wtag, trace.nbytes.astype(np.int64), comm, ck, mem, mem_ptr, reqs.ref_ptr, reqs.created,
+        trace.aux.astype(np.int64), trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr,
+        rnd_optr, op_kind, op_x, ub)
+    return OpGraph(nodes[:, 0].copy(), nodes[:, 1].astype(np.int8), nodes[:, 2].copy(), nodes[:, 3].copy(),
+                   nodes[:, 4].copy(), nodes[:, 5].astype(bool), nodes[:, 6].copy(), pred_ptr, pred, node_ptr,
+                   rel_ptr, rel, calc_of)
+
+
+def _text(s: bytes) -> np.ndarray:
+    return np.array(list(s), dtype=np.uint8)
+
+
+_T_RANK, _T_OPEN, _T_CLOSE = _text(b"\nrank "), _text(b" {\n"), _text(b"}\n")
+_T_CALC, _T_SEND, _T_RECV = _text(b": calc "), _text(b": send "), _text(b": recv ")
+_T_TO, _T_FROM, _T_TAG, _T_REQ = _text(b"b to "), _text(b"b from "), _text(b" tag "), _text(b" requires l")
+#: bytes a rank's block can take at most: per node line, per ``requires`` line, per rank
+LINE_BYTES, REQUIRES_BYTES, RANK_BYTES = 100, 51, 64
+
+
+@njit(cache=True)
+def _put(buf, pos, s):
+    for k in range(s.size):
+        buf[pos + k] = s[k]
+    return pos + s.size
+
+
+@njit(cache=True)
+def _int(buf, pos, x):
+    """Write integer ``x`` in decimal (as Python's ``str``)."""
+    if x < 0:
+        buf[pos] = 45
+        pos += 1
+        x = -x
+    nd = 1
+    y = x // 10
+    while y > 0:
+        nd += 1
+        y //= 10
+    for k in range(nd - 1, -1, -1):
+        buf[pos + k] = 48 + x % 10
+        x //= 10
+    return pos + nd
+
+
+@njit(cache=True)
+def format_ranks(r0, r1, rank_ptr, kind, size, peer, tag, pred_ptr, pred, buf):
+    """Write the GOAL blocks of ranks ``r0:r1`` into ``buf``; returns the bytes written.
+
+    Each block is a newline, ``rank r {``, one line per node and per
+    dependency, and ``}``, each line ending in a newline.  Labels are
+    ``l1, l2, ...`` in node order per rank; ``buf`` must hold
+    :data:`LINE_BYTES` per node, :data:`REQUIRES_BYTES` per dependency and
+    :data:`RANK_BYTES` per rank.
+    """
+    pos = 0
+    for r in range(r0, r1):
+        pos = _put(buf, pos, _T_RANK)
+        pos = _int(buf, pos, r)
+        pos = _put(buf, pos, _T_OPEN)
+        base = rank_ptr[r] - 1
+        for v in range(rank_ptr[r], rank_ptr[r + 1]):
+            buf[pos] = 108  # l
+            pos = _int(buf, pos + 1, v - base)
+            k = kind[v]
+            if k == CALC:
+                pos = _put(buf, pos, _T_CALC)
+                pos = _int(buf, pos, size[v])
+            else:
+                if k == SEND:
+                    pos = _put(buf, pos, _T_SEND)
+                    pos = _int(buf, pos, size[v])
+                    pos = _put(buf, pos, _T_TO)
+                else:
+                    pos = _put(buf, pos, _T_RECV)
+                    pos = _int(buf, pos, size[v])
+                    pos = _put(buf, pos, _T_FROM)
+                pos = _int(buf, pos, peer[v])
+                pos = _put(buf, pos, _T_TAG)
+                pos = _int(buf, pos, tag[v])
+            buf[pos] = 10
+            pos += 1
+            for q in range(pred_ptr[v], pred_ptr[v + 1]):
+                buf[pos] = 108
+                pos = _int(buf, pos + 1, v - base)
+                pos = _put(buf, pos, _T_REQ)
+                pos = _int(buf, pos, pred[q] - base)
+                buf[pos] = 10
+                pos += 1
+        pos = _put(buf, pos, _T_CLOSE)
+    return pos
