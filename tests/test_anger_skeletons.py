@@ -24,8 +24,8 @@ def test_paper_numbers_are_transcribed():
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="hpccg: sizes \\[8\\] are both training and held-out"):
         study.run(apps=["hpccg"], hpccg_train=[6, 8], hpccg_test=[8])
-    with pytest.raises(ValueError, match="unknown app 'lulesh'"):
-        app_spec("lulesh", 3)
+    with pytest.raises(ValueError, match="unknown app 'minife'"):
+        app_spec("minife", 3)
 
 
 def test_timed_section_drops_the_setup_compute():
@@ -231,3 +231,35 @@ def test_run_with_too_few_clean_training_runs_reports_no_prediction(tmp_path, mo
 
     assert sorted(study.figures(ds)) == ["fig6_region_fit", "fig8_skeleton_error"]  # the measured half alone
     plt.close("all")
+
+
+def test_lulesh_spec_runs_its_skeleton_and_replays():
+    from perfmod.measure.proxies.lulesh import REGIONS
+    from perfmod.studies.anger_skeleton_steps import skeleton_runtime
+
+    spec = app_spec("lulesh", 3)
+    assert spec.module == "perfmod.measure.proxies.lulesh" and dict(spec.regions) == REGIONS
+    assert spec.args(12) == ["--size", 12, "--iterations", 3] and spec.extent == "n"
+    models = dict.fromkeys(REGIONS, 1e-3)  # 6 regions x 3 steps of modeled compute in the timed section
+    res = skeleton_runtime(spec, 4, 2, models, "summit", reps=1)
+    assert res.runtime > 6 * 3 * 1e-3
+    assert res.stats["modeled"].sum() == 2 * 6 * 3 and res.wall > 0
+
+
+@pytest.mark.mpi
+def test_run_with_lulesh_measures_fits_and_replays_it(tmp_path):
+    nb = nbs.notebooks_dir() / "anger_skeletons.ipynb"
+    params = {**nbs.smoke_parameters(nb), "apps": ["lulesh"], "scale_nprocs": [4]}
+    ds = study.run(**params, raw_out=str(tmp_path))  # a test never writes into data/raw
+    check_conventions(ds)
+    assert ds.app.values.tolist() == ["lulesh"] and ds.held_out.sel(app="lulesh").values.sum() == 1
+    assert ds.attrs["runs_total"] == 4 * 2 * 1  # sizes x rank counts x reps
+    assert ds.problem_size.sel(app="lulesh").values.tolist() == [4.0, 5.0, 6.0, 7.0]  # the notebook's lulesh smoke sizes
+    assert {f"lulesh.{r}" for r in ("volume_forces", "constraints")} <= set(ds.region.values)
+    if ds.attrs["fit_status"].startswith("not fitted"):  # a busy machine: too few clean runs, said so
+        assert np.isnan(ds.runtime_predicted).all() and "too few clean training runs" in ds.attrs["fit_status"]
+        return
+    assert ds.attrs["fit_status"] == "fitted on the clean training runs (lulesh)"
+    ok = np.isfinite(ds.runtime_measured).values
+    assert ok.any() and (ds.runtime_predicted.values[ok] > 0).all()
+    assert "threshold" not in ds.dims and "fig6_region_fit" in study.figures(ds)

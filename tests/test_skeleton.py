@@ -10,6 +10,7 @@ import pytest
 
 from perfmod.measure.bench.pingpong import mpiexec_path
 from perfmod.measure.proxies.hpccg import generate_matrix, run_hpccg
+from perfmod.measure.proxies.lulesh import run_lulesh
 from perfmod.measure.proxies.minimd_lj import run_minimd
 from perfmod.measure.regions import Recorder
 from perfmod.measure.regions.skeleton import (
@@ -26,6 +27,8 @@ from perfmod.trace.formats.npz import read_npz
 
 HPCCG_MODELS = {"sparsemv": 1e-3, "ddot": 1e-5, "waxpby": 2e-5, "generate": 0.0}
 MINIMD_MODELS = {"force": 1e-3, "neighbor": 2e-3, "integrate": 1e-5, "migrate": 1e-5, "borders": 1e-5}
+LULESH_MODELS = {"init_nodes": 1e-5, "volume_forces": 3e-4, "gather_forces": 5e-5, "integrate": 2e-5,
+                 "update_elements": 2e-4, "constraints": 1e-4}
 
 
 def _busy(ns):
@@ -49,10 +52,12 @@ def _record(mode, program, models):
     return comm.recorder.gather(0), sk, res
 
 
-@pytest.mark.parametrize("app", ["hpccg", "minimd"])
+@pytest.mark.parametrize("app", ["hpccg", "minimd", "lulesh"])
 def test_model_and_hybrid_make_the_same_mpi_calls_as_measure(app):
     if app == "hpccg":
         program, models, same_bytes = (lambda c: run_hpccg(c, 8, iterations=4)), HPCCG_MODELS, True
+    elif app == "lulesh":  # the time step's stand-in keeps the Allreduce; message sizes follow the mesh
+        program, models, same_bytes = (lambda c: run_lulesh(c, 4, iterations=12)), LULESH_MODELS, True
     else:
         program, models, same_bytes = (lambda c: run_minimd(c, 4, steps=12, rebuild_every=5)), MINIMD_MODELS, False
     measured, sk_m, _ = _record("measure", program, models)
@@ -198,20 +203,42 @@ def test_hpccg_matrix_is_the_27_point_stencil():
     assert np.diff(A2.indptr).max() == 27 and A2.shape == (32, 64)
 
 
-@pytest.mark.mpi
-def test_two_ranks_measured_trace_matches_the_virtual_skeleton(tmp_path):
+def _two_ranks_measured(tmp_path, module, args):
+    """Run ``module`` on 2 MPI ranks in measure mode with its trace; rank 0's JSON result and the trace."""
     out = tmp_path / "measured.npz"
-    cmd = [str(mpiexec_path()), "-n", "2", sys.executable, "-m", "perfmod.measure.proxies.hpccg", "--n", "6",
-           "--iterations", "3", "--mode", "measure", "--trace-out", str(out)]
+    cmd = [str(mpiexec_path()), "-n", "2", sys.executable, "-m", module, *args, "--mode", "measure",
+           "--trace-out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
     assert res["nprocs"] == 2 and res["mode"] == "measure" and res["time"] > 0
-    measured = read_npz(out)
+    return res, read_npz(out)
+
+
+@pytest.mark.mpi
+def test_two_ranks_measured_trace_matches_the_virtual_skeleton(tmp_path):
+    _, measured = _two_ranks_measured(tmp_path, "perfmod.measure.proxies.hpccg", ["--n", "6", "--iterations", "3"])
     vr = run_virtual(lambda c: run_hpccg(c, 6, iterations=3), 2, lambda r: Skeleton("model", HPCCG_MODELS))
     np.testing.assert_array_equal(_sequence(measured), _sequence(vr.traces["predicted"]))
     ds = replay(vr.traces["predicted"], "summit")
     assert float(ds.total_time.max()) > 4 * 1e-3  # four sparsemv calls after the setup exchange
+
+
+@pytest.mark.mpi
+def test_lulesh_two_ranks_keep_the_sedov_physics_and_match_the_virtual_skeleton(tmp_path):
+    from perfmod.measure.proxies.sedov import run_shared
+
+    res, measured = _two_ranks_measured(tmp_path, "perfmod.measure.proxies.lulesh",
+                                        ["--size", "4", "--iterations", "10"])
+    assert res["app"] == "lulesh"
+    # the halo exchange gives what the one-process Sedov kernels give (same sums, other order)
+    ref = run_shared(4, 4, 4, 10, workers=1)
+    keys = ["e_internal", "e_kinetic", "x_moment", "dt"]
+    np.testing.assert_allclose([res[k] for k in keys], [ref[k] for k in keys], rtol=1e-10)
+    vr = run_virtual(lambda c: run_lulesh(c, 4, iterations=10), 2, lambda r: Skeleton("model", LULESH_MODELS))
+    seq = _sequence(measured)
+    np.testing.assert_array_equal(seq, _sequence(vr.traces["predicted"]))
+    assert int(np.sum(seq[1] == Call.ISEND)) == 2 * 2 * (10 + 1)  # two ranks, reverse and forward, setup + steps
 
 
 def _eiger_region_models(directory):

@@ -1,6 +1,6 @@
 """The steps of the ``anger_skeletons`` study: measure, fit region models, run skeletons, replay (paper 004 §V-§VI).
 
-1. :func:`measure_native` runs a proxy (HPCCG-like, MiniMD-like) under
+1. :func:`measure_native` runs a proxy (HPCCG-, MiniMD- or LULESH-like) under
    ``mpiexec`` in measure mode, every (size, ranks, repetition) in one seeded
    interleaved order: its whole-application time, the interference probe's
    verdict (:func:`perfmod.measure.validity.run_flags`) and its region calls
@@ -31,6 +31,8 @@ import pandas as pd
 
 from perfmod.measure.proxies.hpccg import REGIONS as HPCCG_REGIONS
 from perfmod.measure.proxies.hpccg import run_hpccg
+from perfmod.measure.proxies.lulesh import REGIONS as LULESH_REGIONS
+from perfmod.measure.proxies.lulesh import run_lulesh
 from perfmod.measure.proxies.minimd_lj import REGIONS as MINIMD_REGIONS
 from perfmod.measure.proxies.minimd_lj import run_minimd
 from perfmod.measure.regions.skeleton import Skeleton
@@ -62,7 +64,7 @@ class AppSpec:
     Attributes
     ----------
     name : str
-        ``hpccg`` or ``minimd``.
+        ``hpccg``, ``minimd`` or ``lulesh``.
     module : str
         Module run under ``mpiexec``.
     regions : dict
@@ -85,7 +87,7 @@ class AppSpec:
 
 
 def app_spec(name: str, iterations: int) -> AppSpec:
-    """The spec of proxy ``name`` (``hpccg``: CG iterations; ``minimd``: time steps)."""
+    """The spec of proxy ``name`` (``hpccg``: CG iterations; ``minimd``: time steps; ``lulesh``: hydro iterations)."""
     if name == "hpccg":
         return AppSpec("hpccg", "perfmod.measure.proxies.hpccg", {**HPCCG_REGIONS, "generate": ("n",)}, "n",
                        lambda s: ["--n", s, "--iterations", iterations],
@@ -96,7 +98,12 @@ def app_spec(name: str, iterations: int) -> AppSpec:
                        lambda s: ["--size", s, "--steps", iterations],
                        lambda comm, s, weak: run_minimd(comm, s, iterations, weak=weak),
                        "FCC unit cells per box edge (4 size^3 atoms)")
-    raise ValueError(f"unknown app {name!r}; the study has 'hpccg' and 'minimd' (the LULESH-like proxy is not built)")
+    if name == "lulesh":
+        return AppSpec("lulesh", "perfmod.measure.proxies.lulesh", LULESH_REGIONS, "n",
+                       lambda s: ["--size", s, "--iterations", iterations],
+                       lambda comm, s, weak: run_lulesh(comm, s, iterations, weak=weak),
+                       "hexahedral elements per mesh edge (size^3 elements)")
+    raise ValueError(f"unknown app {name!r}; the study has 'hpccg', 'minimd' and 'lulesh'")
 
 
 def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], reps: int, store: Path,

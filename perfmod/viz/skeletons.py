@@ -27,8 +27,8 @@ def _paper(paper: pd.DataFrame, quantity: str, method: str, app: str = "all") ->
 
 def plot_region_fit(ds: xr.Dataset, paper: pd.DataFrame, regions: list[str] | None = None) -> plt.Figure:
     """Figure 6: a region's time per call vs size, measured and each method's fit, with R^2 and mean error."""
-    regions = regions or [r for r in ("hpccg.waxpby", "minimd.force") if r in ds.region.values] or [
-        str(ds.region.values[0])]
+    regions = regions or [r for r in ("hpccg.waxpby", "minimd.force", "lulesh.volume_forces")
+                          if r in ds.region.values] or [str(ds.region.values[0])]
     fig, axes = plt.subplots(1, len(regions), figsize=(5.2 * len(regions), 3.8), squeeze=False)
     for ax, reg in zip(axes[0], regions, strict=True):
         app = str(ds.region_app.sel(region=reg).values)
@@ -45,7 +45,7 @@ def plot_region_fit(ds: xr.Dataset, paper: pd.DataFrame, regions: list[str] | No
             ax.plot(x[order], ds.region_time_predicted.sel({"region": reg, "method": m}).values[order] * 1e6, style,
                     color=c, ms=3, label=f"{m}: R^2 {r2:.3f}, error {e:.1%}")
         ax.set_xlabel("HPCCG: block edge n" if app == "hpccg" else "MiniMD: FCC cells per edge"
-                      if app == "minimd" else "problem size")
+                      if app == "minimd" else "LULESH: elements per edge" if app == "lulesh" else "problem size")
         ax.set_ylabel("time per call [us]")
         ax.set_title(reg)
         ax.grid(alpha=0.3)

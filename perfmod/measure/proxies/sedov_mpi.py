@@ -56,19 +56,29 @@ class NodeExchange:
         asked = comm.alltoall(requests)
         self.send = {s: np.searchsorted(state.nodes, ids) for s, ids in enumerate(asked) if ids.size}
 
+    @classmethod
+    def from_pattern(cls, comm: Any, recv: dict[int, np.ndarray], send: dict[int, np.ndarray]) -> NodeExchange:
+        """The exchange with ``recv`` and ``send`` already known (computed from the mesh, no ``alltoall``)."""
+        ex = cls.__new__(cls)
+        ex.comm, ex.recv, ex.send = comm, recv, send
+        return ex
+
     def _exchange(self, out: dict[int, np.ndarray], into: dict[int, np.ndarray], cols: int,
                   tag: int) -> dict[int, np.ndarray]:
         """Post receives for ``into`` (rows x ``cols``) and sends of ``out``; wait for all."""
         reqs, bufs = [], {}
         for s, idx in into.items():
-            bufs[s] = np.empty((idx.size, cols), dtype=float)
+            bufs[s] = np.zeros((idx.size, cols), dtype=float)  # zeros: a virtual rank's receive moves no data
             reqs.append(self.comm.Irecv(bufs[s], source=s, tag=tag))
         for s, buf in out.items():
             reqs.append(self.comm.Isend(buf, dest=s, tag=tag))
         if reqs:
-            from mpi4py import MPI
+            if hasattr(self.comm, "Waitall"):  # a recording or virtual communicator
+                self.comm.Waitall(reqs)
+            else:
+                from mpi4py import MPI
 
-            MPI.Request.Waitall(reqs)
+                MPI.Request.Waitall(reqs)
         return bufs
 
     def reverse_add(self, arr: np.ndarray) -> None:

@@ -1,4 +1,4 @@
-"""Command line shared by the skeleton proxies (HPCCG-like, MiniMD-like): one program, four ways to run it.
+"""Command line shared by the skeleton proxies (HPCCG-, MiniMD-, LULESH-like): one program, four ways to run it.
 
 ``--mode native``
     plain run: no region recording, no skeleton.
