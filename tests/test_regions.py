@@ -181,7 +181,7 @@ def test_exports_lwperf_csv_extrap_jsonl_and_xarray(tmp_path):
     assert ds["time"].attrs["units"] == "s" and ds["nnz"].values.tolist() == [216.0, 432.0]
 
 
-@pytest.mark.parametrize("proxy", ["hpccg", "minimd_lj", "jacobi2d", "gol", "swe", "sedov_mpi"])
+@pytest.mark.parametrize("proxy", ["hpccg", "minimd_lj", "lulesh", "jacobi2d", "gol", "swe", "sedov_mpi"])
 def test_a_launched_rank_starts_without_the_dataset_and_trace_layers(proxy: str) -> None:
     # every measured run launches fresh ranks: importing pandas, xarray and the trace layer (numba) there cost
     # HPCCG 1.1 s of its 1.6 s start-up per launch, 72 launches per anger_skeletons study
