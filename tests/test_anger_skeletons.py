@@ -254,7 +254,7 @@ def test_run_with_lulesh_measures_fits_and_replays_it(tmp_path):
     check_conventions(ds)
     assert ds.app.values.tolist() == ["lulesh"] and ds.held_out.sel(app="lulesh").values.sum() == 1
     assert ds.attrs["runs_total"] == 4 * 2 * 1  # sizes x rank counts x reps
-    assert ds.problem_size.sel(app="lulesh").values.tolist() == [4.0, 5.0, 6.0, 7.0]  # the notebook's lulesh smoke sizes
+    assert ds.problem_size.sel(app="lulesh").values.tolist() == [4.0, 5.0, 6.0, 7.0]  # lulesh smoke sizes
     assert {f"lulesh.{r}" for r in ("volume_forces", "constraints")} <= set(ds.region.values)
     if ds.attrs["fit_status"].startswith("not fitted"):  # a busy machine: too few clean runs, said so
         assert np.isnan(ds.runtime_predicted).all() and "too few clean training runs" in ds.attrs["fit_status"]

@@ -26,11 +26,12 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from perfmod.core.paths import repo_root
+
+if TYPE_CHECKING:
+    import nbformat
 
 __all__ = [
     "NotebookShapeError",
@@ -63,6 +64,9 @@ def study_notebooks() -> list[Path]:
 
 
 def _read(nb: str | Path | nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str]:
+    import nbformat  # here, not at the top: study_parameters runs in every notebook kernel, and nbformat's
+    # jsonschema import (with rfc3987_syntax building its grammar) costs about 3 s
+
     if isinstance(nb, nbformat.NotebookNode):
         return nb, "<notebook>"
     return nbformat.read(str(nb), as_version=4), str(nb)
@@ -159,6 +163,8 @@ def study_parameters(run: Any, namespace: Mapping[str, Any]) -> dict[str, Any]:
 
 def strip_outputs(nb: str | Path) -> bool:
     """Remove outputs and execution counts in place; return True if the file changed."""
+    import nbformat
+
     path = Path(nb)
     node = nbformat.read(str(path), as_version=4)
     changed = False
