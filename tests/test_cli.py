@@ -74,6 +74,8 @@ def test_outputs_of_a_non_canonical_run_go_to_the_run_directory(tmp_path):
     (["run", "choi2020_what_if", "-p", "nope", "1"], "has no parameter 'nope'"),
     (["run", "choi2020_what_if", "--canonical", "--smoke"], "--canonical runs a study with its defaults"),
     (["replay", "no/such/trace.npz"], "perfmod replay: "),
+    (["replay", "--synthetic", "jacobi2d:4:1", "--model", "nope"], "--model 'nope': not a communication model; "
+                                                                  "choose from "),
 ])
 def test_errors_are_one_line_and_a_nonzero_status(argv, message, capsys):
     assert main(argv) != 0

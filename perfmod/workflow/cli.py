@@ -29,16 +29,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from perfmod.apps.traces import synthetic
-from perfmod.core.io import write_dataset
-from perfmod.core.paperdata import available as paper_tables
-from perfmod.machine.devices import read_devices
-from perfmod.machine.platforms import available as platform_names
-from perfmod.models.comm.registry import model_names
-from perfmod.replay.engine import replay
-from perfmod.trace import read_trace
 from perfmod.workflow.notebooks import declared_parameters, notebooks_dir, run_notebook, study_notebooks
 from perfmod.workflow.params import (
     ParameterError,
@@ -121,6 +111,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
+    import numpy as np
+
+    from perfmod.apps.traces import synthetic
+    from perfmod.core.io import write_dataset
+    from perfmod.models.comm.registry import model_names
+    from perfmod.replay.engine import replay
+    from perfmod.trace import read_trace
+
+    if args.model not in model_names():
+        raise CLIError(f"--model {args.model!r}: not a communication model; choose from {', '.join(model_names())}")
     if args.synthetic:
         try:
             app, nprocs, iters = args.synthetic.split(":")
@@ -191,6 +192,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from perfmod.core.paperdata import available as paper_tables
+    from perfmod.machine.devices import read_devices
+    from perfmod.machine.platforms import available as platform_names
+
     what = args.what
     if what in ("studies", "all"):
         print("studies:")
@@ -226,7 +231,8 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("trace", nargs="?", help="trace file or directory")
     rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="a synthetic trace, e.g. jacobi2d:1536:100")
     rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
-    rep.add_argument("--model", default="kmodel", choices=model_names(), help="communication model")
+    rep.add_argument("--model", default="kmodel",
+                     help="communication model (perfmod.models.comm.registry.model_names(); default kmodel)")
     rep.add_argument("--mapping", default="block", choices=("block", "round_robin"), help="rank placement")
     rep.add_argument("--unknown", default="skip", choices=("skip", "error"), help="unknown MPI calls")
     rep.add_argument("--top", type=int, default=5, help="slowest ranks to print (default 5)")
