@@ -95,8 +95,9 @@ def _runs(sizes, nprocs, reps, bad=(), slow=50.0):
     return pd.DataFrame(rows)
 
 
-def _store(path, runs, slow=50.0):
-    """A region store with one call per region and run, n = size^3 rows, time = LAW x n (x ``slow`` if interfered)."""
+def _store(path, runs, slow=50.0, contention=0.0):
+    """A region store with one call per region and run, n = size^3 rows, time = LAW x n (x ``slow`` if interfered,
+    x ``1 + contention (nprocs - 1)``: ranks sharing the machine's memory bandwidth)."""
     from perfmod.measure.regions.store import RegionStore
 
     with RegionStore(path) as st:
@@ -104,7 +105,7 @@ def _store(path, runs, slow=50.0):
             n = float(row.size) ** 3
             calls, t = [], 0
             for seq, (region, c) in enumerate(LAW.items()):
-                dt = int(round(c * n * (slow if row.interfered else 1.0) * 1e9))
+                dt = int(round(c * n * (slow if row.interfered else 1.0) * (1 + contention * (row.nprocs - 1)) * 1e9))
                 calls.append((seq, -1, region, {"n": n}, t, t + dt, None))
                 t += dt
             st.write_calls(calls, application="hpccg", machine="test", rank=0, run_id=f"run{row.Index}",
@@ -151,6 +152,29 @@ def test_region_training_uses_the_calls_of_clean_runs_only(tmp_path):
     clean_n = np.array([4, 4, 5, 6, 7, 7], float) ** 3
     pred = float(mean.predict(pd.DataFrame({"n": [125.0]})).predicted[0])
     assert pred == pytest.approx(LAW["sparsemv"] * clean_n.mean(), rel=1e-6)
+
+
+def test_region_models_learn_the_contention_of_ranks_sharing_the_machine(tmp_path):
+    from perfmod.studies.anger_skeleton_steps import CONTENTION, clean_training_frames, fit_region_models
+
+    # the same per-rank block on 1 and 2 ranks, 30 % slower on 2 (shared caches and memory bandwidth)
+    sizes = [4, 5, 6, 7, 8, 9]
+    runs = _runs(sizes, [1, 2], 2)
+    store = _store(tmp_path / "r.sqlite", runs, contention=0.3)
+    spec = app_spec("hpccg", 2)
+    frames, _ = clean_training_frames(store, spec, sizes, runs)
+    assert (frames["sparsemv"][CONTENTION] == frames["sparsemv"]["nprocs"]).all()
+    probe = pd.DataFrame({"n": [343.0, 343.0], CONTENTION: [1.0, 2.0]})
+    truth = LAW["sparsemv"] * 343.0 * np.array([1.0, 1.3])
+    for method in ("eiger", "perfmod"):
+        model = fit_region_models(frames, spec, method)["sparsemv"]
+        assert CONTENTION in model.parameters
+        np.testing.assert_allclose(model.predict(probe[model.parameters]).predicted.values, truth, rtol=0.02)
+    # the baselines keep their published form: one constant per region, between the 1- and 2-rank costs
+    loop = fit_region_models(frames, spec, "loop")["sparsemv"]
+    assert CONTENTION not in loop.parameters
+    one = loop.predict(probe[["n"]]).predicted.values
+    assert one[0] == one[1] and truth[0] * 1.02 < one[0] < truth[1] * 0.98
 
 
 def test_too_few_clean_training_sizes_leave_the_app_not_fitted(tmp_path):

@@ -83,6 +83,17 @@ def test_hpccg_model_mode_time_is_the_sum_of_the_region_models():
     assert float(ds.compute_time.max()) == pytest.approx(expected, rel=1e-6)
 
 
+def test_invariants_reach_every_modeled_call_and_a_call_s_own_value_wins():
+    def per_rank(p):  # seconds: 1 ms per rank sharing the node, times the call's n
+        return 1e-3 * p["ranks_per_node"] * p["n"]
+
+    sk = Skeleton("model", {"r": per_rank}, invariants={"ranks_per_node": 2}, interval=None)
+    assert sk.predict("r", {"n": 3}) == pytest.approx((6e-3,) * 3)
+    assert sk.predict("r", {"n": 3, "ranks_per_node": 1}) == pytest.approx((3e-3,) * 3)
+    with pytest.raises(KeyError):
+        Skeleton("model", {"r": per_rank}, interval=None).predict("r", {"n": 3})
+
+
 def test_virtual_ranks_replay_at_scale_with_interval_bounds():
     from perfmod.models.compute import fit_perfmod
 

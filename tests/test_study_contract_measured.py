@@ -19,6 +19,7 @@ import pytest
 import xarray as xr
 
 from perfmod.core.io import REQUIRED_GLOBAL_ATTRS, check_conventions
+from perfmod.measure.interference import usable_cores
 from perfmod.studies.design import interleaved_order, position_of
 from perfmod.workflow import notebooks as nbs
 
@@ -359,7 +360,7 @@ def test_sedov_fits_and_scores_clean_runs_only():
     plt.close("all")
 
 
-def _quicksilver_runs(interfered=()) -> xr.Dataset:
+def _quicksilver_runs(interfered=(), threads=(1, 2), over=()) -> xr.Dataset:
     """Quicksilver runs of an exact Model-1 law (s, MB): training 4 meshes x 3 particle counts x 2 thread counts x
     2 reps, validation 2 x 1 x 2 x 1."""
     from perfmod.studies import sasidharan_common as sc
@@ -370,7 +371,7 @@ def _quicksilver_runs(interfered=()) -> xr.Dataset:
     for label, sizes, parts, reps in (("train", (6, 8, 10, 12), (1000, 3000, 8000), 2), ("test", (7, 11), (2000,), 1)):
         for n in sizes:
             for p in parts:
-                for t in (1, 2):
+                for t in threads:
                     for r in range(reps):
                         x2 = p * 100.0 * (1 + 0.05 * n)  # bytes
                         s = 1e-3 + 2e-3 * x2 / 1e6 + 1e-4 * (x2 / 1e6) ** 2 - 3e-4 * t * x2 / 1e6 + 1e-4 * t
@@ -379,7 +380,9 @@ def _quicksilver_runs(interfered=()) -> xr.Dataset:
                                      "x3_threads": t, "mean_particles": p, "t_track": s * (1 + 1e-3 *
                                                                                           rng.standard_normal()),
                                      "t_track_median": s, "t_track_min": s, "t_iter": s, "t_popctl": 0.0,
-                                     "t_total_eq7": 2 * s, "oversubscribed": False})
+                                     "t_total_eq7": 2 * s, "oversubscribed": t in over})
+                    if t in over:  # threads waiting for cores: off the law
+                        rows[-1]["t_track"] *= 3
     bad = np.zeros(len(rows), bool)
     bad[list(interfered)] = True
     for i in np.flatnonzero(bad):
@@ -408,6 +411,22 @@ def test_quicksilver_fits_and_scores_clean_runs_only():
     few = qs.analyze(_quicksilver_runs(range(n_train - 5)))
     assert few.attrs["fit_status"].startswith("not fitted") and np.isnan(few.model1_predicted).all()
     assert "not fitted" in validity_note(few) and list(qs.figures(few)) == ["fig10_particle_memory_vs_time"]
+    plt.close("all")
+
+
+def test_quicksilver_neither_fits_nor_scores_oversubscribed_runs():
+    from perfmod.studies import sasidharan_quicksilver as qs
+
+    raw = _quicksilver_runs(threads=(1, 2, 4), over=(4,))  # 4 threads on 2 cores
+    ds = qs.analyze(raw)
+    ref = qs.analyze(raw.isel(run=~raw.oversubscribed.values))  # the same runs without the oversubscribed ones
+    assert ds.attrs["runs_oversubscribed"] == 26 and ds.attrs["runs_dropped"] == 26
+    assert "neither fitted nor scored" in ds.attrs["runs_dropped_reason"]
+    assert ds.attrs["runs_training"] == ref.attrs["runs_training"]
+    over = ds.model1_test_X3.values == 4
+    assert np.isnan(ds.model1_measured.values[over]).all() and np.isfinite(ds.model1_measured.values[~over]).all()
+    np.testing.assert_allclose(ds.model1_predicted.values[~over], ref.model1_predicted.values, rtol=1e-9)
+    assert qs.default_threads() == [1 << k for k in range(8) if 1 << k <= usable_cores()]
     plt.close("all")
 
 

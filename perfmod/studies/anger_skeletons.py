@@ -48,6 +48,7 @@ from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.compute import ComputeModelError
 from perfmod.studies.anger_skeleton_steps import (
+    CONTENTION,
     METHODS,
     MIN_CLEAN_SIZES,
     app_spec,
@@ -231,7 +232,8 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     app_ds, missing = _app_dataset(app, spec, native, sizes, held, nprocs, pred, wall, replay_wall, nsize, models,
                                    frames, speedup_method)
     if models is not None:
-        scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model)
+        scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model,
+                           ranks_per_node=max(nprocs))
     else:
         scaled = pd.DataFrame({c: np.full(len(scale_nprocs), np.nan) for c in
                                ("predicted", "lower", "upper", "skeleton_wall", "replay_wall", "events")})
@@ -435,7 +437,7 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
                 meas[i, j] = rows["time"].median()
                 if models is None:
                     continue
-                point = rows[list(spec.regions[region])].median().to_frame().T
+                point = rows[[*spec.regions[region], CONTENTION]].median().to_frame().T
                 for k, m in enumerate(METHODS):
                     model = models[m][region]
                     predicted[i, j, k] = float(model.predict(point[model.parameters]).predicted[0])

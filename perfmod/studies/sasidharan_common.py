@@ -121,7 +121,8 @@ def _interfered(runs: xr.Dataset) -> np.ndarray:
 
 
 def clean_sets(runs: xr.Dataset, frame: Callable[[xr.Dataset], pd.DataFrame],
-               responses: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+               responses: Sequence[str], drop_oversubscribed: bool = False
+               ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Training observations of the clean runs only, validation observations scored on clean runs only.
 
     Parameters
@@ -132,6 +133,10 @@ def clean_sets(runs: xr.Dataset, frame: Callable[[xr.Dataset], pd.DataFrame],
         The study's regression frame of a set of runs (with a ``config`` column).
     responses : sequence of str
         Measured columns of the frame (set to NaN for interfered validation runs).
+    drop_oversubscribed : bool
+        Treat the runs flagged ``oversubscribed`` as the interfered ones (kept in the
+        record, neither fitted nor scored): for a model whose thread count cannot describe
+        threads waiting for cores.
 
     Returns
     -------
@@ -146,7 +151,9 @@ def clean_sets(runs: xr.Dataset, frame: Callable[[xr.Dataset], pd.DataFrame],
         if name not in sets:
             raise KeyError(f"the runs have no {name!r} set; sets: {sorted(sets)}")
     train, test = frame(sets["train"]), frame(sets["test"])
-    bad = {"train": _interfered(sets["train"]), "test": _interfered(sets["test"])}
+    bad = {k: _interfered(sets[k]) | (sets[k]["oversubscribed"].values.astype(bool)
+                                      if drop_oversubscribed and "oversubscribed" in sets[k] else False)
+           for k in ("train", "test")}
     missing = [f"{name} {cfg}" for name, df in (("train", train), ("test", test))
                for cfg, none in pd.Series(bad[name]).groupby(df["config"].to_numpy()).all().items()
                if none]

@@ -296,12 +296,17 @@ class Skeleton(Activatable):
         counts, as measured now).  ``"modeled"``: only modeled time counts; every
         MPI event is stamped at the modeled time before it and takes no time
         (SST/macro's view; immune to load on the machine running the skeleton).
+    invariants : mapping, optional
+        Parameters every modeled call gets besides its own (a call's own value wins), as a
+        :class:`~perfmod.measure.regions.recorder.Recorder` records invariants with every
+        call: e.g. ``{"ranks_per_node": 2}`` for models fitted on runs with 1 and 2 ranks
+        sharing a machine's caches and memory bandwidth.
     """
 
     def __init__(self, mode: str = "measure", models: Mapping[str, Any] | None = None, *,
                  rse_threshold: float = 0.02, min_samples: int = 5, max_samples: int = 1000,
                  interval: str | None = "confidence", level: float = 0.95, cache: bool | dict = True,
-                 clock: str = "real") -> None:
+                 clock: str = "real", invariants: Mapping[str, float] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if not rse_threshold > 0:
@@ -311,6 +316,7 @@ class Skeleton(Activatable):
         if clock not in ("real", "modeled"):
             raise ValueError(f"clock must be 'real' or 'modeled', not {clock!r}")
         self.mode, self.clock = mode, clock
+        self.invariants = dict(invariants or {})
         self.models = dict(models or {})
         self.rse_threshold = float(rse_threshold)
         self.min_samples, self.max_samples = int(min_samples), int(max_samples)
@@ -425,7 +431,10 @@ class Skeleton(Activatable):
     # ------------------------------------------------------------------ models
     def predict(self, name: str, params: Mapping[str, Any]) -> tuple[float, float, float]:
         """Predicted time of one call and its interval bounds (s); negative predictions are clipped to 0."""
-        key = (name, _key(params))
+        own = key = (name, _key(params))  # the hybrid samplers are keyed by the call's own parameters
+        if self.invariants:
+            params = {**self.invariants, **params}
+            key = (name, _key(params))
         if self.cache:
             hit = self._cache.get(key)
             if hit is not None:
@@ -433,8 +442,8 @@ class Skeleton(Activatable):
         self._stats(name).evaluations += 1
         if name in self.models:
             model = self.models[name]
-        elif self.mode == "hybrid" and key in self._samplers:
-            m = self._samplers[key].mean  # SMPI_SAMPLE: the sample mean of this point
+        elif self.mode == "hybrid" and own in self._samplers:
+            m = self._samplers[own].mean  # SMPI_SAMPLE: the sample mean of this point
             out = (m, m, m)
             self._cache[key] = out
             return out
