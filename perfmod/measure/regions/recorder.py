@@ -107,32 +107,57 @@ _NULL = _NullRegion()
 
 
 class _Calls:
-    """A recorder's open region calls and its buffer; the context manager that :func:`region` returns.
+    """A recorder's buffer of region events; the context manager that :func:`region` returns.
 
-    The hot path does the least it can.  :func:`region` opens a call: one list
-    ``[seq, parent_seq, name, params, t0_ns, t1_ns, energy]`` appended to the
-    buffer and pushed on the nesting stack, its start time read last.
-    ``__enter__`` is a C callable (nothing to do, no Python frame);
-    ``__exit__`` reads the clock and closes the innermost open call.  Wall and
-    exclusive times are derived when the calls are written or read.
+    The hot path does the least it can: it appends one event per call end.
+    :func:`region` appends ``(name, params, t0_ns)`` (with the energy reading
+    as a fourth item when the recorder reads energy), its clock read last;
+    ``__enter__`` is a C callable (nothing to do, no Python frame) and
+    ``__exit__`` appends the end time ``t1_ns`` (an ``int``; ``[t1_ns, energy]``
+    with energy).  The events are in program order, so :meth:`drain` pairs each
+    end with the innermost open call and derives the sequence numbers and
+    parents there, off the hot path.  Wall and exclusive times are derived when
+    the calls are written or read.
     """
 
-    __slots__ = ("rec", "stack", "pop", "buf", "count", "batch", "energy")
+    __slots__ = ("rec", "buf", "push", "batch", "energy", "stack", "count")
 
     __enter__ = staticmethod(type(None))  # with region(...): enters by calling NoneType() -> None
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
-        self.stack: list[list] = [[-1]]  # bottom: the parent_seq of top-level calls
-        self.pop = self.stack.pop
-        self.buf: list[list] = []
-        self.count = itertools.count()
-        self.batch = rec.batch_size
+        self.buf: list = []
+        self.push = self.buf.append
+        self.batch = 2 * rec.batch_size  # two events per call
         self.energy = rec._energy
+        self.stack: list[list] = [[-1]]  # calls still open across drains; bottom: the parent_seq of top-level calls
+        self.count = itertools.count()
 
     def __exit__(self, et: object, ev: object, tb: object) -> bool:
-        self.pop()[5] = _clock()  # the clock is read before the pop
+        self.push(_clock())
         return False
+
+    def drain(self) -> list[list]:
+        """The calls closed since the last drain, ``[seq, parent_seq, name, params, t0_ns, t1_ns, energy]``.
+
+        Calls still open stay on the nesting stack for a later drain.
+        """
+        events = self.buf[:]
+        self.buf.clear()
+        stack, count, done = self.stack, self.count, []
+        for ev in events:
+            kind = type(ev)
+            if kind is int:
+                call = stack.pop()
+                call[5] = ev
+                done.append(call)
+            elif kind is tuple:
+                stack.append([next(count), stack[-1][0], ev[0], ev[1], ev[2], None, ev[3] if len(ev) > 3 else None])
+            else:  # [t1_ns, energy at the end]
+                call = stack.pop()
+                call[5], call[6] = ev[0], ev[1] - call[6]
+                done.append(call)
+        return done
 
 
 class _EnergyCalls(_Calls):
@@ -142,9 +167,7 @@ class _EnergyCalls(_Calls):
 
     def __exit__(self, et: object, ev: object, tb: object) -> bool:
         t1 = _clock()
-        call = self.pop()
-        call[5] = t1
-        call[6] = self.energy() - call[6]
+        self.push([t1, self.energy()])
         return False
 
 
@@ -165,16 +188,13 @@ def region(name: str, **params: Any) -> _Calls | _NullRegion:
     cx = _calls
     if cx is None:
         return _NULL
-    stack = cx.stack
-    call = [next(cx.count), stack[-1][0], name, params, 0, None, None]
-    stack.append(call)
-    buf = cx.buf
-    buf.append(call)
-    if len(buf) > cx.batch:  # batch closed calls and this open one
+    if len(cx.buf) >= cx.batch:  # batch_size calls ended: write them (open ones wait on the stack)
         cx.rec.flush()
-    if cx.energy is not None:
-        call[6] = cx.energy()
-    call[4] = _clock()
+    if cx.energy is None:
+        cx.push((name, params, _clock()))
+    else:
+        e0 = cx.energy()
+        cx.push((name, params, _clock(), e0))
     return cx
 
 
@@ -298,7 +318,8 @@ class Recorder(Activatable):
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        self._batch_size = self._calls.batch = int(value)
+        self._batch_size = int(value)
+        self._calls.batch = 2 * self._batch_size
 
     def _before_stop(self) -> None:
         self.flush()
@@ -307,14 +328,9 @@ class Recorder(Activatable):
     def flush(self) -> int:
         """Write the buffered closed calls (one transaction); returns how many were written.
 
-        Calls still open stay in the buffer and are written by a later flush.
+        Calls still open are written by a later flush.
         """
-        cx = self._calls
-        buf = cx.buf
-        if not buf:
-            return 0
-        done = [c for c in buf if c[5] is not None]
-        cx.buf = [] if len(done) == len(buf) else [c for c in buf if c[5] is None]
+        done = self._calls.drain()
         if not done:
             return 0
         if self.store is None:
@@ -330,10 +346,9 @@ class Recorder(Activatable):
         if self.store is not None:
             self.flush()
             return self.store.calls()
+        self.flush()  # in memory: the closed calls move to the kept ones
         rows = []
-        for seq, pseq, name, params, t0, t1, energy in [*self._kept, *self._calls.buf]:
-            if t1 is None:  # still open
-                continue
+        for seq, pseq, name, params, t0, t1, energy in self._kept:
             rows.append({"region": name, "rank": self.rank, "seq": seq, "parent_seq": pseq,
                          "start_ns": t0 + self.epoch_offset_ns, "time_ns": t1 - t0,
                          "energy_j": energy, **self.invariants, **params})
