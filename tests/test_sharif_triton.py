@@ -201,3 +201,29 @@ def test_kw_from_coarse_run_pools_arrays_and_keeps_the_one_run_formula():
     assert two == pytest.approx(2e4 / ((0.5 / 100 - 1e-4) + (2 * 0.3 / 100 - 2 * 200 * 1e-9 - 2e-4)))
     with pytest.raises(ValueError, match="all overhead"):
         bsp.kw_from_coarse_run([1e4, 1e4], [1, 1], [100, 100], [0, 0], [0.5, 0.001], 1e-9, 1e-4)
+
+
+def test_coarse_runs_get_their_own_repetitions_and_only_runs_made_are_counted(monkeypatch):
+    made = []
+
+    def fake_run(module, nprocs, args, **kw):  # the proxy's result, by the BSP model of the bowl event
+        factor = int(args[args.index("--coarsen") + 1])
+        made.append((factor, nprocs))
+        cells = (64 // factor) ** 2
+        tt = bsp.bsp_times(cells, nprocs, 80 * factor, 2 * 64 // factor if nprocs > 1 else 0,
+                           bsp.BSPParams(k_w=KW["bowl"], **SHARED))
+        return {"t_w": tt["t_w"], "t_c": tt["t_c"], "t_o": tt["t_o"], "total_time": tt["t_t"], "steps": 80 * factor,
+                "wet_fraction": 0.5, "mass": 1.0, "t_halo_ranks": [0.0] * nprocs, "interfered": False}
+
+    monkeypatch.setattr(st, "run_mpi", fake_run)
+    runs = st.measure_events(["bowl", "hills"], 64, 64, 5.0, [2, 1], [1, 2], 1.0, reps=2, progress=False,
+                             coarse_reps=4, coarse_factor=2)
+    assert sorted(made) == sorted([(2, p) for p in (1, 2)] * 8 + [(1, p) for p in (1, 2)] * 4)
+    assert runs.sizes["rep"] == 4
+    ran = runs.run_index >= 0
+    assert int(ran.sel(factor=2).sum()) == 16 and int(ran.sel(factor=1).sum()) == 8
+    assert np.isnan(runs.t_w_measured.sel(factor=1, rep=[2, 3])).all()
+    assert sorted(runs.run_index.values[ran.values].tolist()) == list(range(24))
+    res = st.analyse(runs, coarse_factor=2)
+    assert res.attrs["runs_total"] == 24 and res.attrs["runs_interfered"] == 0
+    assert res.attrs["clean_runs_missing"] == ""
