@@ -216,14 +216,17 @@ def test_coarse_runs_get_their_own_repetitions_and_only_runs_made_are_counted(mo
                 "wet_fraction": 0.5, "mass": 1.0, "t_halo_ranks": [0.0] * nprocs, "interfered": False}
 
     monkeypatch.setattr(st, "run_mpi", fake_run)
-    runs = st.measure_events(["bowl", "hills"], 64, 64, 5.0, [2, 1], [1, 2], 1.0, reps=2, progress=False,
+    runs = st.measure_events(["bowl", "hills", "plain"], 64, 64, 5.0, [2, 1], [1, 2], 1.0, reps=2, progress=False,
                              coarse_reps=4, coarse_factor=2)
-    assert sorted(made) == sorted([(2, p) for p in (1, 2)] * 8 + [(1, p) for p in (1, 2)] * 4)
+    assert sorted(made) == sorted([(2, p) for p in (1, 2)] * 12 + [(1, p) for p in (1, 2)] * 6)
     assert runs.sizes["rep"] == 4
     ran = runs.run_index >= 0
-    assert int(ran.sel(factor=2).sum()) == 16 and int(ran.sel(factor=1).sum()) == 8
+    assert int(ran.sel(factor=2).sum()) == 24 and int(ran.sel(factor=1).sum()) == 12
     assert np.isnan(runs.t_w_measured.sel(factor=1, rep=[2, 3])).all()
-    assert sorted(runs.run_index.values[ran.values].tolist()) == list(range(24))
+    assert sorted(runs.run_index.values[ran.values].tolist()) == list(range(36))
     res = st.analyse(runs, coarse_factor=2)
-    assert res.attrs["runs_total"] == 24 and res.attrs["runs_interfered"] == 0
+    assert res.attrs["runs_total"] == 36 and res.attrs["runs_interfered"] == 0
     assert res.attrs["clean_runs_missing"] == ""
+    # 2 ranks oversubscribed (as on one core): only runs made are counted, the flag broadcast over them
+    one_core = runs.assign_coords(oversubscribed=("nprocs", [False, True]))
+    assert st.analyse(one_core, coarse_factor=2).attrs["runs_oversubscribed"] == 18

@@ -304,7 +304,7 @@ def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = F
     interfered, over = runs.interfered, runs.oversubscribed
     if "run_index" in runs and bool((runs.run_index < 0).any()):  # repetitions not run (coarse_reps) not counted
         ran = (runs.run_index >= 0).values
-        over = xr.broadcast(over, runs.interfered)[0]
+        over = over.broadcast_like(runs.interfered).transpose(*runs.interfered.dims)
         interfered, over = (xr.DataArray(v.values[ran], dims="run") for v in (interfered, over))
     return record_drops(out, interfered, over, missing, "flood runs")
 
