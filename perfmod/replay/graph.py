@@ -62,17 +62,8 @@ class Graph(OpGraph):
 
 
 def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:
-    """The operation graph of ``trace`` (see the module docstring).
-
-    Parameters
-    ----------
-    trace : Trace
-        A validated trace.
-    reqs : Requests
-        :func:`perfmod.trace.requests.resolve_requests` of ``trace``.
-    compute : numpy.ndarray
-        Seconds of computation before each event (the replay's compute times).
-    """
+    """:func:`~perfmod.trace.formats.goal_graph.op_graph` of ``trace`` and ``reqs`` with ``compute`` (seconds of
+    computation before each event, the replay's compute times) in picoseconds, plus the successor lists."""
     ps = np.rint(np.asarray(compute, dtype=np.float64) * 1e12).astype(np.int64)
     g = op_graph(trace, reqs, ps)
     nn = len(g)

@@ -193,6 +193,16 @@ def _add(nodes, pred_ptr, pred, cnt, r, kind, size, peer, tag, sync, event, deps
 
 
 @njit(cache=True)
+def _join(nodes, pred_ptr, pred, cnt, r, fr, nf):
+    """Join a frontier of several nodes by one zero calc that requires them all (LogGOPSim's dependency
+    node), made the frontier; returns the frontier's new size (0 or 1)."""
+    if nf > 1:
+        fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
+        return 1
+    return nf
+
+
+@njit(cache=True)
 def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created,
            aux, aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, ub):
     """The compiled pass over the events (rules in the module docstrings); arrays sized by the upper bound ``ub``."""
@@ -215,9 +225,7 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
         for i in range(rank_ptr[r], rank_ptr[r + 1]):
             estart = nrel
             if units[i] > 0:
-                if nf > 1:
-                    fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
-                    nf = 1
+                nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
                 v = _add(nodes, pred_ptr, pred, cnt, r, CALC, units[i], 0, 0, 0, i, fr, nf)
                 fr[0] = v
                 nf = 1
@@ -226,9 +234,7 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                 nrel += 1
             c = cls[i]
             if c == _NONBLOCKING or c == _BLOCKING:
-                if nf > 1:
-                    fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
-                    nf = 1
+                nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
                 v = _add(nodes, pred_ptr, pred, cnt, r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, fr, nf)
                 if c == _BLOCKING:
                     fr[0] = v
@@ -254,9 +260,7 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                     rt = rt * 1000 + comm[i]
                 if rt == ANY_TAG:
                     rt = WILD
-                if nf > 1:
-                    fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
-                    nf = 1
+                nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
                 nd = nf
                 if nd:
                     d1[0] = fr[0]
@@ -281,9 +285,7 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                 for q in range(part_ptr[i], part_ptr[i + 1]):
                     k = part_key[q]
                     for rnd in range(key_rptr[k], key_rptr[k + 1]):
-                        if nf > 1:
-                            fr[0] = _add(nodes, pred_ptr, pred, cnt, r, CALC, 0, 0, 0, 0, -1, fr, nf)
-                            nf = 1
+                        nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
                         nd = nf
                         if nd:
                             d1[0] = fr[0]
