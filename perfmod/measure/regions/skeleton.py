@@ -317,6 +317,7 @@ class Skeleton(Activatable):
             raise ValueError(f"clock must be 'real' or 'modeled', not {clock!r}")
         self.mode, self.clock = mode, clock
         self.invariants = dict(invariants or {})
+        self._inv_key = (_key(self.invariants),) if self.invariants else ()
         self.models = dict(models or {})
         self.rse_threshold = float(rse_threshold)
         self.min_samples, self.max_samples = int(min_samples), int(max_samples)
@@ -431,10 +432,8 @@ class Skeleton(Activatable):
     # ------------------------------------------------------------------ models
     def predict(self, name: str, params: Mapping[str, Any]) -> tuple[float, float, float]:
         """Predicted time of one call and its interval bounds (s); negative predictions are clipped to 0."""
-        own = key = (name, _key(params))  # the hybrid samplers are keyed by the call's own parameters
-        if self.invariants:
-            params = {**self.invariants, **params}
-            key = (name, _key(params))
+        own = (name, _key(params))  # the hybrid samplers are keyed by the call's own parameters
+        key = own + self._inv_key if self._inv_key else own  # invariants merged only on a cache miss
         if self.cache:
             hit = self._cache.get(key)
             if hit is not None:
@@ -449,6 +448,8 @@ class Skeleton(Activatable):
             return out
         else:
             raise SkeletonError(f"region {name!r} has no model; models are given for {sorted(self.models)}")
+        if self.invariants:
+            params = {**self.invariants, **params}
         out = evaluate_model(model, name, params, self.interval, self.level)
         out = tuple(max(v, 0.0) for v in out)
         if self.cache:
