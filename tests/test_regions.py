@@ -183,8 +183,8 @@ def test_exports_lwperf_csv_extrap_jsonl_and_xarray(tmp_path):
 
 @pytest.mark.parametrize("proxy", ["hpccg", "minimd_lj", "lulesh", "jacobi2d", "gol", "swe", "sedov_mpi"])
 def test_a_launched_rank_starts_without_the_dataset_and_trace_layers(proxy: str) -> None:
-    # every measured run launches fresh ranks: importing pandas, xarray and the trace layer (numba) there cost
-    # HPCCG 1.1 s of its 1.6 s start-up per launch, 72 launches per anger_skeletons study
+    # every measured run launches fresh ranks, and a study launches dozens: pandas, xarray and the trace layer
+    # (numba) are the slowest imports, and a rank that only measures needs none of them (commit c99cf2f)
     code = (f"import sys, perfmod.measure.proxies.{proxy}, perfmod.measure.proxies.skeleton_cli; "
             "print(sorted(m for m in ('pandas', 'xarray', 'numba', 'perfmod.trace') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

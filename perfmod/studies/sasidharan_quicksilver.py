@@ -205,8 +205,9 @@ def analyze(runs: xr.Dataset, response: str = "t_track", holdout_seed: int = 0, 
     Interfered and oversubscribed training runs are not fitted, and such
     validation runs not scored (their ``model<k>_measured`` is NaN): more
     worker threads than cores wait for cores (and for Python's GIL) in a way the
-    paper's X3 terms cannot describe (measured here with 4 threads on 2 cores:
-    the held-out errors of both models rose from 6 % and 3 % to 17 % mean).  When the clean training runs
+    paper's X3 terms cannot describe (measured on 2026-11-24 on the 2-core
+    development VM, one study run with 4 threads fitted: both models' held-out
+    errors 17 % mean, against 6 % and 3 % without them; commit 916e284).  When the clean training runs
     cannot fit the models, ``fit_status`` says "not fitted" and why, the
     predictions are NaN and no model table is stored.  The flags of every run
     are kept over ``run`` (:func:`perfmod.studies.sasidharan_common.flag_record`),

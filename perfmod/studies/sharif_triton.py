@@ -411,8 +411,9 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
         Repetitions of every run (medians are fitted and compared).
     coarse_reps : int
         Repetitions of the ``coarse_factor`` runs, when more than ``reps``: they give K_w and are short,
-        so a slow spell moves their median most (measured here: one target's three coarse 2-rank runs took
-        0.36, 0.45 and 0.47 s with nothing flagged, and its held-out error reached 14.7 %); cheap to repeat.
+        so a slow spell moves their median most (measured on 2026-11-24, development VM, commit 046b981: one
+        target's three coarse 2-rank runs took 0.36, 0.45 and 0.47 s with nothing flagged, and its held-out
+        error reached 14.7 %); cheap to repeat.
     coarse_factor : int
         Resolution of the target's coarse runs (K_w and iteration count).
     kw_runs : {"coarse", "single"}
