@@ -151,3 +151,66 @@ def test_fixed_parameters_are_held():
                                                                                                   rel=1e-6)
     with pytest.raises(ValueError, match="cannot fix"):
         bsp.fit_bsp(C, P, I, H, tw, tc, to, fixed={"O_x": 0.0})
+
+
+def _relative_noise_runs(rng, cv=0.05):
+    """The runs of :func:`_runs` with noise proportional to each fitted form's value (constant CV)."""
+    C, P, I, H, *_ = _runs(None)  # noqa: E741
+    t = bsp.bsp_times(C, P, I, H, TRUE)
+    n = C.size
+    tw = I / P * (P * t["t_w"] / I) * (1 + cv * rng.standard_normal(n))
+    tc = t["t_c"] * (1 + cv * rng.standard_normal(n))
+    to = t["t_o"] * (1 + cv * rng.standard_normal(n))
+    return C, P, I, H, tw, tc, to
+
+
+def test_relative_weights_are_weighted_least_squares():
+    import statsmodels.api as sm
+
+    C, P, I, H, tw, tc, to = _relative_noise_runs(np.random.default_rng(5))  # noqa: E741
+    fit = bsp.fit_bsp(C, P, I, H, tw, tc, to, reduction=True, weights="relative")
+    # cross-check: statsmodels' WLS of Eq. 5 with weights 1 / y**2
+    y = P * tw / I
+    ref = sm.WLS(y, np.stack([C, P * H, P], axis=1), weights=1 / y**2).fit()
+    assert fit.compute.coef == pytest.approx(ref.params, rel=1e-8)
+    assert fit.compute.stderr == pytest.approx(ref.bse, rel=1e-6)
+    assert fit.compute.relative and fit.compute.sigma2 == pytest.approx(ref.scale, rel=1e-8)
+    # exact runs: both weightings recover the truth
+    exact = bsp.fit_bsp(*_runs(None), reduction=True, weights="relative").params_for()
+    assert exact.o_w == pytest.approx(TRUE.o_w, rel=1e-6) and exact.k_w == pytest.approx(TRUE.k_w, rel=1e-6)
+    assert fit.to_dataset()["sigma2_compute"].attrs["units"] == "1"
+    with pytest.raises(ValueError, match="weights must be one of absolute, relative, not 'log'"):
+        bsp.fit_bsp(C, P, I, H, tw, tc, to, weights="log")
+    with pytest.raises(ValueError, match=r"compute time \(Eq. 5\): relative weighting needs a positive"):
+        bsp.fit_bsp(C, P, I, H, np.where(C == C[0], 0.0, tw), tc, to, weights="relative")
+
+
+def test_relative_prediction_interval_grows_with_the_prediction():
+    rng = np.random.default_rng(6)
+    hits, trials = 0, 200
+    new = (2.5e7, 16.0, 300.0, 2 * np.sqrt(2.5e7))
+    truth = bsp.bsp_times(*new, TRUE)
+    for _ in range(trials):
+        fit = bsp.fit_bsp(*_relative_noise_runs(rng), reduction=True, weights="relative")
+        p = fit.predict(dict(zip("CPIH", new, strict=True)), interval="prediction").sel(component="t_w")
+        t_new = truth["t_w"] * (1 + 0.05 * rng.standard_normal())  # a new run with the same 5 % noise
+        hits += bool(p["lower"][0] <= t_new <= p["upper"][0])
+    assert 0.90 <= hits / trials <= 0.99
+
+
+def test_step_exponent_recovers_the_power_law_with_one_level_per_scenario():
+    sizes = np.array([40.0, 20.0, 10.0, 5.0] * 2)
+    scen = np.repeat(["harvey", "allatoona"], 4)
+    steps = np.where(scen == "harvey", 300.0, 1200.0) * (40.0 / sizes) ** 1.08
+    assert bsp.step_exponent(steps, sizes, scen) == pytest.approx(1.08, rel=1e-12)
+    # repeated runs of one (scenario, size), e.g. two rank counts, count alike; a one-size scenario adds nothing
+    more = bsp.step_exponent(np.concatenate([steps, steps[:1], [77.0]]), np.concatenate([sizes, sizes[:1], [7.0]]),
+                             np.concatenate([scen, scen[:1], ["x"]]))
+    assert more == pytest.approx(1.08, rel=1e-12)
+    assert bsp.scaled_iterations(1000, 40, 5, exponent=1.08) == pytest.approx(1000 * 8**1.08)
+    with pytest.raises(ValueError, match="two cell sizes"):
+        bsp.step_exponent([100, 200], [10.0, 5.0], ["a", "b"])
+    with pytest.raises(ValueError, match="positive"):
+        bsp.step_exponent([100, 0], [10.0, 5.0], ["a", "a"])
+    with pytest.raises(ValueError, match="one entry per run"):
+        bsp.step_exponent([100, 200], [10.0], ["a", "a"])

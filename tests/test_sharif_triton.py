@@ -15,7 +15,7 @@ KW = {"valley": 2e7, "bowl": 4e7, "plain": 3e7, "hills": 5e7}
 STEPS0 = {"valley": 120, "bowl": 80, "plain": 100, "hills": 90}  # steps at the coarsest cell size (20 m)
 
 
-def _model_runs(reps=2):
+def _model_runs(reps=2, exponent=1.0):
     factors, nprocs, n = np.array([4, 2, 1]), np.array([1, 2, 4]), 256
     cells = (n // factors) ** 2
     size = 5.0 * factors
@@ -26,7 +26,7 @@ def _model_runs(reps=2):
         p = bsp.BSPParams(k_w=KW[ev], **SHARED)
         for f in range(factors.size):
             for j, P in enumerate(nprocs):
-                steps = STEPS0[ev] * size[0] / size[f]  # exactly 1 / cell size
+                steps = STEPS0[ev] * (size[0] / size[f]) ** exponent  # exponent 1: exactly 1 / cell size
                 tt = bsp.bsp_times(cells[f], P, steps, 2 * (n // factors[f]) if P > 1 else 0, p)
                 for q, k in (("t_w", "t_w"), ("t_c", "t_c"), ("t_o", "t_o"), ("total_time", "t_t")):
                     t[q][e, f, j] = tt[k]
@@ -69,9 +69,14 @@ def test_iteration_scaling_error_shows_in_the_prediction():
     # 10 % more steps at the finest resolution than 1 / cell size says: the step error shows up as such
     ds = _model_runs()
     ds["steps"] = ds.steps.where(ds.factor != 1, ds.steps * 1.1)
-    res = st.predict_event(ds, "valley", coarse_factor=2)
+    res = st.predict_event(ds, "valley", coarse_factor=2, step_scaling="cell_size")
     err = (res.steps_predicted - res.steps_measured) / res.steps_measured
     assert float(err.sel(factor=1, nprocs=1)) == pytest.approx(1 / 1.1 - 1)
+    # fitted on the other events at 20, 10 and 5 m, the slope takes half the log of the jump: b = 1 + ln 1.1 / (2 ln 2)
+    res = st.predict_event(ds, "valley", coarse_factor=2)
+    assert res.attrs["fit_step_exponent"] == pytest.approx(1 + np.log(1.1) / (2 * np.log(2)))
+    err = (res.steps_predicted - res.steps_measured) / res.steps_measured
+    assert float(err.sel(factor=1, nprocs=1)) == pytest.approx(1 / np.sqrt(1.1) - 1)
 
 
 def test_bad_input_is_named():
@@ -171,27 +176,64 @@ def test_kw_from_the_pooled_coarse_runs_or_the_papers_single_run():
         st.predict_event(ds, "bowl", kw_runs="all")
 
 
-def test_kw_runs_comparison_analyses_only_the_other_choice(tmp_path, monkeypatch):
-    runs = _model_runs()
-    runs["t_w_measured"].loc[dict(event="bowl", factor=2, nprocs=1)] *= 1.1  # "single" and "coarse" now differ
+def test_method_comparison_reanalyses_all_but_the_datasets_own_method(tmp_path, monkeypatch):
+    runs = _model_runs(exponent=1.05)  # the methods now differ: "cell_size" under-counts the fine steps
+    runs["t_w_measured"].loc[dict(event="bowl", factor=2, nprocs=1)] *= 1.1  # and "single" differs from "coarse"
     runs["total_time_measured"].loc[dict(event="bowl", factor=2, nprocs=1)] *= 1.1
-    params = json.dumps({"coarse_factor": 2, "nonneg": False, "kw_runs": "coarse"})
+    for q in ("t_w", "total_time"):  # and a training run off the model: the least-squares weighting matters
+        runs[f"{q}_measured"].loc[dict(event="valley", factor=1, nprocs=2)] *= 1.05
+    params = json.dumps({"coarse_factor": 2, "nonneg": False})
     ds = st.analyse(runs, coarse_factor=2).assign_attrs(parameters=params)
-    direct = {kw: st.error_summary(st.analyse(runs, coarse_factor=2, kw_runs=kw)) for kw in st.KW_RUNS}
-    assert direct["coarse"].loc["total_time", "max |error|"] != direct["single"].loc["total_time", "max |error|"]
+    direct = {name: st.error_summary(st.analyse(runs, 2, **m)) for name, m in st.METHODS.items()}
+    assert len({round(d.loc["total_time", "max |error|"], 9) for d in direct.values()}) == len(st.METHODS)
     calls = []
     analyse = st.analyse
-    monkeypatch.setattr(st, "analyse", lambda *a, **k: calls.append(a[1:]) or analyse(*a, **k))
-    table = st.kw_runs_comparison(ds, runs)
-    assert calls == [(2, False, "single")]  # ds itself is the "coarse" analysis: not recomputed
-    assert list(table.index.get_level_values("kw_runs").unique()) == list(st.KW_RUNS)
-    for kw in st.KW_RUNS:
-        assert table.loc[kw].equals(direct[kw]), kw
+    monkeypatch.setattr(st, "analyse", lambda *a, **k: calls.append(k) or analyse(*a, **k))
+    table = st.method_comparison(ds, runs)
+    assert calls == list(st.METHODS.values())[:-1]  # ds is the default analysis (the last method): not recomputed
+    assert list(table.index.get_level_values("method").unique()) == list(st.METHODS)
+    for name in st.METHODS:
+        assert table.loc[name].equals(direct[name]), name
+    # fitted step scaling predicts the steps exactly, the paper's 1 / cell size misses them by 2 ** 0.05 - 1
+    steps = table.xs("steps", level=1)["max |error|"]
+    assert steps["pooled K_w, fitted steps"] == pytest.approx(0, abs=1e-9)
+    assert steps["paper"] == pytest.approx(1 - 2 ** -0.05, rel=1e-6)
     # the runs re-read from the dataset's raw file; a dataset that is not an analyse() result is named
     runs.to_netcdf(tmp_path / "runs.nc", engine="h5netcdf")
-    assert st.kw_runs_comparison(ds.assign_attrs(raw_files=str(tmp_path / "runs.nc"))).equals(table)
+    assert st.method_comparison(ds.assign_attrs(raw_files=str(tmp_path / "runs.nc"))).equals(table)
     with pytest.raises(ValueError, match="kw_runs must be one of coarse, single, not None"):
-        st.kw_runs_comparison(runs)
+        st.method_comparison(runs)
+
+
+def test_step_exponent_fitted_on_the_other_events_predicts_the_steps():
+    ds = _model_runs(exponent=1.1)
+    res = st.predict_event(ds, "bowl", coarse_factor=2)
+    assert res.attrs["fit_step_exponent"] == pytest.approx(1.1, rel=1e-9)
+    assert res.steps_predicted.sel(factor=1, nprocs=1) == pytest.approx(STEPS0["bowl"] * 4**1.1)
+    for q in ("t_w", "t_c", "t_o", "total_time"):  # the model's own runs: exact with the fitted exponent
+        assert np.abs(res[f"{q}_error"].where(res.held_out)).max() < 1e-6, q
+    paper = st.predict_event(ds, "bowl", coarse_factor=2, step_scaling="cell_size")
+    assert paper.attrs["fit_step_exponent"] == 1.0
+    assert paper.steps_predicted.sel(factor=1, nprocs=1) == pytest.approx(STEPS0["bowl"] * 2**1.1 * 2)
+    table = st.step_ratio(st.run_experiments(ds))
+    assert table["step exponent"].to_numpy() == pytest.approx(1.1) and table["fitted exponent"].to_numpy() == \
+        pytest.approx(1.1)
+    with pytest.raises(ValueError, match="step_scaling must be one of fitted, cell_size"):
+        st.predict_event(ds, "bowl", step_scaling="cfl")
+
+
+def test_repetition_spread_in_seconds_and_as_a_fraction():
+    runs = _model_runs(reps=3)
+    scale = xr.DataArray([0.9, 1.0, 1.1], dims="rep")  # every run +-10 %: the same fraction, seconds grow with t_w
+    runs["t_w_measured"] = runs.t_w_measured * scale
+    table = st.repetition_spread(runs)
+    assert table.index.names == ["factor", "nprocs"] and len(table) == 6  # 3 factors x 1, 2 ranks (4: oversubscribed)
+    assert table["sd / mean"].to_numpy() == pytest.approx(0.1)
+    want = runs.t_w_measured.std("rep", ddof=1).median("event").sel(factor=1, nprocs=1)
+    assert table.loc[(1, 1), "sd (s)"] == pytest.approx(float(want))
+    assert (table["repetitions"] == 3).all()
+    with pytest.raises(ValueError, match="needs the measured runs"):
+        st.repetition_spread(st.run_experiments(runs))
 
 
 def test_kw_from_coarse_run_pools_arrays_and_keeps_the_one_run_formula():

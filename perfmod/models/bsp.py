@@ -16,8 +16,16 @@ Fitting (§II-B): each of T_w, T_c and T_o is linear in the unknowns (with
 1/K_w and 1/K_b), so each is fitted separately by least squares: T_w in
 the per-iteration form of Eq. 5, ``P T_w / I = C / K_w + P H O_h + P O_w``;
 T_c per iteration, ``T_c / I = H / K_b + O_l + lg(P) K_r``; T_o as Eq. 3.
-Non-negative least squares is an option.  Predictions come with intervals
-(the paper's future work: "from a point prediction to an interval").
+Non-negative least squares is an option, and so is relative weighting: each
+run's residual divided by its measured value (weighted least squares for
+timing noise that grows with the run, as a constant coefficient of variation
+does).  Predictions come with intervals (the paper's future work: "from a
+point prediction to an interval").
+
+New scenarios (§III-B): K_w from a coarse run of the scenario
+(:func:`kw_from_coarse_run`), and its iteration count scaled to a finer cell
+size, by the paper's ``1 / cell size`` or by an exponent fitted on the
+scenarios measured at several cell sizes (:func:`step_exponent`).
 """
 
 from __future__ import annotations
@@ -48,6 +56,8 @@ __all__ = [
     "fit_bsp",
     "kw_from_coarse_run",
     "scaled_iterations",
+    "step_exponent",
+    "WEIGHTS",
     "IdentifiabilityError",
     "UNITS",
     "COMPONENTS",
@@ -91,6 +101,11 @@ class BlockFit:
     sigma2: float
     df: int
     nonneg: bool
+    relative: bool = False
+
+    def noise_variance(self, y: Any) -> Any:
+        """Variance of one new observation about the mean ``y``: ``sigma2``, times ``y**2`` for a relative fit."""
+        return self.sigma2 * np.asarray(y, dtype=float) ** 2 if self.relative else self.sigma2
 
     @property
     def stderr(self) -> np.ndarray:
@@ -103,7 +118,12 @@ class BlockFit:
 
 
 def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: bool, what: str,
-               fixed: dict[str, float] | None = None) -> BlockFit:
+               fixed: dict[str, float] | None = None, relative: bool = False) -> BlockFit:
+    if relative:  # weighted least squares, weights 1 / y**2: rows divided by the measured value
+        if np.any(y <= 0):
+            raise ValueError(f"{what}: relative weighting needs a positive measured time in every run; "
+                             f"runs {np.flatnonzero(y <= 0).tolist()} have {y[y <= 0].tolist()}")
+        x, y = x / y[:, None], np.ones_like(y)
     fixed = {k: v for k, v in (fixed or {}).items() if k in names}
     free = np.array([nm not in fixed for nm in names])
     coef = np.array([fixed.get(nm, 0.0) for nm in names])
@@ -133,7 +153,7 @@ def _fit_block(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], nonneg: boo
     sigma2 = float(resid @ resid / df) if df > 0 else 0.0
     coef[free] = beta / scale
     cov[np.ix_(free, free)] = sigma2 * np.linalg.inv(xs.T @ xs) / np.outer(scale, scale)
-    return BlockFit(names, coef, cov, sigma2, df, nonneg)
+    return BlockFit(names, coef, cov, sigma2, df, nonneg, relative)
 
 
 def _design(C: np.ndarray, P: np.ndarray, I: np.ndarray, H: np.ndarray, reduction: bool,  # noqa: E741
@@ -147,6 +167,10 @@ def _design(C: np.ndarray, P: np.ndarray, I: np.ndarray, H: np.ndarray, reductio
     xo = np.stack([I, C, np.ones_like(C)], axis=1)
     return xw, xc, xo
 
+
+WEIGHTS = ("absolute", "relative")
+"""Least-squares weighting of :func:`fit_bsp`: plain (``"absolute"``) or each run's residual over its
+measured value (``"relative"``)."""
 
 #: units of the linear coefficients (the names :func:`fit_bsp` gives them)
 UNITS = {"1/K_w": "s/cell", "O_h": "s/cell", "O_w": "s", "1/K_b": "s/cell", "O_l": "s", "K_r": "s",
@@ -259,9 +283,10 @@ class BSPFit(FitResult):
             y, var = block.mean_and_variance(xb)
             pred[:, j] = y * factor
             var_t += var * factor**2
-            new_t += block.sigma2 * factor**2
+            noise = block.noise_variance(y)
+            new_t += noise * factor**2
             if interval is not None:
-                lo, hi = interval_bounds(y, var, block.sigma2, block.df, interval, level)
+                lo, hi = interval_bounds(y, var, noise, block.df, interval, level)
                 lower[:, j], upper[:, j] = lo * factor, hi * factor
         pred[:, 3] = pred[:, :3].sum(axis=1)
         if interval is not None:
@@ -274,8 +299,9 @@ class BSPFit(FitResult):
 
     def _diagnostics(self) -> dict[str, tuple[float, str, str]]:
         out: dict[str, tuple[float, str, str]] = {}
-        for key, b, unit in (("compute", self.compute, "s2"), ("comm", self.comm, "s2"), ("other", self.other, "s2")):
-            out[f"sigma2_{key}"] = (b.sigma2, unit, f"residual variance of the {key} block (per-iteration form)")
+        for key, b in (("compute", self.compute), ("comm", self.comm), ("other", self.other)):
+            unit, what = ("1", "relative ") if b.relative else ("s2", "")
+            out[f"sigma2_{key}"] = (b.sigma2, unit, f"{what}residual variance of the {key} block (per-iteration form)")
             out[f"df_{key}"] = (b.df, "1", f"residual degrees of freedom of the {key} block")
         return out
 
@@ -289,6 +315,7 @@ class BSPFit(FitResult):
 def fit_bsp(
     C: Any, P: Any, I: Any, H: Any, t_w: Any, t_c: Any, t_o: Any,  # noqa: E741
     reduction: bool = False, nonneg: bool = False, scenario: Any = None, fixed: dict[str, float] | None = None,
+    weights: str = "absolute",
 ) -> BSPFit:
     """Fit Table I's unknowns from measured runs (paper 003 §II-B, Eq. 5; Eq. 6 with ``reduction``).
 
@@ -312,6 +339,11 @@ def fit_bsp(
         (``"1/K_w"``, ``"O_h"``, ``"O_w"``, ``"1/K_b"``, ``"O_l"``, ``"K_r"``,
         ``"O_i"``, ``"O_c"``, ``"O_s"``), e.g. ``{"O_i": 0.0}`` for a code
         whose every per-iteration second is timed as compute or communication.
+    weights : {"absolute", "relative"}
+        Ordinary least squares on each block's form (``"absolute"``, the paper's), or
+        weighted by ``1 / y**2`` (``"relative"``): for timing noise with a constant
+        coefficient of variation, which ordinary least squares would let the longest
+        runs dominate.  Every measured time must then be positive.
 
     Raises
     ------
@@ -335,13 +367,17 @@ def fit_bsp(
     known = {"1/K_w", "O_h", "O_w", "1/K_b", "O_l", "K_r", "O_i", "O_c", "O_s"}
     if fixed and set(fixed) - known:
         raise ValueError(f"cannot fix {sorted(set(fixed) - known)}; parameters: {', '.join(sorted(known))}")
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}")
+    rel = weights == "relative"
     xw, xc, xo = _design(C, P, I, H, reduction, labels, scenarios)
     names_w = tuple(f"1/K_w[{s}]" for s in scenarios) if scenarios else ("1/K_w",)
     names_c = ("1/K_b", "O_l") + (("K_r",) if reduction else ())
     return BSPFit(
-        _fit_block(xw, P * tw / I, (*names_w, "O_h", "O_w"), nonneg, "compute time (Eq. 5)", fixed),
-        _fit_block(xc, tc / I, names_c, nonneg, "communication time (Eq. 2" + (", 6)" if reduction else ")"), fixed),
-        _fit_block(xo, to, ("O_i", "O_c", "O_s"), nonneg, "other time (Eq. 3)", fixed),
+        _fit_block(xw, P * tw / I, (*names_w, "O_h", "O_w"), nonneg, "compute time (Eq. 5)", fixed, rel),
+        _fit_block(xc, tc / I, names_c, nonneg, "communication time (Eq. 2" + (", 6)" if reduction else ")"), fixed,
+                   rel),
+        _fit_block(xo, to, ("O_i", "O_c", "O_s"), nonneg, "other time (Eq. 3)", fixed, rel),
         reduction,
         scenarios,
     )
@@ -363,8 +399,46 @@ def kw_from_coarse_run(C: Any, P: Any, I: Any, H: Any, t_w: Any, o_h: float, o_w
     return float(C.sum() / work.sum())
 
 
-def scaled_iterations(i_coarse: Any, cell_coarse: Any, cell_fine: Any) -> Any:
-    """Iterations at a finer cell size: the count scales inversely with cell size (§III-B)."""
+def scaled_iterations(i_coarse: Any, cell_coarse: Any, cell_fine: Any, exponent: float = 1.0) -> Any:
+    """Iterations at a finer cell size, ``i_coarse (cell_coarse / cell_fine) ** exponent``.
+
+    ``exponent`` 1 is §III-B's scaling (the CFL step is proportional to the cell
+    size); :func:`step_exponent` fits it on scenarios measured at several cell sizes.
+    """
     if np.any(np.asarray(cell_coarse) <= 0) or np.any(np.asarray(cell_fine) <= 0):
         raise ValueError("cell sizes must be positive")
-    return i_coarse * cell_coarse / cell_fine
+    if not np.isfinite(exponent):
+        raise ValueError(f"the step exponent must be finite, not {exponent}")
+    return i_coarse * (np.asarray(cell_coarse) / cell_fine) ** exponent
+
+
+def step_exponent(I: Any, cell_size: Any, scenario: Any) -> float:  # noqa: E741
+    """The exponent b of ``I ~ cell_size ** -b``, fitted on runs of scenarios at several cell sizes.
+
+    Least squares of ``log I`` on ``-log cell_size`` with one intercept per
+    scenario: each scenario's own step count sets its level, and only how the
+    count grows as the cells shrink is shared.  With an explicit scheme under
+    a CFL condition b is 1 when the fastest wave speed does not depend on the
+    resolution; a finer grid that resolves steeper fronts (higher speeds) takes
+    more steps, b > 1.  Runs of one scenario at one cell size may repeat (e.g.
+    several rank counts).
+
+    Raises
+    ------
+    ValueError
+        Non-positive counts or cell sizes, or no scenario measured at two cell sizes.
+    """
+    I, dx = (np.asarray(v, dtype=float).ravel() for v in (I, cell_size))  # noqa: E741
+    labels = np.asarray(scenario, dtype=object).ravel().astype(str)
+    if not I.size == dx.size == labels.size:
+        raise ValueError(f"I, cell_size and scenario need one entry per run ({I.size}, {dx.size}, {labels.size})")
+    if np.any(I <= 0) or np.any(dx <= 0):
+        raise ValueError("step counts and cell sizes must be positive")
+    x, y = -np.log(dx), np.log(I)
+    for s in np.unique(labels):  # within-scenario slope: centre each scenario's x and y
+        m = labels == s
+        x[m] -= x[m].mean()
+        y[m] -= y[m].mean()
+    if not np.any(np.abs(x) > 1e-12):
+        raise ValueError("step_exponent needs a scenario measured at two cell sizes or more")
+    return float(x @ y / (x @ x))

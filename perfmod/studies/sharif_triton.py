@@ -8,10 +8,11 @@ DEM, as the paper does.  For each target event (one "experiment"):
    of the *other* events, K_w per event (TRITON's K_w depends on the
    scenario: dry cells skip most of the work), O_h, O_w and the
    communication and other parameters shared;
-2. one coarse single-rank run of the target gives its K_w
+2. the target's coarse runs give its K_w
    (:func:`perfmod.models.bsp.kw_from_coarse_run`) and its iteration count, scaled
-   to the finer resolutions by the cell-size ratio
-   (:func:`perfmod.models.bsp.scaled_iterations`);
+   to the finer resolutions (:func:`perfmod.models.bsp.scaled_iterations`): by the
+   cell-size ratio (the paper's) or by that ratio to a power fitted on the other
+   events (:func:`perfmod.models.bsp.step_exponent`);
 3. the model predicts the target's other runs; the finer ones, not
    oversubscribed, are the held-out cases.
 
@@ -42,7 +43,15 @@ from perfmod.core.io import read_dataset
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
-from perfmod.models.bsp import BSPFit, BSPParams, bsp_times, fit_bsp, kw_from_coarse_run, scaled_iterations
+from perfmod.models.bsp import (
+    BSPFit,
+    BSPParams,
+    bsp_times,
+    fit_bsp,
+    kw_from_coarse_run,
+    scaled_iterations,
+    step_exponent,
+)
 from perfmod.studies.design import interleaved_order, position_of
 from perfmod.studies.headline import total_time_headline
 from perfmod.studies.records import (
@@ -62,8 +71,10 @@ from perfmod.viz.validation import plot_validation
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
 
-__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "KW_RUNS", "error_summary",
-           "kw_runs_comparison", "cell_costs", "step_ratio", "run", "figures"]
+__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "KW_RUNS", "STEP_SCALINGS",
+           "error_summary",
+           "METHODS", "method_comparison", "events_step_exponent", "cell_costs", "step_ratio", "repetition_spread",
+           "run", "figures"]
 
 
 def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
@@ -144,7 +155,8 @@ def _runs(ds: xr.Dataset) -> dict[str, np.ndarray]:
     m = ds.median("rep")
     ref = m.t_w_measured
     out = {k: xr.broadcast(v, ref)[0].transpose(*ref.dims).values.ravel()
-           for k, v in (("C", m.cells), ("P", m.nprocs), ("nx", m.nx_cells), ("I", m.steps), ("event", m.event))}
+           for k, v in (("C", m.cells), ("P", m.nprocs), ("nx", m.nx_cells), ("I", m.steps), ("event", m.event),
+                        ("dx", m.cell_size))}
     out["H"] = np.where(out["P"] > 1, 2 * out["nx"], 0)  # halo cells per process: two rows (sharif_gol.halo_cells)
     for q in ("t_w", "t_c", "t_o"):
         out[q] = m[f"{q}_measured"].values.ravel()
@@ -152,8 +164,13 @@ def _runs(ds: xr.Dataset) -> dict[str, np.ndarray]:
     return {k: v[ok] for k, v in out.items()}
 
 
-def fit_events(ds: xr.Dataset, events: Sequence[str], nonneg: bool = False) -> BSPFit:
+def fit_events(ds: xr.Dataset, events: Sequence[str], nonneg: bool = False, weights: str = "relative") -> BSPFit:
     """Fit Eq. 1-3 and 6 on the medians of the runs of ``events``, K_w per event; oversubscribed runs left out.
+
+    ``weights`` (:func:`perfmod.models.bsp.fit_bsp`): ``"relative"`` by default, because
+    the repetitions of a run scatter by a constant fraction of its time, not a constant
+    number of seconds (:func:`repetition_spread`), so ordinary least squares would let
+    the longest runs set O_w and O_h alone.
 
     O_i (other time per iteration) is held at 0: the proxy times every part of
     a step as compute or communication, and the step count follows the cell
@@ -162,16 +179,27 @@ def fit_events(ds: xr.Dataset, events: Sequence[str], nonneg: bool = False) -> B
     sub = ds.sel(event=list(events), nprocs=~ds.oversubscribed.values)
     r = _runs(sub)
     return fit_bsp(r["C"], r["P"], r["I"], r["H"], r["t_w"], r["t_c"], r["t_o"], reduction=True, nonneg=nonneg,
-                   scenario=r["event"], fixed={"O_i": 0.0})
+                   scenario=r["event"], fixed={"O_i": 0.0}, weights=weights)
+
+
+def events_step_exponent(ds: xr.Dataset, events: Sequence[str]) -> float:
+    """:func:`perfmod.models.bsp.step_exponent` of the clean runs of ``events`` (medians, not oversubscribed)."""
+    r = _runs(ds.sel(event=list(events), nprocs=~ds.oversubscribed.values))
+    return step_exponent(r["I"], r["dx"], r["event"])
 
 
 KW_RUNS = ("coarse", "single")
 """Which runs of the target give its K_w: every coarse-resolution run that is not oversubscribed, pooled
 (``"coarse"``, the default), or the paper's one single-rank coarse run (``"single"``)."""
 
+STEP_SCALINGS = ("fitted", "cell_size")
+"""How the target's coarse iteration count is scaled to the finer resolutions: by the cell-size ratio to the power
+fitted on the other events (``"fitted"``, :func:`events_step_exponent`, the default) or by the ratio itself
+(``"cell_size"``, the paper's §III-B)."""
+
 
 def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None, nonneg: bool = False,
-                  kw_runs: str = "coarse") -> xr.Dataset:
+                  kw_runs: str = "coarse", step_scaling: str = "fitted", weights: str = "relative") -> xr.Dataset:
     """One experiment: fit on the other events, K_w and I from the coarse runs of ``target``, predict the rest.
 
     ``coarse_factor`` picks the coarse runs' resolution (default: the second
@@ -183,19 +211,26 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
     varies by 3-15 % between clean repetitions on a shared VM, and that
     error goes into every prediction of its event; pooling the runs the
     design measures anyway at that resolution halves the variance.
-    None of them is held out.  Returns the target's runs over (``factor``, ``nprocs``)
+    None of them is held out.  The iteration count is scaled from the coarse
+    run's by ``step_scaling`` (:data:`STEP_SCALINGS`): the paper's 1 / cell size
+    under-counts the steps of a finer grid where it resolves steeper fronts,
+    which the other events, measured at both resolutions, show
+    (:func:`step_ratio`).  ``weights``: :func:`fit_events`.  Returns the target's runs over (``factor``, ``nprocs``)
     with ``<q>_measured`` (median over repetitions) and ``<q>_predicted``,
     relative errors, measured and predicted step counts, and the flags
     ``used_for_kw`` and ``held_out`` (finer than the coarse run, not
-    oversubscribed); the fitted parameters are attributes.
+    oversubscribed); the fitted parameters and the step exponent are attributes.
     """
     if target not in ds.event.values:
         raise ValueError(f"event {target!r} was not measured; measured: {', '.join(map(str, ds.event.values))}")
     others = [str(e) for e in ds.event.values if e != target]
+    if step_scaling not in STEP_SCALINGS:
+        raise ValueError(f"step_scaling must be one of {', '.join(STEP_SCALINGS)}, not {step_scaling!r}")
     try:
-        fit, status = fit_events(ds, others, nonneg), "fitted on the clean runs of the other events"
+        fit, status = fit_events(ds, others, nonneg, weights), "fitted on the clean runs of the other events"
+        exponent = events_step_exponent(ds, others) if step_scaling == "fitted" else 1.0
     except ValueError as err:  # too few clean runs of the other events (IdentifiabilityError): no valid figure
-        fit, status = None, f"not fitted: too few clean runs of the other events ({err})"
+        fit, exponent, status = None, np.nan, f"not fitted: too few clean runs of the other events ({err})"
     factors = np.sort(ds.factor.values)
     if coarse_factor is None:
         coarse_factor = int(factors[1] if factors.size > 1 else factors[0])
@@ -223,7 +258,8 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
             status = "no K_w: the coarse run of the target had no clean repetition"
         params = fit.params_for(k_w=k_w)
     f, p = xr.broadcast(tgt.factor, tgt.nprocs)
-    iters = scaled_iterations(float(coarse.steps), float(coarse.cell_size), tgt.cell_size * xr.ones_like(p))
+    iters = scaled_iterations(float(coarse.steps), float(coarse.cell_size), tgt.cell_size * xr.ones_like(p),
+                              exponent if np.isfinite(exponent) else 1.0)
     cells = tgt.cells * xr.ones_like(p)
     halo = xr.where(p > 1, 2 * tgt.nx_cells, 0)
     t = bsp_times(cells, p, iters, halo, params)
@@ -238,7 +274,8 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
             units="1", long_name=f"relative error of {LONG[q]}: (predicted - measured) / measured")
     out["steps_measured"] = med.steps.assign_attrs(units="1", long_name="measured time steps (median)")
     out["steps_predicted"] = iters.transpose("factor", "nprocs").assign_attrs(
-        units="1", long_name="time steps scaled from the coarse run by the cell-size ratio")
+        units="1", long_name="time steps scaled from the coarse run by the cell-size ratio"
+        + (" to the fitted power" if step_scaling == "fitted" else ""))
     used = p.isin(kw_set.nprocs.values if fit is not None else [])
     out["used_for_kw"] = ((f == coarse_factor) & used).transpose("factor", "nprocs").assign_attrs(
         units="1", long_name=f"the coarse runs that give K_w ({kw_runs}); I from the single-rank one")
@@ -247,23 +284,28 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
     out.attrs.update({f"fit_{k}": float(v) for k, v in vars(params).items()})
     out.attrs["coarse_factor"] = int(coarse_factor)
     out.attrs["kw_runs"] = kw_runs
+    out.attrs["fit_step_exponent"] = float(exponent)
     out.attrs["fit_status"] = status
     out.attrs["trained_on"] = ", ".join(others)
     return out
 
 
 def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse_factor: int | None = None,
-                    nonneg: bool = False, kw_runs: str = "coarse") -> xr.Dataset:
+                    nonneg: bool = False, kw_runs: str = "coarse", step_scaling: str = "fitted",
+                    weights: str = "relative") -> xr.Dataset:
     """:func:`predict_event` for every target event (the paper's experiments), stacked over ``event``."""
     targets = [str(e) for e in (ds.event.values if targets is None else targets)]
     units = {"k_w": "cells/s", "k_b": "cells/s", "o_h": "s/cell", "o_c": "s/cell"}
     parts = []
     for tgt in targets:
-        res = predict_event(ds, tgt, coarse_factor, nonneg, kw_runs)
+        res = predict_event(ds, tgt, coarse_factor, nonneg, kw_runs, step_scaling, weights)
         fitted = {f"fit_{k}": ("event", [res.attrs[f"fit_{k}"]],
                                {"units": units.get(k, "s"), "long_name": f"{k} of the experiment (paper 003 Table I)"
                                 + (": from the target's coarse run" if k == "k_w" else ": fitted on the other events")})
                   for k in PARAM_NAMES}
+        fitted["fit_step_exponent"] = ("event", [res.attrs["fit_step_exponent"]],
+                                       {"units": "1", "long_name": "exponent b of steps ~ cell size ** -b: fitted on "
+                                        "the other events (1: the paper's scaling)"})
         fitted["experiment_status"] = ("event", [res.attrs["fit_status"]],
                                        {"units": "1", "long_name": "how the experiment's model was obtained"})
         parts.append(res.drop_attrs(deep=False).expand_dims(event=[tgt]).assign(fitted))
@@ -276,7 +318,7 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
 
 
 def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = False,
-            kw_runs: str = "coarse") -> xr.Dataset:
+            kw_runs: str = "coarse", step_scaling: str = "fitted", weights: str = "relative") -> xr.Dataset:
     """The experiments on the clean runs of a :func:`measure_events` dataset (or its raw file, re-read).
 
     Interfered runs are made NaN (:data:`MEASURED`), so medians, fits and the
@@ -291,9 +333,10 @@ def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = F
         runs = runs.assign(interfered=xr.zeros_like(runs.t_w_measured, bool).assign_attrs(
             units="1", long_name="run disturbed by another process (none recorded)"))
     runs = mask_interfered(runs, [m for m in MEASURED if m in runs])
-    out = run_experiments(runs, coarse_factor=coarse_factor, nonneg=nonneg, kw_runs=kw_runs)
+    out = run_experiments(runs, coarse_factor=coarse_factor, nonneg=nonneg, kw_runs=kw_runs,
+                          step_scaling=step_scaling, weights=weights)
     out.attrs.update({k: v for k, v in runs.attrs.items() if k != "measured_utc"})
-    out.attrs["kw_runs"] = kw_runs
+    out.attrs.update(kw_runs=kw_runs, step_scaling=step_scaling, weights=weights)
     if "measured_utc" in runs.attrs:
         out.attrs["measured_utc"] = runs.attrs["measured_utc"]
     status = [str(v) for v in out.experiment_status.values]
@@ -322,13 +365,24 @@ def error_summary(res: xr.Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def kw_runs_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.DataFrame:
-    """:func:`error_summary` of ``ds`` and of the other K_w choices (:data:`KW_RUNS`) on the same runs, by ``kw_runs``.
+METHODS = {
+    "paper": {"kw_runs": "single", "step_scaling": "cell_size", "weights": "absolute"},
+    "pooled K_w": {"kw_runs": "coarse", "step_scaling": "cell_size", "weights": "absolute"},
+    "pooled K_w, fitted steps": {"kw_runs": "coarse", "step_scaling": "fitted", "weights": "absolute"},
+    "pooled K_w, fitted steps, relative fit": {"kw_runs": "coarse", "step_scaling": "fitted", "weights": "relative"},
+}
+"""The method choices :func:`method_comparison` sets side by side: the paper's (K_w from the one single-rank
+coarse run, steps scaled by 1 / cell size, ordinary least squares), then each of perfmod's changes added in
+turn; the last is :func:`run`'s default."""
 
-    ``ds`` is an :func:`analyse` (or :func:`run`) result; its own choice (attribute
-    ``kw_runs``) is summarised as it is, and only the others are analysed again,
-    with ``ds``'s ``coarse_factor`` and ``nonneg`` (from its ``parameters``
-    attribute; :func:`analyse`'s defaults where it has none).
+
+def method_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.DataFrame:
+    """:func:`error_summary` of every method in :data:`METHODS` on the runs ``ds`` was analysed from, by ``method``.
+
+    ``ds`` is an :func:`analyse` (or :func:`run`) result; the method it used (its
+    attributes ``kw_runs``, ``step_scaling``, ``weights``) is summarised as it is,
+    the others are analysed again with ``ds``'s ``coarse_factor`` and ``nonneg``
+    (from its ``parameters`` attribute; :func:`analyse`'s defaults where it has none).
 
     Parameters
     ----------
@@ -341,20 +395,21 @@ def kw_runs_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.Dat
     Returns
     -------
     pandas.DataFrame
-        :func:`error_summary`'s rows for each ``kw_runs`` in :data:`KW_RUNS` order (index ``kw_runs``, quantity).
+        :func:`error_summary`'s rows for each method in :data:`METHODS` order (index ``method``, quantity).
     """
-    own = ds.attrs.get("kw_runs")
-    if own not in KW_RUNS:
-        raise ValueError(f"dataset attribute kw_runs must be one of {', '.join(KW_RUNS)}, not {own!r} "
-                         "(not an analyse() result?)")
+    if ds.attrs.get("kw_runs") not in KW_RUNS:
+        raise ValueError(f"dataset attribute kw_runs must be one of {', '.join(KW_RUNS)}, not "
+                         f"{ds.attrs.get('kw_runs')!r} (not an analyse() result?)")
+    own = {k: ds.attrs.get(k, old) for k, old in (("kw_runs", None), ("step_scaling", "cell_size"),
+                                                  ("weights", "absolute"))}  # analysed before both choices existed
     params = json.loads(ds.attrs.get("parameters", "{}"))
     if runs is None:
         if not ds.attrs.get("raw_files"):
-            raise ValueError("kw_runs_comparison: the dataset names no raw_files; pass runs=")
+            raise ValueError("method_comparison: the dataset names no raw_files; pass runs=")
         runs = read_dataset(str(ds.attrs["raw_files"]).split("; ")[0])
-    return pd.concat({kw: error_summary(ds if kw == own else analyse(runs, params.get("coarse_factor"),
-                                                                     bool(params.get("nonneg", False)), kw))
-                      for kw in KW_RUNS}, names=["kw_runs"])
+    return pd.concat({name: error_summary(ds if m == own else analyse(runs, params.get("coarse_factor"),
+                                                                      bool(params.get("nonneg", False)), **m))
+                      for name, m in METHODS.items()}, names=["method"])
 
 
 def cell_costs(ds: xr.Dataset) -> pd.DataFrame:
@@ -379,18 +434,49 @@ def cell_costs(ds: xr.Dataset) -> pd.DataFrame:
 def step_ratio(ds: xr.Dataset) -> pd.DataFrame:
     """Step count of the finest over the coarsest resolution per event (fewest ranks), beside the cell-size ratio.
 
-    §III-B: the iteration count scales with 1 / cell size (the CFL condition).
+    §III-B: the iteration count scales with 1 / cell size (the CFL condition), an
+    exponent of 1; ``step exponent`` is each event's own, ``log(step ratio) /
+    log(cell-size ratio)``, and ``fitted exponent`` the one its experiment used,
+    fitted on the other events (where the dataset has it).
     """
     st = ds.steps_measured.isel(nprocs=0)
     fmin, fmax = int(ds.factor.min()), int(ds.factor.max())
     ratio = st.sel(factor=fmin) / st.sel(factor=fmax)
-    return pd.DataFrame({"step ratio": ratio.to_series(), "cell-size ratio": fmax / fmin})
+    out = pd.DataFrame({"step ratio": ratio.to_series(), "cell-size ratio": fmax / fmin,
+                        "step exponent": np.log(ratio.to_series()) / np.log(fmax / fmin)})
+    if "fit_step_exponent" in ds:
+        out["fitted exponent"] = ds.fit_step_exponent.to_series()
+    return out
+
+
+def repetition_spread(runs: xr.Dataset) -> pd.DataFrame:
+    """How the clean repetitions of a run scatter, by resolution and rank count: in seconds and as a fraction.
+
+    From a :func:`measure_events` dataset (interfered runs left out): the median over
+    events of the repetitions' standard deviation of compute time ``t_w`` (s), of their
+    coefficient of variation, and of ``t_w`` itself.  A spread in seconds that grows
+    with the run while the fraction stays put is noise proportional to the time: the
+    case for :func:`fit_events`'s relative weighting.
+    """
+    if "rep" not in runs.t_w_measured.dims:
+        raise ValueError("repetition_spread needs the measured runs (measure_events, dimension rep), not the "
+                         "analysed dataset; read its raw_files")
+    runs = mask_interfered(runs, [m for m in MEASURED if m in runs]) if "interfered" in runs else runs
+    tw = runs.t_w_measured
+    sd = tw.std("rep", ddof=1)
+    table = pd.DataFrame({"t_w (s)": tw.median("rep").median("event").to_series(),
+                          "sd (s)": sd.median("event").to_series(),
+                          "sd / mean": (sd / tw.mean("rep")).median("event").to_series(),
+                          "repetitions": tw.notnull().sum("rep").min("event").to_series()})
+    over = runs.oversubscribed.to_series()
+    return table[~over.reindex(table.index.get_level_values("nprocs")).to_numpy()]
 
 
 def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 384, nx: int = 384, dx: float = 5.0,
         factors: Sequence[int] = (2, 1), nprocs: Sequence[int] = (1, 2), t_end: float = 200.0, reps: int = 3,
-        coarse_reps: int = 5, coarse_factor: int = 2, kw_runs: str = "coarse", nonneg: bool = False, seed: int = 0,
-        raw_out: str = "", progress: bool = True) -> xr.Dataset:
+        coarse_reps: int = 5, coarse_factor: int = 2, kw_runs: str = "coarse", step_scaling: str = "fitted",
+        weights: str = "relative", nonneg: bool = False, seed: int = 0, raw_out: str = "",
+        progress: bool = True) -> xr.Dataset:
     """Measure every flood event and run the paper's experiments (003 §V-C/D/E, Figures 3-5) on this machine.
 
     Parameters
@@ -418,6 +504,10 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
         Resolution of the target's coarse runs (K_w and iteration count).
     kw_runs : {"coarse", "single"}
         The target's runs that give K_w (:data:`KW_RUNS`, :func:`predict_event`).
+    step_scaling : {"fitted", "cell_size"}
+        How the coarse iteration count scales to the finer resolution (:data:`STEP_SCALINGS`).
+    weights : {"relative", "absolute"}
+        Least-squares weighting of the fit on the other events (:func:`fit_events`).
     nonneg : bool
         Non-negative least squares.
     seed : int
@@ -440,7 +530,7 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
                           coarse_reps=coarse_reps, coarse_factor=coarse_factor)
     raw = save_raw(runs, STUDY, "runs", parameters,
                    "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
-    out = analyse(runs, coarse_factor, nonneg, kw_runs)
+    out = analyse(runs, coarse_factor, nonneg, kw_runs, step_scaling, weights)
     return provenance(out, STUDY, "measurement: TRITON-like proxy on this machine; model of paper 003 Eq. 1-3, 5, 6 "
                       "and §III-B", parameters, [raw])
 
