@@ -67,6 +67,12 @@ def test_checker_names_untyped_parameter_line(tmp_path):
         nbs.check_notebook(path)
 
 
+def test_checker_names_a_parameter_line_papermill_cannot_read(tmp_path):
+    path = _toy(tmp_path, "x: int = 1  # steps ~ size ** -b, b = 1 by default\ndataset_path: str = 'a'")
+    with pytest.raises(nbs.NotebookShapeError, match=r"toy.ipynb: cell 1 \(parameters\): papermill cannot read .*'x'"):
+        nbs.check_notebook(path)
+
+
 def test_strip_outputs_round_trip(tmp_path):
     path = _toy(tmp_path)
     node = nbformat.read(path, as_version=4)

@@ -127,6 +127,13 @@ def check_notebook(nb: str | Path) -> None:
         raise NotebookShapeError(f"{name}: smoke parameters {unknown} are not declared in the parameters cell")
     if "dataset_path" not in params:
         raise NotebookShapeError(f"{name}: the parameters cell declares no 'dataset_path' output")
+    from papermill.translators import PythonTranslator  # papermill's own reading (papermill --help-notebook)
+
+    seen = {p.name for p in PythonTranslator.inspect(node.cells[idx])}
+    unread = [p for p in params if p not in seen]
+    if unread:
+        raise NotebookShapeError(f"{name}: cell {idx} (parameters): papermill cannot read the line of {unread} "
+                                 "(keep '=' out of its comment)")
     for i, cell in enumerate(node.cells):
         if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
             raise NotebookShapeError(f"{name}: cell {i} has outputs; strip them before committing")
