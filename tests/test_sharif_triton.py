@@ -203,6 +203,8 @@ def test_method_comparison_reanalyses_all_but_the_datasets_own_method(tmp_path, 
     assert st.method_comparison(ds.assign_attrs(raw_files=str(tmp_path / "runs.nc"))).equals(table)
     with pytest.raises(ValueError, match="kw_runs must be one of coarse, single, not None"):
         st.method_comparison(runs)
+    with pytest.raises(ValueError, match="names 0 raw file"):  # no runs given, none named
+        st.method_comparison(ds)
 
 
 def test_step_exponent_fitted_on_the_other_events_predicts_the_steps():

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from perfmod.core.io import annotate, write_dataset
+from perfmod.core.io import annotate, read_dataset, write_dataset
 from perfmod.core.paths import raw_dir
 from perfmod.measure.validity import FLAG_META, clean_reduce, run_flags
 
@@ -64,6 +64,21 @@ def provenance(ds: xr.Dataset, study: str, source: str, parameters: Mapping[str,
     out = annotate(ds, study=study, source=source, parameters=parameters)
     out.attrs["raw_files"] = "; ".join(str(p) for p in raw_files)
     return out
+
+
+def read_raw(ds: xr.Dataset, index: int = 0) -> xr.Dataset:
+    """The raw measurement ``ds`` was computed from: its ``index``-th file in ``raw_files`` (:func:`provenance`).
+
+    Raises
+    ------
+    ValueError
+        ``ds`` names no raw file, or fewer than ``index + 1``.
+    """
+    files = [f for f in str(ds.attrs.get("raw_files", "")).split("; ") if f]
+    if len(files) <= index:
+        raise ValueError(f"the dataset names {len(files)} raw file(s) in its raw_files attribute, so no file "
+                         f"number {index} (study {ds.attrs.get('study', '?')!r})")
+    return read_dataset(files[index])
 
 
 def new_flags(shape: tuple[int, ...]) -> dict[str, np.ndarray]:

@@ -39,7 +39,6 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
-from perfmod.core.io import read_dataset
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
@@ -60,6 +59,7 @@ from perfmod.studies.records import (
     mask_interfered,
     new_flags,
     provenance,
+    read_raw,
     record_drops,
     record_flags,
     save_raw,
@@ -176,15 +176,25 @@ def fit_events(ds: xr.Dataset, events: Sequence[str], nonneg: bool = False, weig
     a step as compute or communication, and the step count follows the cell
     count, so runs at a few resolutions could not separate O_i from O_c.
     """
-    sub = ds.sel(event=list(events), nprocs=~ds.oversubscribed.values)
-    r = _runs(sub)
-    return fit_bsp(r["C"], r["P"], r["I"], r["H"], r["t_w"], r["t_c"], r["t_o"], reduction=True, nonneg=nonneg,
-                   scenario=r["event"], fixed={"O_i": 0.0}, weights=weights)
+    return _fit(_training(ds, events), nonneg, weights)
 
 
 def events_step_exponent(ds: xr.Dataset, events: Sequence[str]) -> float:
     """:func:`perfmod.models.bsp.step_exponent` of the clean runs of ``events`` (medians, not oversubscribed)."""
-    r = _runs(ds.sel(event=list(events), nprocs=~ds.oversubscribed.values))
+    return _exponent(_training(ds, events))
+
+
+def _training(ds: xr.Dataset, events: Sequence[str]) -> dict[str, np.ndarray]:
+    """:func:`_runs` of ``events``, oversubscribed runs left out: what an experiment trains on."""
+    return _runs(ds.sel(event=list(events), nprocs=~ds.oversubscribed.values))
+
+
+def _fit(r: dict[str, np.ndarray], nonneg: bool, weights: str) -> BSPFit:
+    return fit_bsp(r["C"], r["P"], r["I"], r["H"], r["t_w"], r["t_c"], r["t_o"], reduction=True, nonneg=nonneg,
+                   scenario=r["event"], fixed={"O_i": 0.0}, weights=weights)
+
+
+def _exponent(r: dict[str, np.ndarray]) -> float:
     return step_exponent(r["I"], r["dx"], r["event"])
 
 
@@ -227,8 +237,9 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
     if step_scaling not in STEP_SCALINGS:
         raise ValueError(f"step_scaling must be one of {', '.join(STEP_SCALINGS)}, not {step_scaling!r}")
     try:
-        fit, status = fit_events(ds, others, nonneg, weights), "fitted on the clean runs of the other events"
-        exponent = events_step_exponent(ds, others) if step_scaling == "fitted" else 1.0
+        train = _training(ds, others)  # the medians once, for the fit and the step exponent
+        fit, status = _fit(train, nonneg, weights), "fitted on the clean runs of the other events"
+        exponent = _exponent(train) if step_scaling == "fitted" else 1.0
     except ValueError as err:  # too few clean runs of the other events (IdentifiabilityError): no valid figure
         fit, exponent, status = None, np.nan, f"not fitted: too few clean runs of the other events ({err})"
     factors = np.sort(ds.factor.values)
@@ -317,6 +328,15 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
     return out
 
 
+def _clean(runs: xr.Dataset) -> xr.Dataset:
+    """``runs`` with the interfered runs' :data:`MEASURED` values NaN (and an all-False ``interfered`` where none
+    was recorded)."""
+    if "interfered" not in runs:
+        runs = runs.assign(interfered=xr.zeros_like(runs.t_w_measured, bool).assign_attrs(
+            units="1", long_name="run disturbed by another process (none recorded)"))
+    return mask_interfered(runs, [m for m in MEASURED if m in runs])
+
+
 def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = False,
             kw_runs: str = "coarse", step_scaling: str = "fitted", weights: str = "relative") -> xr.Dataset:
     """The experiments on the clean runs of a :func:`measure_events` dataset (or its raw file, re-read).
@@ -329,10 +349,7 @@ def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = F
     and :func:`perfmod.studies.records.record_drops` records the dropped runs
     and ``clean_runs_missing``.
     """
-    if "interfered" not in runs:
-        runs = runs.assign(interfered=xr.zeros_like(runs.t_w_measured, bool).assign_attrs(
-            units="1", long_name="run disturbed by another process (none recorded)"))
-    runs = mask_interfered(runs, [m for m in MEASURED if m in runs])
+    runs = _clean(runs)
     out = run_experiments(runs, coarse_factor=coarse_factor, nonneg=nonneg, kw_runs=kw_runs,
                           step_scaling=step_scaling, weights=weights)
     out.attrs.update({k: v for k, v in runs.attrs.items() if k != "measured_utc"})
@@ -390,7 +407,7 @@ def method_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.Data
         The study's dataset.
     runs : xarray.Dataset, optional
         The :func:`measure_events` runs ``ds`` was analysed from; default: ``ds``'s
-        first raw file (attribute ``raw_files``), re-read.
+        first raw file (:func:`perfmod.studies.records.read_raw`).
 
     Returns
     -------
@@ -403,10 +420,7 @@ def method_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.Data
     own = {k: ds.attrs.get(k, old) for k, old in (("kw_runs", None), ("step_scaling", "cell_size"),
                                                   ("weights", "absolute"))}  # analysed before both choices existed
     params = json.loads(ds.attrs.get("parameters", "{}"))
-    if runs is None:
-        if not ds.attrs.get("raw_files"):
-            raise ValueError("method_comparison: the dataset names no raw_files; pass runs=")
-        runs = read_dataset(str(ds.attrs["raw_files"]).split("; ")[0])
+    runs = read_raw(ds) if runs is None else runs
     return pd.concat({name: error_summary(ds if m == own else analyse(runs, params.get("coarse_factor"),
                                                                       bool(params.get("nonneg", False)), **m))
                       for name, m in METHODS.items()}, names=["method"])
@@ -460,8 +474,8 @@ def repetition_spread(runs: xr.Dataset) -> pd.DataFrame:
     """
     if "rep" not in runs.t_w_measured.dims:
         raise ValueError("repetition_spread needs the measured runs (measure_events, dimension rep), not the "
-                         "analysed dataset; read its raw_files")
-    runs = mask_interfered(runs, [m for m in MEASURED if m in runs]) if "interfered" in runs else runs
+                         "analysed dataset; perfmod.studies.records.read_raw(ds) reads them")
+    runs = _clean(runs)
     tw = runs.t_w_measured
     sd = tw.std("rep", ddof=1)
     table = pd.DataFrame({"t_w (s)": tw.median("rep").median("event").to_series(),
