@@ -158,7 +158,7 @@ def _relative_noise_runs(rng, cv=0.05):
     C, P, I, H, *_ = _runs(None)  # noqa: E741
     t = bsp.bsp_times(C, P, I, H, TRUE)
     n = C.size
-    tw = I / P * (P * t["t_w"] / I) * (1 + cv * rng.standard_normal(n))
+    tw = t["t_w"] * (1 + cv * rng.standard_normal(n))
     tc = t["t_c"] * (1 + cv * rng.standard_normal(n))
     to = t["t_o"] * (1 + cv * rng.standard_normal(n))
     return C, P, I, H, tw, tc, to
@@ -185,7 +185,7 @@ def test_relative_weights_are_weighted_least_squares():
         bsp.fit_bsp(C, P, I, H, np.where(C == C[0], 0.0, tw), tc, to, weights="relative")
 
 
-def test_relative_prediction_interval_grows_with_the_prediction():
+def test_relative_prediction_interval_covers_a_new_run_with_the_same_relative_noise():
     rng = np.random.default_rng(6)
     hits, trials = 0, 200
     new = (2.5e7, 16.0, 300.0, 2 * np.sqrt(2.5e7))
