@@ -5,6 +5,7 @@ redirected to a temporary directory, so the smoke runs never touch ``data/``
 or ``figures/``.
 """
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -70,6 +71,17 @@ def test_checker_names_untyped_parameter_line(tmp_path):
 def test_checker_names_a_parameter_line_papermill_cannot_read(tmp_path):
     path = _toy(tmp_path, "x: int = 1  # steps ~ size ** -b, b = 1 by default\ndataset_path: str = 'a'")
     with pytest.raises(nbs.NotebookShapeError, match=r"toy.ipynb: cell 1 \(parameters\): papermill cannot read .*'x'"):
+        nbs.check_notebook(path)
+
+
+def test_checker_names_repeated_cell_ids(tmp_path):
+    """A copied cell keeps its id; nbformat renumbers it with a warning on every read, the checker refuses it."""
+    path = _toy(tmp_path)
+    node = nbformat.read(path, as_version=4)
+    node.cells.append(nbformat.v4.new_code_cell("x + 1"))
+    node.cells[2].id = node.cells[1].id
+    path.write_text(json.dumps(node))
+    with pytest.raises(nbs.NotebookShapeError, match=rf"toy.ipynb: cell ids \['{node.cells[1].id}'\] are used by more"):
         nbs.check_notebook(path)
 
 

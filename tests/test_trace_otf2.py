@@ -9,7 +9,7 @@ from perfmod.apps.traces import synthetic
 from perfmod.replay import replay
 from perfmod.trace import Call, TraceBuilder, TraceError
 from perfmod.trace.formats.dumpi import read_dumpi
-from perfmod.trace.formats.otf2 import read_otf2, write_otf2
+from perfmod.trace.formats.otf2 import _damaged_event_file, read_otf2, write_otf2
 
 DUMPI_DATA = Path(__file__).parent / "data" / "dumpi"
 COLUMNS = ("rank", "seq", "call", "peer", "nbytes", "tag", "comm", "request", "aux_ptr", "aux")
@@ -97,6 +97,19 @@ def test_damaged_event_file_is_named(tmp_path, capfd):
                        r".*the OTF2 library said: .*error"):
         read_otf2(tmp_path / "a")
     assert capfd.readouterr().err == ""  # the C library's messages are in the error, not on the terminal
+
+
+def test_event_file_with_fewer_events_than_declared_is_named(tmp_path):
+    """A well-formed event file that ends early (here one of a 1-iteration run) is named, not read as the trace."""
+    write_otf2(synthetic("jacobi2d", 4, 2), tmp_path / "a")
+    write_otf2(synthetic("jacobi2d", 4, 1), tmp_path / "b")
+    (tmp_path / "a" / "traces" / "2.evt").write_bytes((tmp_path / "b" / "traces" / "2.evt").read_bytes())
+    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data incomplete \(truncated or corrupt\): "
+                       r"\d+ events read, 46 declared"):
+        read_otf2(tmp_path / "a")
+    # the search run after a library error finds the same file by its count (reading it alone raises nothing)
+    assert _damaged_event_file(tmp_path / "a" / "traces.otf2", dict.fromkeys(range(4), 46)) == \
+        tmp_path / "a" / "traces" / "2.evt"
 
 
 def _scorep_like(path, ranks, calls):

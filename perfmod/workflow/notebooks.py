@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import json
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -134,6 +135,11 @@ def check_notebook(nb: str | Path) -> None:
     if unread:
         raise NotebookShapeError(f"{name}: cell {idx} (parameters): papermill cannot read the line of {unread} "
                                  "(keep '=' out of its comment)")
+    if name != "<notebook>":  # nbformat.read renumbers repeated cell ids with a warning: look at the file itself
+        ids = [c.get("id") for c in json.loads(Path(nb).read_text(encoding="utf-8")).get("cells", [])]
+        again = sorted({i for i in ids if i is not None and ids.count(i) > 1})
+        if again:
+            raise NotebookShapeError(f"{name}: cell ids {again} are used by more than one cell; give each its own")
     for i, cell in enumerate(node.cells):
         if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
             raise NotebookShapeError(f"{name}: cell {i} has outputs; strip them before committing")

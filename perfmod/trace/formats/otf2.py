@@ -18,7 +18,9 @@ group has type ``COMM_SELF`` and no members: the reader gives each rank
 that uses one its own one-member communicator.  An archive without MPI
 events (a GPU-only Score-P trace) reads as a trace without events and a
 :class:`~perfmod.trace.core.TraceWarning`; a damaged event file is named
-(``traces/<location>.evt``) in the error, with what the OTF2 library said.
+(``traces/<location>.evt``) in the error, with what the OTF2 library said;
+so is one that reads without an error but holds another number of events
+than its location's definition declares.
 
 Bytes of collectives follow Score-P's accounting (its ``scorep_mpi_coll_bytes``
 tests): with ``P`` ranks and ``N`` = perfmod's per-rank vector size,
@@ -297,11 +299,13 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
                 comm_ids[id(c)] = len(comms) + 1
                 comms[len(comms) + 1] = np.array(members, dtype=np.int64)
         state = _ReadState(len(rank_of), comm_ids, comms, res, unknown, str(anchor))
-        refs = [loc._ref for loc in tr.definitions.locations]
+        declared = {loc._ref: int(loc.number_of_events) for loc in tr.definitions.locations}
+        read = dict.fromkeys(declared, 0)
         failed = ""
         with _c_stderr() as said:
             try:
                 for loc, ev in tr.events:
+                    read[loc._ref] += 1
                     r = rank_of.get(id(loc))
                     if r is not None:
                         state.event(r, ev)
@@ -310,8 +314,12 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
             except Exception as err:  # the OTF2 library's own errors on damaged event files
                 failed = f"{type(err).__name__}: {err}{said()}"
     if failed:  # the reader is closed now: find the file by reading each location alone
-        where = _damaged_event_file(anchor, refs)
+        where = _damaged_event_file(anchor, declared)
         raise TraceError(f"{where or anchor}: OTF2 event data unreadable (truncated or corrupt): {failed}")
+    short = _short_location(declared, read)
+    if short is not None:  # the library read past a damaged end without an error (what it reads there is chance)
+        raise TraceError(f"{anchor.with_suffix('')}/{short}.evt: OTF2 event data incomplete (truncated or corrupt): "
+                         f"{read[short]} events read, {declared[short]} declared in the archive's definitions")
     trace = state.build()
     if not state.mpi_calls:
         warnings.warn(f"{anchor}: no MPI events in this OTF2 archive ({len(trace)} events on {trace.nprocs} "
@@ -346,17 +354,31 @@ def _c_stderr() -> Iterator[Callable[[], str]]:
             os.close(saved)
 
 
-def _damaged_event_file(anchor: Path, refs: list[int]) -> Path | None:
-    """The first ``<archive>/traces/<location>.evt`` that the OTF2 library cannot read alone, or None."""
+def _short_location(declared: dict[int, int], read: dict[int, int]) -> int | None:
+    """The first location whose events read differ from the count its definition declares (0: not declared)."""
+    return next((ref for ref, n in declared.items() if n and read[ref] != n), None)
+
+
+def _damaged_event_file(anchor: Path, declared: dict[int, int]) -> Path | None:
+    """The first ``<archive>/traces/<location>.evt`` that the OTF2 library cannot read alone, or None.
+
+    A file is damaged when reading it alone fails or gives another number of
+    events than its location's definition declares: whether the library
+    reports an error past a truncated end is not certain (a CI machine read a
+    half-truncated file alone without one, with the same wheel as here).
+    """
     otf2 = require_otf2()
     with _c_stderr():
-        for ref in refs:
+        for ref in declared:
+            n = 0
             try:
                 with otf2.reader.open(str(anchor)) as tr:
                     mine = [x for x in tr.definitions.locations if x._ref == ref]
                     for _ in tr.events(mine):
-                        pass
+                        n += 1
             except Exception:  # noqa: BLE001 - any library error marks this location's file
+                n = -1
+            if _short_location({ref: declared[ref]}, {ref: n}) is not None or n < 0:
                 return anchor.with_suffix("") / f"{ref}.evt"
     return None
 
