@@ -93,9 +93,12 @@ def test_damaged_event_file_is_named(tmp_path, capfd):
     evt = tmp_path / "a" / "traces" / "2.evt"
     evt.write_bytes(evt.read_bytes()[: len(evt.read_bytes()) // 2])
     capfd.readouterr()
-    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data unreadable \(truncated or corrupt\): "
-                       r".*the OTF2 library said: .*error"):
+    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data (unreadable|incomplete) "
+                       r"\(truncated or corrupt\): ") as err:
         read_otf2(tmp_path / "a")
+    # whether the library errors past the cut has varied between machines: its error is quoted, or the count named
+    msg = str(err.value)
+    assert "the OTF2 library said: " in msg if "unreadable" in msg else "declared in the archive" in msg
     assert capfd.readouterr().err == ""  # the C library's messages are in the error, not on the terminal
 
 
