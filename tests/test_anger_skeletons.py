@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 from perfmod.core.io import check_conventions
 from perfmod.core.paperdata import read_table
@@ -287,3 +288,27 @@ def test_run_with_lulesh_measures_fits_and_replays_it(tmp_path):
     ok = np.isfinite(ds.runtime_measured).values
     assert ok.any() and (ds.runtime_predicted.values[ok] > 0).all()
     assert "threshold" not in ds.dims and "fig6_region_fit" in study.figures(ds)
+
+
+def test_summary_splits_held_out_sizes_inside_and_beyond_the_training_range():
+    # app a: training 4, 6, 8, held out 5 (inside) and 10 (beyond); app b: training 2, 3, 4, held out 1 (below)
+    size = np.array([[4, 5, 6, 8, 10], [1, 2, 3, 4, np.nan]])
+    held = np.array([[False, True, False, False, True], [True, False, False, False, False]])
+    err = np.full((2, 5, 1, 2), 0.5)  # training sizes: 50 % (not scored)
+    err[0, 1], err[0, 4], err[1, 0] = [0.02, -0.04], [-0.2, 0.1], [0.3, 0.06]
+    dims = ("app", "size", "nprocs", "method")
+    ds = xr.Dataset({"runtime_error": (dims, err), "runtime_cpu_error": (dims, err),
+                     "held_out": (("app", "size"), held), "measured_clean": (("app", "size", "nprocs"),
+                                                                             np.ones((2, 5, 1), bool)),
+                     "problem_size": (("app", "size"), size)},
+                    coords={"app": ["a", "b"], "size": np.arange(5), "nprocs": [1], "method": ["eiger", "loop"]})
+    inside, beyond = study.training_range_masks(ds)
+    assert inside.values.tolist() == [[False, True, False, False, False], [False] * 5]
+    assert beyond.values.tolist() == [[False, False, False, False, True], [True, False, False, False, False]]
+    t = study.summary(ds)
+    assert t.loc[("clean, inside the training range", "all"), ["eiger", "loop", "n"]].tolist() == \
+        pytest.approx([0.02, 0.04, 1])
+    assert t.loc[("clean, beyond the training range", "all"), ["eiger", "loop", "n"]].tolist() == \
+        pytest.approx([0.25, 0.08, 2])
+    assert t.loc[("clean, beyond the training range", "b"), "eiger"] == pytest.approx(0.3)
+    assert t.loc[("clean", "all"), "eiger"] == pytest.approx((0.02 + 0.2 + 0.3) / 3)

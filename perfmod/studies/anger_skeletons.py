@@ -63,7 +63,7 @@ from perfmod.studies.anger_skeleton_steps import (
 from perfmod.studies.headline import headline_figures
 from perfmod.studies.records import FLAG_FIELDS, flag_variables, new_flags, provenance, record_drops, save_raw
 
-__all__ = ["run", "figures", "summary", "headline", "native_runs", "measured_runtimes", "STUDY"]
+__all__ = ["run", "figures", "summary", "training_range_masks", "headline", "native_runs", "measured_runtimes", "STUDY"]
 
 STUDY = "anger_skeletons"
 _SOURCE = ("measurement: HPCCG-, MiniMD- and LULESH-like proxies (perfmod.measure.proxies) on this machine, their "
@@ -503,17 +503,37 @@ def _threshold_sweep(spec: Any, frames: dict, models: dict | None, app_ds: xr.Da
     )
 
 
+def training_range_masks(ds: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
+    """Held-out sizes inside and beyond each app's training range, as two boolean masks over (app, size).
+
+    A held-out size between the app's smallest and largest training size is inside (the models
+    interpolate); one below or above is beyond (they extrapolate).
+    """
+    real = ds.problem_size.notnull()
+    train = ds.problem_size.where(real & ~ds.held_out)
+    lo, hi = train.min("size"), train.max("size")
+    beyond = ds.held_out & real & ((ds.problem_size < lo) | (ds.problem_size > hi))
+    return ds.held_out & real & ~beyond, beyond
+
+
 def summary(ds: xr.Dataset) -> pd.DataFrame:
     """Mean absolute runtime error on held-out sizes per app and method, beside the paper's means.
 
     Rows ``(points, app)``: ``points`` is ``clean`` (the best clean repetition's runtime;
-    sizes without a clean repetition are left out) or ``clean, vs CPU time`` (against that
-    run's CPU time, which load on the machine inflates much less than its wall time); the
-    count of points is in the ``n`` column.  Errors are NaN where the models were not fitted.
+    sizes without a clean repetition are left out), ``clean, inside the training range`` and
+    ``clean, beyond the training range`` (the same points split by whether the size lies between
+    the app's smallest and largest training size: interpolation or extrapolation), or
+    ``clean, vs CPU time`` (against that run's CPU time, which load on the machine inflates much
+    less than its wall time); the count of points is in the ``n`` column.  Errors are NaN where
+    the models were not fitted.
     """
+    inside, beyond = training_range_masks(ds)
     rows = {}
-    for label, var in (("clean", "runtime_error"), ("clean, vs CPU time", "runtime_cpu_error")):
-        mask = ds.held_out & ds.measured_clean
+    for label, var, where in (("clean", "runtime_error", ds.held_out),
+                              ("clean, inside the training range", "runtime_error", inside),
+                              ("clean, beyond the training range", "runtime_error", beyond),
+                              ("clean, vs CPU time", "runtime_cpu_error", ds.held_out)):
+        mask = where & ds.measured_clean
         sub = np.abs(ds[var]).where(mask)
         for app in [*map(str, ds.app.values), "all"]:
             s = sub if app == "all" else sub.sel(app=app)
