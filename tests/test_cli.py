@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,7 @@ def test_smoke_and_parameter_runs_leave_canonical_outputs_byte_identical(tmp_pat
     out = capsys.readouterr().out
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("choi2020_what_if-") and str(run_dir) in out
+    assert re.search(rf"executed notebook: {re.escape(str(run_dir))}/choi2020_what_if.ipynb \(\d+ s\)", out)
     ds = xr.open_dataset(run_dir / "choi2020_what_if.nc")
     assert list(ds["fat_model"].values) == ["postal"]  # the YAML file's value reached the study
     assert any((run_dir / "figures").glob("*.png"))

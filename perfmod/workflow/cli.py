@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params = place_outputs(declared, given, run_dir, args.smoke, nb.stem) | given
         run_dir.mkdir(parents=True, exist_ok=True)
         executed = run_dir / nb.name
+    start = time.monotonic()
     out = run_notebook(nb, params, smoke=args.smoke, output=executed, progress=not args.quiet)
-    print(f"executed notebook: {out}")
+    print(f"executed notebook: {out} ({time.monotonic() - start:.0f} s)")  # the make all budget, per study
     for name in ("dataset_path", "figures_dir", "platform_out"):
         if name in params:
             print(f"{name}: {params[name]}")
