@@ -157,6 +157,7 @@ def test_anger_headline_is_the_clean_held_out_skeleton_error_per_method_and_the_
     ds = xr.Dataset({"runtime_error": (("app", "size", "nprocs", "method"), err),
                      "runtime_cpu_error": (("app", "size", "nprocs", "method"), err),
                      "held_out": (("app", "size"), [[False, True, True]]),
+                     "problem_size": (("app", "size"), [[8.0, 12.0, 16.0]]),
                      "measured_clean": (("app", "size", "nprocs"), [[[True], [True], [False]]]),
                      "skeleton_speedup": (("app", "size"), [[10.0, 14.0, np.nan]]),
                      "interfered": (("app", "size", "nprocs", "rep"), [[[[False, True]], [[False, False]],
