@@ -374,6 +374,8 @@ def _damaged_event_file(anchor: Path, declared: dict[int, int]) -> Path | None:
             try:
                 with otf2.reader.open(str(anchor)) as tr:
                     mine = [x for x in tr.definitions.locations if x._ref == ref]
+                    if not mine:  # the definitions changed under us: no file to blame
+                        return None
                     for _ in tr.events(mine):
                         n += 1
             except Exception:  # noqa: BLE001 - any library error marks this location's file
