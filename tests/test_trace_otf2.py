@@ -7,7 +7,7 @@ import pytest
 
 from perfmod.apps.traces import synthetic
 from perfmod.replay import replay
-from perfmod.trace import Call, TraceBuilder, TraceError
+from perfmod.trace import Call, TraceBuilder, TraceError, TraceWarning
 from perfmod.trace.formats.dumpi import read_dumpi
 from perfmod.trace.formats.otf2 import _damaged_event_file, read_otf2, write_otf2
 
@@ -93,23 +93,27 @@ def test_damaged_event_file_is_named(tmp_path, capfd):
     evt = tmp_path / "a" / "traces" / "2.evt"
     evt.write_bytes(evt.read_bytes()[: len(evt.read_bytes()) // 2])
     capfd.readouterr()
-    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data (unreadable|incomplete) "
-                       r"\(truncated or corrupt\): ") as err:
+    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data unreadable \(truncated or corrupt\): "
+                       r".*the OTF2 library said: .*error"):
         read_otf2(tmp_path / "a")
-    # whether the library errors past the cut has varied between machines: its error is quoted, or the count named
-    msg = str(err.value)
-    assert "the OTF2 library said: " in msg if "unreadable" in msg else "declared in the archive" in msg
     assert capfd.readouterr().err == ""  # the C library's messages are in the error, not on the terminal
 
 
 def test_event_file_with_fewer_events_than_declared_is_named(tmp_path):
-    """A well-formed event file that ends early (here one of a 1-iteration run) is named, not read as the trace."""
-    write_otf2(synthetic("jacobi2d", 4, 2), tmp_path / "a")
-    write_otf2(synthetic("jacobi2d", 4, 1), tmp_path / "b")
+    """A well-formed event file that ends early (here one of a 1-iteration run) is named in a warning."""
+    full, one = synthetic("jacobi2d", 4, 2), synthetic("jacobi2d", 4, 1)
+    write_otf2(full, tmp_path / "a")
+    write_otf2(one, tmp_path / "b")
     (tmp_path / "a" / "traces" / "2.evt").write_bytes((tmp_path / "b" / "traces" / "2.evt").read_bytes())
-    with pytest.raises(TraceError, match=r"a/traces/2.evt: OTF2 event data incomplete \(truncated or corrupt\): "
-                       r"\d+ events read, 46 declared"):
-        read_otf2(tmp_path / "a")
+    import otf2
+
+    with otf2.reader.open(str(tmp_path / "b" / "traces.otf2")) as tr:
+        n_one, n_full = tr.definitions.locations[2].number_of_events, 46
+    with pytest.warns(TraceWarning, match=rf"a/traces/2.evt: {n_one} events read, {n_full} declared in the archive's "
+                      r"definitions: the file is truncated, or holds records"):
+        t = read_otf2(tmp_path / "a")
+    calls = np.diff(t.rank_ptr)  # the trace is what could be read: rank 2 as in the 1-iteration run, the rest whole
+    assert calls.tolist() == [*np.diff(full.rank_ptr)[:2], np.diff(one.rank_ptr)[2], np.diff(full.rank_ptr)[3]]
     # the search run after a library error finds the same file by its count (reading it alone raises nothing)
     assert _damaged_event_file(tmp_path / "a" / "traces.otf2", dict.fromkeys(range(4), 46)) == \
         tmp_path / "a" / "traces" / "2.evt"

@@ -19,8 +19,9 @@ that uses one its own one-member communicator.  An archive without MPI
 events (a GPU-only Score-P trace) reads as a trace without events and a
 :class:`~perfmod.trace.core.TraceWarning`; a damaged event file is named
 (``traces/<location>.evt``) in the error, with what the OTF2 library said;
-so is one that reads without an error but holds another number of events
-than its location's definition declares.
+a file that reads without an error but gives fewer events than its
+location's definition declares (cut at a record boundary, or records this
+OTF2 library skips) is named in a ``TraceWarning``.
 
 Bytes of collectives follow Score-P's accounting (its ``scorep_mpi_coll_bytes``
 tests): with ``P`` ranks and ``N`` = perfmod's per-rank vector size,
@@ -317,9 +318,10 @@ def read_otf2(path: str | os.PathLike, unknown: str = "skip") -> Trace:
         where = _damaged_event_file(anchor, declared)
         raise TraceError(f"{where or anchor}: OTF2 event data unreadable (truncated or corrupt): {failed}")
     short = _short_location(declared, read)
-    if short is not None:  # the library read past a damaged end without an error (what it reads there is chance)
-        raise TraceError(f"{anchor.with_suffix('')}/{short}.evt: OTF2 event data incomplete (truncated or corrupt): "
-                         f"{read[short]} events read, {declared[short]} declared in the archive's definitions")
+    if short is not None:  # a file cut at a record boundary, or records this OTF2 library does not know
+        warnings.warn(f"{anchor.with_suffix('')}/{short}.evt: {read[short]} events read, {declared[short]} declared "
+                      "in the archive's definitions: the file is truncated, or holds records this version of the "
+                      "OTF2 library skips; the trace is what could be read", TraceWarning, stacklevel=2)
     trace = state.build()
     if not state.mpi_calls:
         warnings.warn(f"{anchor}: no MPI events in this OTF2 archive ({len(trace)} events on {trace.nprocs} "
@@ -362,12 +364,15 @@ def _short_location(declared: dict[int, int], read: dict[int, int]) -> int | Non
 def _damaged_event_file(anchor: Path, declared: dict[int, int]) -> Path | None:
     """The first ``<archive>/traces/<location>.evt`` that the OTF2 library cannot read alone, or None.
 
-    A file is damaged when reading it alone fails or gives another number of
-    events than its location's definition declares: whether the library
-    reports an error past a truncated end is not certain (a CI machine read a
-    half-truncated file alone without one, with the same wheel as here).
+    Called after the library failed on the whole archive.  A file that fails
+    alone is blamed first; else the first whose events read alone differ from
+    the count its location's definition declares: whether the library reports
+    an error past a truncated end when it reads one file alone is not certain
+    (a CI machine read a half-truncated file alone without one, with the same
+    wheel as here).
     """
     otf2 = require_otf2()
+    short = None
     with _c_stderr():
         for ref in declared:
             n = 0
@@ -379,10 +384,10 @@ def _damaged_event_file(anchor: Path, declared: dict[int, int]) -> Path | None:
                     for _ in tr.events(mine):
                         n += 1
             except Exception:  # noqa: BLE001 - any library error marks this location's file
-                n = -1
-            if _short_location({ref: declared[ref]}, {ref: n}) is not None or n < 0:
                 return anchor.with_suffix("") / f"{ref}.evt"
-    return None
+            if short is None and _short_location({ref: declared[ref]}, {ref: n}) is not None:
+                short = anchor.with_suffix("") / f"{ref}.evt"
+    return short
 
 
 class _ReadState:
