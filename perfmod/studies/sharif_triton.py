@@ -71,10 +71,9 @@ from perfmod.viz.validation import plot_validation
 PARAM_NAMES = ("k_w", "k_b", "o_h", "o_w", "o_l", "o_i", "o_c", "o_s", "k_r")
 STUDY = "sharif_triton"
 
-__all__ = ["measure_events", "fit_events", "predict_event", "run_experiments", "analyse", "KW_RUNS", "STEP_SCALINGS",
-           "error_summary",
-           "METHODS", "method_comparison", "events_step_exponent", "cell_costs", "step_ratio", "repetition_spread",
-           "run", "figures"]
+__all__ = ["measure_events", "fit_events", "events_step_exponent", "predict_event", "run_experiments", "analyse",
+           "KW_RUNS", "STEP_SCALINGS", "METHODS", "error_summary", "method_comparison", "cell_costs", "step_ratio",
+           "repetition_spread", "run", "figures"]
 
 
 def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: Sequence[int],
