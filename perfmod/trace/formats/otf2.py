@@ -385,7 +385,7 @@ def _damaged_event_file(anchor: Path, declared: dict[int, int]) -> Path | None:
                         n += 1
             except Exception:  # noqa: BLE001 - any library error marks this location's file
                 return anchor.with_suffix("") / f"{ref}.evt"
-            if short is None and _short_location({ref: declared[ref]}, {ref: n}) is not None:
+            if short is None and declared[ref] and n != declared[ref]:
                 short = anchor.with_suffix("") / f"{ref}.evt"
     return short
 
