@@ -52,17 +52,20 @@ from numba import njit
 from perfmod.machine.mapping import pair_modes
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.registry import comm_model
-from perfmod.replay.graph import SEND, Graph, build_graph
+from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_kernel import STATUS_OK, run_loggops
 from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
+from perfmod.trace.formats.goal_scan import GoalGraph
+from perfmod.trace.formats.goal_trace import as_written
 
-__all__ = ["LogGOPSResult", "message_params", "replay_loggops"]
+__all__ = ["LogGOPSResult", "message_params", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
 
 
-def message_params(graph: Graph, plat: Platform, model: str, mapping: str, nprocs: int) -> tuple[np.ndarray, ...]:
+def message_params(graph: Graph | GoalGraph, plat: Platform, model: str, mapping: str,
+                   nprocs: int) -> tuple[np.ndarray, ...]:
     """``(o, g, L, (n - 1) G, rendezvous)`` of every send node, times in int64 picoseconds (0 elsewhere).
 
     The parameters of the message's mode and protocol from the platform's
@@ -157,13 +160,66 @@ class LogGOPSResult:
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
 
 
+def run_goal_graph(graph: GoalGraph, time_unit: float, plat: Platform, model: str, mapping: str,
+                   nprocs: int) -> tuple:
+    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)."""
+    o, gap, lat, gn, rndv = message_params(graph, plat, model, mapping, nprocs)
+    rndv[graph.kind == RECV] = graph.size[graph.kind == RECV] > plat.eager_max_bytes  # LogGOPSim: see run_loggops
+    calc = graph.kind == CALC
+    size = graph.size.copy()
+    size[calc] = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
+    return run_loggops(nprocs, graph.rank, graph.kind, size, graph.peer, graph.tag, graph.ndeps.copy(),
+                       graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc, o, gap, lat, gn, rndv, True)
+
+
+def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, plat: Platform, model: str,
+                       mapping: str, n_iter: int) -> LogGOPSResult:
+    """The ``loggp`` replay of a GOAL trace on the file's graph (:func:`~perfmod.trace.formats.goal_trace.as_written`).
+
+    A rank's time is its CPU's finishing time; ``compute_time`` its calcs, the rest ``wait_time`` (the
+    trace's sequence is not what ran, so its calls are not timed one by one).
+    """
+    p = trace.nprocs
+    status, done, _, mate, nexto, _ = run_goal_graph(graph, time_unit, plat, model, mapping, p)
+    calc = graph.kind == CALC
+    comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
+    clock = nexto / _PS
+    acc = np.zeros((p, 5))
+    acc[:, ACC_COMPUTE] = comp
+    acc[:, ACC_WAIT] = np.maximum(clock - comp, 0.0)
+    # node -> trace event: each operation is one Isend, Irecv or compute event of its rank and line
+    ops = np.flatnonzero(np.isin(trace.call, [int(Call.ISEND), int(Call.IRECV), int(Call.COMPUTE)]))
+    span = int(max(trace.line.max(initial=0), graph.line.max(initial=0))) + 1
+    ekey = trace.rank[ops].astype(np.int64) * span + trace.line[ops]
+    order = np.argsort(ekey, kind="stable")
+    event = ops[order][np.searchsorted(ekey[order], graph.rank * span + graph.line)]
+    n = len(trace)
+    sdone = np.full(n, np.nan)
+    pdst = np.full(n, -1, dtype=np.int64)
+    sends = np.flatnonzero(graph.kind == SEND)
+    hit = sends[done[sends] >= 0]
+    sdone[event[hit]] = done[hit] / _PS
+    m = mate[sends]
+    pdst[event[sends[m >= 0]]] = event[m[m >= 0]]
+    blocked: dict[int, int] = {}
+    if status != STATUS_OK:
+        for v in np.flatnonzero(done < 0).tolist():
+            blocked.setdefault(int(graph.rank[v]), int(event[v]))
+    return LogGOPSResult(status == STATUS_OK, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst)
+
+
 def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compute: np.ndarray, reqs: Any,
                    n_iter: int, iteration: np.ndarray) -> LogGOPSResult:
-    """Replay ``trace`` under LogGOPS (see the module docstring)."""
+    """Replay ``trace`` under LogGOPS (see the module docstring); a GOAL trace with its own compute runs the
+    file's graph as written (:func:`_replay_as_written`)."""
+    written = as_written(trace)
+    if written is not None and compute is trace.compute:
+        return _replay_as_written(trace, *written, plat, model, mapping, n_iter)
     g = build_graph(trace, reqs, compute)
     o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
-    status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
-                                                g.ndeps, g.succ_ptr, g.succ, o, gap, lat, gn, rndv)
+    none = np.zeros(len(g) + 1, dtype=np.int64)
+    status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag, g.ndeps,
+                                                g.succ_ptr, g.succ, none, none[:0], o, gap, lat, gn, rndv, False)
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

@@ -104,16 +104,28 @@ def _done(v, t, rr, done, nexto_h, ndeps, succ_ptr, succ, fbuf, nfree):
 
 
 @njit(cache=True)
-def _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done, ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh):
+def _started(v, ssucc_ptr, ssucc, ndeps, fbuf, nfree):
+    """Node ``v`` starts: append the nodes that only waited for its start (GOAL's ``irequires``) to ``fbuf``."""
+    for q in range(ssucc_ptr[v], ssucc_ptr[v + 1]):
+        w = ssucc[q]
+        ndeps[w] -= 1
+        if ndeps[w] == 0:
+            fbuf[nfree] = w
+            nfree += 1
+    return nfree
+
+
+@njit(cache=True)
+def _match(v, m, t, h, mate, rz, rank, nexto, nextgs, rr, done, ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh):
     """Complete receive ``v`` (rank ``h``) with message ``m`` at ``t``.
 
-    A rendezvous send is done now too: its sender's CPU and send NIC are
+    A rendezvous (``rz``) send is done now too: its sender's CPU and send NIC are
     held until at least ``t`` and the sender is added to the hosts whose
     freed operations are queued (``fhost``; adding ``h`` is the caller's).
     Returns the new ``(nfree, nh)``.
     """
     mate[v], mate[m] = m, v
-    if rndv[m]:
+    if rz:
         s = rank[m]
         nexto[s] = max(nexto[s], t)
         nextgs[s] = max(nextgs[s], t)
@@ -238,11 +250,19 @@ def _std_sort(a, n, key):
 
 
 @njit(cache=True)
-def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o, m_g, m_L, m_Gn, rndv):
+def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, ssucc_ptr, ssucc, m_o, m_g, m_L, m_Gn,
+                rndv, recv_decides):
     """Simulate the graph (see the module docstring).
 
-    ``ndeps`` is consumed (a copy is the caller's business); ``m_*`` are the
+    ``ndeps`` (requires plus irequires of each node) is consumed (a copy is the
+    caller's business); ``succ`` lists the nodes freed when a node is done,
+    ``ssucc`` those freed when it starts (GOAL's ``irequires``: LogGOPSim's
+    ``MarkNodeAsStarted``, before ``MarkNodeAsDone``); ``m_*`` are the
     send nodes' o, g, L and (n - 1) G in picoseconds, ``rndv`` their protocol.
+    With ``recv_decides``, a receive that finds its message already there
+    takes the protocol from its own ``rndv`` (its own size), as LogGOPSim
+    does (a rendezvous receive of an eager message marks that send done a
+    second time there, and so here); else from the send's.
     Returns ``(status, done, rr, mate, nexto, inexact)``: per node the time
     it was marked done (-1: never) and the CPU's time then (what requires it
     is queued at), the node it matched (sends and receives, -1 none), each
@@ -300,6 +320,7 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             if ty == _CALC:
                 if nexto[h] <= t:
                     nexto[h] = t + size[v]
+                    nfree = _started(v, ssucc_ptr, ssucc, ndeps, fbuf, nfree)
                     nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
                     fhost[nh] = h
                     nh += 1
@@ -308,6 +329,7 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             elif ty == _SEND:
                 avail = max(nexto[h], nextgs[h])
                 if avail <= t:
+                    nfree = _started(v, ssucc_ptr, ssucc, ndeps, fbuf, nfree)
                     nexto[h] = t + m_o[v]
                     nextgs[h] = t + m_g[v] + m_Gn[v]
                     _push(ht, hs, hk, hsize, t + m_o[v] + m_L[v], aqtime, nn + v)
@@ -321,9 +343,11 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             else:  # receive: posted at once
                 fhost[nh] = h
                 nh += 1
+                nfree = _started(v, ssucc_ptr, ssucc, ndeps, fbuf, nfree)
                 m = _find(h, peer[v], tag[v], uq_head, uq_tail, link, peer, tag, rank, False)
                 if m >= 0:
-                    nfree, nh = _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done,
+                    rz = rndv[v] if recv_decides else rndv[m]
+                    nfree, nh = _match(v, m, t, h, mate, rz, rank, nexto, nextgs, rr, done,
                                        ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh)
                 else:
                     _append(h, v, rq_head, rq_tail, link)
@@ -336,7 +360,7 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
                 nextgr[h] = t + m_g[m] + m_Gn[m]
                 v = _find(h, rank[m], tag[m], rq_head, rq_tail, link, peer, tag, rank, True)
                 if v >= 0:
-                    nfree, nh = _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done,
+                    nfree, nh = _match(v, m, t, h, mate, rndv[m], rank, nexto, nextgs, rr, done,
                                        ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh)
                     fhost[nh] = h
                     nh += 1
