@@ -274,3 +274,22 @@ def test_loggopsim_on_the_spot_halos(tmp_path, periodic, calc, any_tag):
     expect = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
     got = replay(read_trace(p), ns_platform(*params), "loggp").total_time.values
     assert int(np.rint(got.max() * 1e9)) == expect
+
+
+def test_a_slow_first_call_says_it_compiles(monkeypatch):
+    import io
+    import time
+
+    from perfmod.core import jit
+
+    monkeypatch.setattr(jit, "NOTICE_AFTER_S", 0.05)
+    out = io.StringIO()
+    with jit.first_call("kernel A", out):
+        time.sleep(0.3)
+    with jit.first_call("kernel A", out):  # once per process
+        time.sleep(0.3)
+    with jit.first_call("kernel B", out):  # fast (loaded from the cache): nothing to say
+        pass
+    assert out.getvalue().splitlines() == [
+        "perfmod: compiling kernel A with numba (first use on this install; cached afterwards) ...",
+        "perfmod: kernel A compiled in 0 s"]

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from perfmod.core.jit import first_call
 from perfmod.machine.mapping import pair_modes
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.registry import comm_model
@@ -168,8 +169,9 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, plat: Platform, model: st
     calc = graph.kind == CALC
     size = graph.size.copy()
     size[calc] = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
-    return run_loggops(nprocs, graph.rank, graph.kind, size, graph.peer, graph.tag, graph.ndeps.copy(),
-                       graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc, o, gap, lat, gn, rndv, True)
+    with first_call("the LogGOPS event loop"):
+        return run_loggops(nprocs, graph.rank, graph.kind, size, graph.peer, graph.tag, graph.ndeps,
+                           graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc, o, gap, lat, gn, rndv, True)
 
 
 def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, plat: Platform, model: str,
@@ -218,8 +220,10 @@ def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compu
     g = build_graph(trace, reqs, compute)
     o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
     none = np.zeros(len(g) + 1, dtype=np.int64)
-    status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag, g.ndeps,
-                                                g.succ_ptr, g.succ, none, none[:0], o, gap, lat, gn, rndv, False)
+    with first_call("the LogGOPS event loop"):
+        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
+                                                    g.ndeps, g.succ_ptr, g.succ, none, none[:0], o, gap, lat, gn,
+                                                    rndv, False)
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

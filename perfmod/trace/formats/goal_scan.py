@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from perfmod.core.jit import first_call
 from perfmod.trace.core import TraceError
 from perfmod.trace.formats.textio import FormatError
 
@@ -542,7 +543,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     err = np.zeros(5, np.int64)
     carry = b""
     with open(path, "rb") as f, tqdm(total=size, unit="B", unit_scale=True, desc="GOAL", disable=not progress,
-                                     mininterval=1.0) as bar:
+                                     mininterval=1.0) as bar, first_call("the GOAL reader"):
         while True:
             raw = f.read(_CHUNK)
             eof = not raw
