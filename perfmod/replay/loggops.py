@@ -51,7 +51,7 @@ from numba import njit
 
 from perfmod.core.jit import first_call
 from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform
+from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
 from perfmod.models.comm.registry import comm_model
 from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
@@ -86,18 +86,21 @@ def message_params(graph: Graph | GoalGraph, plat: Platform, model: str, mapping
     modes = pair_modes(graph.rank[sends], graph.peer[sends], plat.ranks_per_node, plat.sockets_per_node,
                        mapping=mapping, **kw)
     nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
-    protos = plat.protocol(nbytes)
-    for code, mode in enumerate(MODES):
-        for proto in np.unique(protos[modes == code]).tolist():
-            sel = (modes == code) & (protos == proto)
-            p = (plat.params(spec.table, mode, proto) if plat.has(spec.table, mode, proto)
-                 else spec.derive(plat, mode, proto) if spec.derive is not None
-                 else plat.params(spec.table, mode, proto))
-            idx = sends[sel]
-            out[0][idx] = round(p["o"] * _PS)
-            out[1][idx] = round(p["g"] * _PS)
-            out[2][idx] = round(p["L"] * _PS)
-            out[3][idx] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
+    # the protocol as Platform.protocol gives it, by code (a sort of the object array of names is slow)
+    pcode = np.where(nbytes <= plat.short_max_bytes, 0, np.where(nbytes <= plat.eager_max_bytes, 1, 2))
+    cls = modes.astype(np.int64) * 3 + pcode
+    present = np.bincount(cls, minlength=3 * len(MODES))
+    for c in np.flatnonzero(present).tolist():
+        mode, proto = MODES[c // 3], PROTOCOLS[c % 3]
+        sel = cls == c
+        p = (plat.params(spec.table, mode, proto) if plat.has(spec.table, mode, proto)
+             else spec.derive(plat, mode, proto) if spec.derive is not None
+             else plat.params(spec.table, mode, proto))
+        idx = sends[sel]
+        out[0][idx] = round(p["o"] * _PS)
+        out[1][idx] = round(p["g"] * _PS)
+        out[2][idx] = round(p["L"] * _PS)
+        out[3][idx] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
     rndv[sends] = (graph.size[sends] > plat.eager_max_bytes) | graph.sync[sends]
     return (*out, rndv)
 
