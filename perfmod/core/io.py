@@ -1,4 +1,4 @@
-"""Dataset conventions and I/O helpers (DESIGN.md, "Datasets").
+"""Dataset conventions and I/O helpers: the one home of the conventions below.
 
 Every dataset perfmod writes carries ``units`` and ``long_name`` on each
 variable and the global attributes ``perfmod_version``, ``git_commit``,
@@ -74,7 +74,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def provenance_attrs(study: str, source: str, parameters: Mapping[str, Any] | None = None) -> dict:
-    """Return the global attributes required by DESIGN.md.
+    """Return the global attributes every dataset carries (this module's docstring).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """What a study needs to keep measurements honest: raw-file provenance, flags per run, clean-run statistics.
 
-DESIGN.md, "Measurement validity": every timed run records what could have
+docs/architecture.md, "Measurement validity": every timed run records what could have
 disturbed it, is flagged ``interfered`` or ``oversubscribed`` where it was,
 and studies fit and score clean runs only.  The helpers here turn
 :func:`perfmod.measure.runner.run_mpi` results into those records:

@@ -8,7 +8,7 @@ everything with provenance as one JSON file (plain JSON: the GPU machine need
 not have perfmod's netCDF stack).  The file is small and committed
 (``data/raw/<gpu-host>/jacobi2d_gpu-<UTC>.json``), so :func:`gpu_dataset`
 rebuilds the comparison anywhere: measured kernel times next to the kernel
-metrics of :func:`perfmod.measure.proxies.jacobi2d.kernel_counts` (no write-allocate,
+metrics of :func:`perfmod.apps.jacobi2d.proxy_kernel_counts` (no write-allocate,
 32 B sectors on a GPU) for the QRoof predictions.
 
 Command line (on the GPU machine):
@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from perfmod.apps.jacobi2d import proxy_kernel_counts
 from perfmod.core.paths import data_dir
 from perfmod.measure.bench.devicebench import BENCHES, DEVICE_COLUMNS
-from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_counts, kernel_times, run_jacobi
+from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_times, run_jacobi
 from perfmod.models.roofline import get_device, qroof
 
 __all__ = ["DEVICE_SI", "device_row_variables", "measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row",
@@ -99,7 +100,7 @@ def gpu_dataset(rec: dict[str, Any]) -> xr.Dataset:
     blocks = sorted(int(b) for b in rec["kernels"])
     t = np.array([[np.median(rec["kernels"][str(b)][k]) for k in KERNELS] for b in blocks])
     tmin = np.array([[np.min(rec["kernels"][str(b)][k]) for k in KERNELS] for b in blocks])
-    counts = [kernel_counts(b, write_allocate=False, line_bytes=32) for b in blocks]
+    counts = [proxy_kernel_counts(b, write_allocate=False, line_bytes=32) for b in blocks]
     ops = np.array([[c[k]["compute_ops"] for k in KERNELS] for c in counts])
     dram = np.array([[c[k]["dram_bytes"] for k in KERNELS] for c in counts])
     it = rec.get("iterations", {})
@@ -139,7 +140,7 @@ def gpu_comparison(rec: dict[str, Any]) -> xr.Dataset:
     ds = gpu_dataset(rec).rename(block="gpu_block")
     rows = {f"{H100_SPEC} (datasheet)": dict(get_device(H100_SPEC)),
             "H100 (measured by devicebench)": gpu_device_row(rec)}
-    counts = kernel_counts(int(ds.gpu_block[0]), write_allocate=False, line_bytes=32)
+    counts = proxy_kernel_counts(int(ds.gpu_block[0]), write_allocate=False, line_bytes=32)
     dom = xr.DataArray([counts[k]["dominant_op"] for k in KERNELS], dims="kernel")
     mix = xr.DataArray([counts[k]["opmix_efficiency"] for k in KERNELS], dims="kernel")
     preds, bound = [], []
@@ -201,7 +202,7 @@ def gpu_iterations(rec: dict[str, Any], profile_block: int = 8192) -> xr.Dataset
     blocks = sorted(int(b) for b in it)
     meas, pred = [], []
     for b in blocks:
-        c = kernel_counts(b, [], write_allocate=False, line_bytes=32)
+        c = proxy_kernel_counts(b, [], write_allocate=False, line_bytes=32)
         t_k = sum(float(qroof(c[k]["compute_ops"], c[k]["dram_bytes"], c[k]["dominant_op"], c[k]["opmix_efficiency"],
                               1.0, 0.0, {col: row[col] for col in DEVICE_COLUMNS})["time"])
                   for k in ("stencil", "reduce"))

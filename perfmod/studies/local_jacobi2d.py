@@ -9,7 +9,7 @@ The method, step by step:
    (the CPU's counterpart of one GPU per rank: ranks share the memory
    bandwidth).
 2. **Profile** one small run per device (the paper's profiling run): the kernel
-   metrics come from the proxy's own counts (:func:`perfmod.measure.proxies.jacobi2d.kernel_counts`);
+   metrics come from the proxy's own counts (:func:`perfmod.apps.jacobi2d.proxy_kernel_counts`);
    the run gives each kernel's measured time and the overhead, the part of
    the iteration the model does not describe (host-device copies, the sum's
    transfer, the loop itself): ``t_iter - (kernels + exchange + allreduce)``.
