@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from perfmod.core.io import check_conventions
+from perfmod.machine.devices import DEVICE_COLUMNS, read_devices
 from perfmod.measure.bench import devicebench as db
 from perfmod.measure.bench.xp import BackendUnavailable, array_module, cupy_available, synchronize, to_host
-from perfmod.models.roofline import DEVICE_COLUMNS, read_devices
 from perfmod.models.roofline.traffic import traffic_bytes
 
 SMALL = {"dram": 4096, "dram_inner": 1, "l2": 1024, "l2_inner": 2, "fma": 256, "fma_iters": 4}

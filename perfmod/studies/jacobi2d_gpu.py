@@ -33,11 +33,12 @@ import xarray as xr
 
 from perfmod.apps.jacobi2d import proxy_kernel_counts
 from perfmod.core.paths import data_dir
+from perfmod.machine.devices import DEVICE_SI, UNIT_SCALE, get_device
 from perfmod.measure.bench.devicebench import BENCHES, DEVICE_COLUMNS
 from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_times, run_jacobi
-from perfmod.models.roofline import get_device, qroof
+from perfmod.models.roofline import qroof
 
-__all__ = ["DEVICE_SI", "device_row_variables", "measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row",
+__all__ = ["device_row_variables", "measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row",
            "gpu_dataset", "gpu_comparison",
            "gpu_iterations", "plot_gpu_kernels", "main"]
 
@@ -159,26 +160,15 @@ def gpu_comparison(rec: dict[str, Any]) -> xr.Dataset:
     return out.assign_coords(gpu_device=list(rows))
 
 
-#: Device-table column -> (variable name, SI unit, long name): the toolkit's columns are in 1e9 per second.
-DEVICE_SI = {
-    "GFLOPS - SP": ("flops_sp", "1/s", "single-precision floating-point operations per second (peak)"),
-    "GFLOPS - DP": ("flops_dp", "1/s", "double-precision floating-point operations per second (peak)"),
-    "GIOPS - MAD": ("iops_mad", "1/s", "integer multiply-adds per second (peak)"),
-    "GBSEC - DRAM": ("dram_bandwidth", "B/s", "DRAM bandwidth"),
-    "GBSEC - L2": ("l2_bandwidth", "B/s", "L2 bandwidth"),
-    "GOPS - SHMEM": ("shmem_ops", "1/s", "shared-memory (L1) operations per second"),
-    "GIOPS - ADD": ("iops_add", "1/s", "integer additions per second (peak)"),
-}
-
-
 def device_row_variables(rows: dict[Any, dict[str, float]], dim: str, prefix: str, what: str) -> dict[str, Any]:
     """Device rows (toolkit columns, 1e9 per second) as SI variables ``<prefix>_<name>`` over ``dim``.
 
     ``rows`` maps each value of ``dim`` to a row; the variables hold the rates
-    in per-second SI units (B/s, 1/s) and name the toolkit column in ``long_name``.
+    in per-second SI units and names of :data:`perfmod.machine.devices.DEVICE_SI` (the one table
+    of device columns) and name the toolkit column in ``long_name``.
     """
     keys = list(rows)
-    return {f"{prefix}_{name}": xr.DataArray([1e9 * rows[k][col] for k in keys], dims=dim,
+    return {f"{prefix}_{name}": xr.DataArray([UNIT_SCALE * rows[k][col] for k in keys], dims=dim,
                                              attrs={"units": unit, "long_name": f"{what}: {long} ({col})"})
             for col, (name, unit, long) in DEVICE_SI.items() if col in rows[keys[0]]}
 

@@ -46,7 +46,7 @@ Measurements go to ``data/raw/<host>/devicebench-<backend>-r<ranks>-<UTC>.nc``
 (never overwritten) with provenance; :func:`device_row` turns one into the
 seven toolkit columns and :func:`write_device_csv` writes them as a CSV row
 (the command line writes it beside the dataset, ``.csv``), which
-:func:`perfmod.models.roofline.read_devices` reads as an extra device table.
+:func:`perfmod.machine.devices.read_devices` reads as an extra device table.
 
 Command line: ``python -m perfmod.measure.bench.devicebench --help``.
 """
