@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from perfmod.core.paths import host_name
-from perfmod.measure.bench.pingpong import cpu_model, socket_count
+from perfmod.measure.host import cpu_model, socket_count
 from perfmod.measure.interference import OFF_CPU_THRESHOLD, usable_cores
 from perfmod.measure.lock import LOCK_ENV
 

@@ -70,8 +70,8 @@ import xarray as xr
 
 from perfmod.core.io import annotate, atomic_path, write_dataset
 from perfmod.core.paths import host_name, raw_dir
-from perfmod.measure.bench.pingpong import cpu_model
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize
+from perfmod.measure.host import cpu_model
 from perfmod.measure.interference import Probe, classify, gather_reports
 from perfmod.models.roofline.traffic import traffic_bytes
 
