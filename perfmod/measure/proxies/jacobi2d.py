@@ -37,7 +37,6 @@ Run with MPI: ``mpiexec -n P python -m perfmod.measure.proxies.jacobi2d --block 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from types import ModuleType
@@ -48,7 +47,7 @@ import numpy as np
 from perfmod.core.checks import positive_int
 from perfmod.machine.cart import COMPASS, cart_coords, compass_neighbours, dims_create
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize, to_host
-from perfmod.measure.interference import Probe, gather_reports
+from perfmod.measure.proxies.ranks import print_on_root, probed
 
 __all__ = [
     "PHASES",
@@ -377,22 +376,14 @@ def main() -> None:
     ap.add_argument("--trace", help="record the MPI calls and write the run's trace (.npz) here")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
-    probe = Probe()
-    try:
-        res = run_jacobi(comm, args.block, args.iters, args.warmup, args.backend, args.init, args.seed,
-                         gather=args.checksum, trace=args.trace)
-    except Exception:  # one failing rank must not leave the others waiting forever
-        import traceback
-
-        traceback.print_exc()
-        comm.Abort(1)
-    probed = gather_reports(comm, probe.stop())
+    res, _, reports = probed(comm, lambda: run_jacobi(comm, args.block, args.iters, args.warmup, args.backend,
+                                                      args.init, args.seed, gather=args.checksum, trace=args.trace))
     if comm.Get_rank() == 0:
         grid = res.pop("grid", None)
         if grid is not None:
             res["sum_squares"] = float(np.sum(grid * grid))
-        print(json.dumps({**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
-                          "warmup": args.warmup, "backend": args.backend, "interference": probed}))
+        print_on_root(comm, {**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
+                             "warmup": args.warmup, "backend": args.backend, "interference": reports})
 
 
 if __name__ == "__main__":
