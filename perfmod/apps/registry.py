@@ -28,6 +28,7 @@ from perfmod.models.comm.registry import comm_model
 from perfmod.models.roofline.metrics import kernel_table
 
 __all__ = [
+    "UnknownApplication",
     "register_application",
     "application",
     "applications",
