@@ -33,8 +33,8 @@ import xarray as xr
 
 from perfmod.apps.jacobi2d import proxy_kernel_counts
 from perfmod.core.paths import data_dir
-from perfmod.machine.devices import DEVICE_SI, UNIT_SCALE, get_device
-from perfmod.measure.bench.devicebench import BENCHES, DEVICE_COLUMNS
+from perfmod.machine.devices import DEVICE_COLUMNS, DEVICE_SI, UNIT_SCALE, get_device
+from perfmod.measure.bench.devicebench import BENCHES
 from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_times, run_jacobi
 from perfmod.models.roofline import qroof
 

@@ -3,8 +3,9 @@
 The device parameter tables it reads are :mod:`perfmod.machine.devices`
 (their names are imported from there, not from here); the per-kernel time
 (:func:`qroof_time`, :mod:`.qroof`), kernel metric tables and profiler
-importers (:mod:`.kernels`, :mod:`.importers`), the table-level prediction
-as an xarray Dataset (:mod:`.predict`); the roofline plot is :func:`perfmod.viz.roofline.plot_roofline`.
+importers (:mod:`.metrics`, :mod:`.importers`), the table-level prediction
+as an xarray Dataset (:mod:`.predict`), the bytes an element-wise pass moves
+(:mod:`.traffic`); the roofline plot is :func:`perfmod.viz.roofline.plot_roofline`.
 """
 
 from perfmod.models.roofline.importers import (
