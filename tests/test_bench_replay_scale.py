@@ -14,16 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfmod.apps.traces import synthetic
 from perfmod.core.io import write_dataset
 from perfmod.core.paths import raw_dir, repo_root
-from perfmod.replay.scale import loggopsim_side_by_side, plot_scale, scale_table
+from perfmod.replay.scale import loggopsim_side_by_side, scale_table
+from perfmod.viz.replay_scale import plot_scale
 
 
 @pytest.mark.bench
 def test_bench_replay_scale_table(benchmark, tmp_path):
     full = not benchmark.disabled
     ranks, events = ((1536, 16384, 65536), 1_500_000) if full else ((64, 256), 20_000)
-    ds = benchmark.pedantic(scale_table, kwargs={"ranks": ranks, "events": events}, rounds=1, iterations=1)
+    traces = {p: synthetic("jacobi2d", p, max(1, round(events / len(synthetic("jacobi2d", p, 1))))) for p in ranks}
+    ds = benchmark.pedantic(scale_table, args=(traces,), rounds=1, iterations=1)
     assert ds.sizes == {"model": 4, "ranks": len(ranks)}
     assert np.all(ds.events_per_cpu_s > 0) and np.all(ds.peak_bytes_per_event > 0)
     assert np.all(ds.events >= 0.5 * events)

@@ -1,6 +1,6 @@
 """How the replay scales: events per CPU-second and bytes per event, per model and rank count (issue 23).
 
-:func:`scale_table` replays synthetic Jacobi2D traces (:func:`perfmod.apps.traces.synthetic`)
+:func:`scale_table` replays given traces (``make bench``: synthetic Jacobi2D)
 under each model and measures, per replay, the CPU time of the process
 (``time.process_time``: on a shared machine wall time counts other work)
 and the peak of the NumPy memory it allocated (``tracemalloc``, a second
@@ -9,7 +9,7 @@ run).  With ``loggopsim`` (a directory holding LogGOPSim's ``txt2bin`` and
 on a GOAL schedule of the same size (:func:`~perfmod.trace.formats.goal_halo.write_halo_goal`:
 a 2D halo with an allreduce per iteration) next to perfmod's ``loggp``
 replay of the same file, both as CPU time of reading and of simulating, and
-checks that the finishing times are equal.  :func:`plot_scale` draws the table.
+checks that the finishing times are equal.  :func:`perfmod.viz.replay_scale.plot_scale` draws the table.
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ import subprocess
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from perfmod.core.io import provenance_attrs
+from perfmod.trace.core import Trace
 
-__all__ = ["loggopsim_side_by_side", "plot_scale", "scale_table"]
+__all__ = ["loggopsim_side_by_side", "scale_table"]
 
 
 def _cpu(fn, *args, **kwargs):
@@ -42,26 +44,26 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def scale_table(models=("postal", "maxrate", "kmodel", "loggp"), ranks=(1536, 16384, 65536),
-                events: int = 1_500_000, platform: str = "summit") -> xr.Dataset:
+def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmodel", "loggp"),
+                platform: str = "summit") -> xr.Dataset:
     """Events per CPU-second and peak bytes per event of ``replay`` per model and rank count.
 
-    Each rank count replays ``synthetic("jacobi2d", p, n)`` with ``n`` iterations making about ``events``
-    events (at least one).  Returns a dataset over (``model``, ``ranks``): ``events``, ``cpu_s``,
-    ``events_per_cpu_s``, ``peak_bytes_per_event``, with the load average of the machine when measured.
+    ``traces`` maps a rank count to its trace (the benchmark gives Jacobi2D traces of about the same number
+    of events); each model replays the smallest trace once before timing, so compiled kernels are loaded.  Returns a dataset over (``model``, ``ranks``):
+    ``events``, ``cpu_s``, ``events_per_cpu_s``, ``peak_bytes_per_event``, with the load average of the
+    machine while it measured.
     """
-    from perfmod.apps.traces import synthetic
     from perfmod.replay import replay
 
+    ranks = sorted(traces)
     shape = (len(models), len(ranks))
     out = {k: np.full(shape, np.nan) for k in ("events", "cpu_s", "events_per_cpu_s", "peak_bytes_per_event")}
-    replay(synthetic("jacobi2d", 16, 1), platform, models[0])  # load the compiled kernels
     loads = []
     for j, p in enumerate(ranks):
-        per_iter = len(synthetic("jacobi2d", p, 1))
-        trace = synthetic("jacobi2d", p, max(1, round(events / per_iter)))
+        trace = traces[p]
         for i, model in enumerate(models):
-            replay(synthetic("jacobi2d", 16, 1), platform, model)
+            if j == 0:
+                replay(trace, platform, model)  # compiled code loaded before timing
             _, cpu = _cpu(replay, trace, platform, model)
             tracemalloc.start()
             replay(trace, platform, model)
@@ -78,8 +80,8 @@ def scale_table(models=("postal", "maxrate", "kmodel", "loggp"), ranks=(1536, 16
     ds = xr.Dataset({k: (("model", "ranks"), v, {"units": units[k], "long_name": names[k]}) for k, v in out.items()},
                     coords={"model": list(models), "ranks": list(ranks)})
     ds.attrs.update(provenance_attrs("replay_scale", "measurement: perfmod.replay.scale.scale_table on this machine",
-                                     {"models": list(models), "ranks": list(ranks), "events": events,
-                                      "platform": platform}))
+                                     {"models": list(models), "ranks": list(ranks), "platform": platform,
+                                      "traces": {p: repr(t) for p, t in traces.items()}}))
     ds.attrs["load_average"] = f"{min(loads):.2f}-{max(loads):.2f}"
     return ds
 
@@ -135,26 +137,3 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
                                      {"grids": [list(x) for x in grids], "params": list(params),
                                       "loggopsim": str(loggopsim)}))
     return ds
-
-
-def plot_scale(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Events per CPU-second and bytes per event against rank count, one line per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
-    for m in ds.model.values.tolist():
-        a.plot(ds.ranks, ds.events_per_cpu_s.sel(model=m) / 1e6, marker="o", label=m)
-        b.plot(ds.ranks, ds.peak_bytes_per_event.sel(model=m), marker="o", label=m)
-    for ax, lab in ((a, "M events per CPU-second"), (b, "peak bytes per event")):
-        ax.set_xscale("log")
-        ax.set_xlabel("ranks")
-        ax.set_ylabel(lab)
-    a.legend()
-    fig.suptitle(f"replay scale (load average {ds.attrs.get('load_average', '?')})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)

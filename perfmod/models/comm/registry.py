@@ -207,7 +207,7 @@ class _Fitters(Mapping):
         self._names = dict(names)
 
     def __getitem__(self, protocol: str) -> Callable[..., Any]:
-        from perfmod.models.comm import fitting
+        import perfmod.models.comm.fitting as fitting  # the module, not the package (which imports this one)
 
         return getattr(fitting, self._names[protocol])
 

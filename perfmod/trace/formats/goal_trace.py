@@ -47,11 +47,12 @@ from dataclasses import replace
 
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, Call, Trace, TraceError
-from perfmod.trace.formats.goal import GoalOp, GoalSchedule, schedule_of
+from perfmod.trace.formats.goal import GoalOp, GoalSchedule, schedule_of, write_goal
 from perfmod.trace.formats.goal_scan import GoalGraph, read_goal_graph
+from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError
 
-__all__ = ["as_written", "goal_to_trace", "read_goal_trace"]
+__all__ = ["as_written", "goal_to_trace", "read_goal_trace", "TRACE_FORMAT"]
 
 #: trace -> (its GOAL graph as written, seconds per calc unit); weak, so the graph lives as long as the trace
 _AS_WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -202,3 +203,9 @@ def as_written(trace: Trace) -> tuple[GoalGraph, float] | None:
     sequence per rank (see the module docstring), whose ``line`` names each operation's line.
     """
     return _AS_WRITTEN.get(trace)
+
+
+TRACE_FORMAT = TraceFormat(
+    name="goal", files="GOAL schedule (LogGOPSim, Schedgen)", extensions=(".goal",),
+    guess_can_open=lambda path, head: first_line(head, comments=("#", "//")).startswith("num_ranks"),
+    read=read_goal_trace, write=write_goal, module=__name__)
