@@ -293,3 +293,17 @@ def test_a_slow_first_call_says_it_compiles(monkeypatch):
     assert out.getvalue().splitlines() == [
         "perfmod: compiling kernel A with numba (first use on this install; cached afterwards) ...",
         "perfmod: kernel A compiled in 0 s"]
+
+
+def test_a_replay_that_cannot_fit_says_so_before_allocating(tmp_path, monkeypatch):
+    from perfmod.core.memory import MemoryShortError
+    from perfmod.trace.formats.goal_halo import write_halo_goal
+
+    p = write_halo_goal(tmp_path / "h.goal", 4, 4, 2)
+    t = read_trace(p)
+    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", "1000")
+    with pytest.raises(MemoryShortError, match=r"the LogGOPS replay of [\d,]+ operations needs about .* GiB, "
+                                               r"0.0 GiB are available"):
+        replay(t, SUMMIT, model="loggp")
+    with pytest.raises(MemoryShortError, match=r"reading .*h.goal"):
+        read_trace(p)

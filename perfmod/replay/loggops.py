@@ -50,6 +50,7 @@ import numpy as np
 from numba import njit
 
 from perfmod.core.jit import first_call
+from perfmod.core.memory import check_fits
 from perfmod.machine.mapping import pair_modes
 from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
 from perfmod.models.comm.registry import comm_model
@@ -63,6 +64,9 @@ from perfmod.trace.formats.goal_trace import as_written
 __all__ = ["LogGOPSResult", "message_params", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
+#: what the event loop allocates per node (rows, parameters, results, queue) and the graph built from a trace
+#: takes per event at most (measured peaks: about 250 and 1,170 bytes; issue 23), for the check before allocating
+_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
 
 
 def message_params(graph: Graph | GoalGraph, plat: Platform, model: str, mapping: str,
@@ -167,6 +171,7 @@ class LogGOPSResult:
 def run_goal_graph(graph: GoalGraph, time_unit: float, plat: Platform, model: str, mapping: str,
                    nprocs: int) -> tuple:
     """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)."""
+    check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
     o, gap, lat, gn, rndv = message_params(graph, plat, model, mapping, nprocs)
     rndv[graph.kind == RECV] = graph.size[graph.kind == RECV] > plat.eager_max_bytes  # LogGOPSim: see run_loggops
     calc = graph.kind == CALC
@@ -220,6 +225,7 @@ def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compu
     written = as_written(trace)
     if written is not None and compute is trace.compute:
         return _replay_as_written(trace, *written, plat, model, mapping, n_iter)
+    check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
     o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
     none = np.zeros(len(g) + 1, dtype=np.int64)

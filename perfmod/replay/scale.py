@@ -49,9 +49,9 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
     """Events per CPU-second and peak bytes per event of ``replay`` per model and rank count.
 
     ``traces`` maps a rank count to its trace (the benchmark gives Jacobi2D traces of about the same number
-    of events); each model replays the smallest trace once before timing, so compiled kernels are loaded.  Returns a dataset over (``model``, ``ranks``):
-    ``events``, ``cpu_s``, ``events_per_cpu_s``, ``peak_bytes_per_event``, with the load average of the
-    machine while it measured.
+    of events); each model replays the smallest trace once before timing, so compiled kernels are loaded.
+    Returns a dataset over (``model``, ``ranks``): ``events``, ``cpu_s``, ``events_per_cpu_s``,
+    ``peak_bytes_per_event``, with the load average of the machine while it measured.
     """
     from perfmod.replay import replay
 

@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from perfmod.core.jit import first_call
+from perfmod.core.memory import check_fits
 from perfmod.trace.core import TraceError
 from perfmod.trace.formats.textio import FormatError
 
@@ -527,6 +528,8 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
 
     src = str(path)
     size = os.path.getsize(path)
+    # nodes and dependencies take about 4 bytes of arrays per byte of text (a line of ~25 bytes: ~100 bytes)
+    check_fits(4 * size, f"reading {src} ({size / 2**20:.0f} MiB of GOAL text)")
     est = max(1024, size // 48)
     n_rank, n_kind = np.empty(est, np.int64), np.empty(est, np.int8)
     n_size, n_peer, n_tag = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.int64)
