@@ -307,3 +307,21 @@ def test_a_replay_that_cannot_fit_says_so_before_allocating(tmp_path, monkeypatc
         replay(t, SUMMIT, model="loggp")
     with pytest.raises(MemoryShortError, match=r"reading .*h.goal"):
         read_trace(p)
+
+
+def test_replay_goal_is_the_loggp_replay_of_the_file(tmp_path):
+    from perfmod.replay import ReplayError
+    from perfmod.replay.loggops import replay_goal
+    from perfmod.trace.formats.goal_halo import write_halo_goal
+
+    case, params, expect = HALO_LOGGOPSIM[2]
+    p = write_halo_goal(tmp_path / "h.goal", iterations=3, calc_spread=700, **case)
+    plat = ns_platform(*params)
+    a, b = replay_goal(p, plat), replay(read_trace(p), plat, "loggp")
+    np.testing.assert_array_equal(a.total_time.values, b.total_time.values)
+    np.testing.assert_allclose(a.compute_time.values, b.compute_time.values, rtol=1e-12)
+    assert np.rint(a.total_time.values * 1e9).astype(np.int64).tolist() == expect  # LogGOPSim's
+    stuck = tmp_path / "s.goal"
+    stuck.write_text("num_ranks 2\nrank 0 {\na: recv 8b from 1 tag 0\n}\nrank 1 {\n}\n")
+    with pytest.raises(ReplayError, match=r"s.goal: 1 operations of 1 ranks never complete: rank 0: line 3"):
+        replay_goal(stuck, plat)
