@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 __all__ = ["NOTICE_AFTER_S", "first_call"]
 
-NOTICE_AFTER_S = 2.0  #: seconds a first call may take before it is announced as compiling
+NOTICE_AFTER_S = 5.0  #: seconds a first call may take before it is announced as compiling (loading the cache: ~1-3 s)
 _seen: set[str] = set()
 
 
