@@ -127,11 +127,16 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
             rows.append((f"{px}x{py}x{it}", len(graph), c1 - c0, c2 - c1, read_s, sim_s, theirs,
                          int(round(res[4].max() / 1000)), os.getloadavg()[0]))
     cols = list(zip(*rows, strict=True))
-    names = ["operations", "loggopsim_txt2bin_cpu_s", "loggopsim_sim_cpu_s", "perfmod_read_cpu_s",
-             "perfmod_sim_cpu_s", "loggopsim_finish_ns", "perfmod_finish_ns", "load_average"]
-    units = ["1", "s", "s", "s", "s", "ns", "ns", "1"]
-    ds = xr.Dataset({n: ("schedule", np.asarray(c), {"units": u}) for n, c, u in zip(names, cols[1:], units,
-                                                                                       strict=True)},
+    names = {"operations": ("1", "GOAL operations"),
+             "loggopsim_txt2bin_cpu_s": ("s", "CPU time of LogGOPSim's txt2bin (text to binary schedule)"),
+             "loggopsim_sim_cpu_s": ("s", "CPU time of LogGOPSim's simulation"),
+             "perfmod_read_cpu_s": ("s", "CPU time of perfmod's GOAL reader"),
+             "perfmod_sim_cpu_s": ("s", "CPU time of perfmod's loggp simulation"),
+             "loggopsim_finish_ns": ("ns", "LogGOPSim's maximum finishing time"),
+             "perfmod_finish_ns": ("ns", "perfmod's maximum finishing time"),
+             "load_average": ("1", "1-minute load average after the run")}
+    ds = xr.Dataset({n: ("schedule", np.asarray(c), {"units": u, "long_name": ln})
+                     for (n, (u, ln)), c in zip(names.items(), cols[1:], strict=True)},
                     coords={"schedule": list(cols[0])})
     ds.attrs.update(provenance_attrs("replay_scale", "measurement: LogGOPSim and perfmod loggp on the same GOAL files",
                                      {"grids": [list(x) for x in grids], "params": list(params),
