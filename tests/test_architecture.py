@@ -25,7 +25,8 @@ LAYERS = [
     "replay",  # trace-driven replay
     "measure",  # benchmarks, proxies, power, running MPI programs
     "viz",  # figures
-    "studies",  # one module per study notebook
+    "campaign",  # what measuring studies share: run orders, raw records, validity flags, headline figures
+    "studies",  # one module per study notebook; papers/: what one paper's studies share
     "workflow",  # running notebooks, the command line
 ]
 
