@@ -178,8 +178,8 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         status = f"fitted on the clean training runs ({', '.join(apps)})"
     runs = pd.concat([p.runs for p in per_app], ignore_index=True)
     campaign.record_drops(ds, xr.DataArray(runs["interfered"].to_numpy(bool), dims="run"),
-                 xr.DataArray(runs["oversubscribed"].to_numpy(bool), dims="run"),
-                 [m for p in per_app for m in p.missing], "native runs")
+                          xr.DataArray(runs["oversubscribed"].to_numpy(bool), dims="run"),
+                          [m for p in per_app for m in p.missing], "native runs")
     ds.attrs.update(speedup_method=speedup_method, platform=platform, comm_model=comm_model, fit_status=status)
     return campaign.provenance(ds, STUDY, _SOURCE, params, [f for p in per_app for f in p.raw_files])
 

@@ -326,7 +326,7 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     rows_before, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
     measured = measure_jacobi(blocks, nprocs, iters, reps, warmup, progress=progress, seed=seed)
     path = campaign.save_raw(measured, STUDY, "runs", parameters,
-                    "measurement: Jacobi2D proxy runs (perfmod.measure.proxies.jacobi2d)", raw)
+                             "measurement: Jacobi2D proxy runs (perfmod.measure.proxies.jacobi2d)", raw)
     rows_after, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
     rows = mean_rows(rows_before, rows_after)
     drift = {p: {c: rows_after[p][c] / rows_before[p][c] - 1 for c in rows[p]} for p in rows}

@@ -109,7 +109,7 @@ def clean_phases(measured: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     names = [f"t_{q}_measured" for q in (*MODELED, "iter")]
     keep = [*names, *(["interfered"] if "interfered" in measured else [])]
     return campaign.clean_medians(measured[keep].assign(t_overhead_measured=_overhead_reps(measured)),
-                         [*names, "t_overhead_measured"])
+                                  [*names, "t_overhead_measured"])
 
 
 def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int = PROFILE["block"],

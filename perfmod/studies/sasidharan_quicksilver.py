@@ -184,12 +184,12 @@ def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[
                + design(test_sizes, test_particles, threads, label="test", reps=test_reps))
     runs = measure(configs, reps, iterations, m, f, seed=seed, with_power=have_power, progress=progress)
     raw = campaign.save_raw(runs, STUDY, "runs", parameters,
-                      "measurement: Quicksilver-like proxy (perfmod.measure.proxies.quicksilver.run_quicksilver)",
-                      raw_out)
+                            "measurement: Quicksilver-like proxy (perfmod.measure.proxies.quicksilver.run_quicksilver)",
+                            raw_out)
     ds = analyze(runs, response, holdout_seed, next((s.kind for s in sensors if s.available), ""))
     ds.attrs.update(power_sensors="; ".join(f"{s.kind}: {s.reason}" for s in sensors), power_measured=int(have_power))
     return campaign.provenance(ds, STUDY, "measurement: Quicksilver-like proxy on this machine; models of paper 001 §6 "
-                      "(Tables 8, 9)", parameters, [raw])
+                               "(Tables 8, 9)", parameters, [raw])
 
 
 def default_threads() -> list[int]:

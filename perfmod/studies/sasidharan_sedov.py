@@ -242,8 +242,9 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
                + design(test_sizes, test_chunks, node_axes, label="test", reps=test_reps))
     runs = measure_shared(configs, reps, iterations, workers, seed=seed, progress=progress)
     raw = [campaign.save_raw(runs, STUDY, "shared", parameters,
-                       "measurement: Sedov proxy, shared-memory version (perfmod.measure.proxies.sedov.run_shared)",
-                       raw_out)]
+                             "measurement: Sedov proxy, shared-memory version "
+                             "(perfmod.measure.proxies.sedov.run_shared)",
+                             raw_out)]
     ds, missing = analyze_shared(runs, response, holdout_seed)
     parts = {"shared": (runs, model_frame(runs, response).config.tolist())}
     if distributed:
@@ -253,7 +254,8 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
         missing += [f"mpi {m}" for m in mpi_missing]
     ds = ds.merge(sc.flag_record(parts))
     ds = campaign.record_drops(ds, ds.interfered, ds.oversubscribed, missing,
-                      "shared-memory" + (" and MPI" if distributed else "") + " runs", oversubscribed_dropped=False)
+                               "shared-memory" + (" and MPI" if distributed else "") + " runs",
+                               oversubscribed_dropped=False)
     return campaign.provenance(ds, STUDY, "measurement: Sedov proxy on this machine; models of paper 001 §5 "
                                "(Models A, B, C; Tables 5, 6)", parameters, raw)
 
@@ -315,7 +317,7 @@ def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.
     runs = measure_distributed(configs, p["mpi_reps"], p["iterations"], p["mpi_workers"], seed=p["seed"],
                                progress=progress)
     path = campaign.save_raw(runs, STUDY, "mpi", p,
-                       "measurement: Sedov proxy, MPI version (perfmod.measure.proxies.sedov_mpi)", p["raw_out"])
+                             "measurement: Sedov proxy, MPI version (perfmod.measure.proxies.sedov_mpi)", p["raw_out"])
     train, test, missing = sc.clean_sets(runs, lambda d: model_frame(d, p["response"]), ["time", "t_comm", "t_comp"])
     n_train = int((runs.set.values == "train").sum())
     cols = ["X1", "X2", "X3", "X4", "X5", "time", "t_comm", "config"]

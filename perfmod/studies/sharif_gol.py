@@ -270,7 +270,7 @@ def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 300
                for m in missing for c in [int(m.split(",")[0].split("=")[1])]]
     campaign.record_drops(out, runs.interfered, runs.oversubscribed, missing, "training and held-out runs")
     return campaign.provenance(out, STUDY, "measurement: GOL proxy on this machine; model of paper 003 Eq. 1-5",
-                      parameters, [raw])
+                               parameters, [raw])
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:

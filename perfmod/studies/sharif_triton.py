@@ -531,7 +531,7 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
     runs = measure_events(events, ny, nx, dx, factors, nprocs, t_end, reps, progress=progress, seed=seed,
                           coarse_reps=coarse_reps, coarse_factor=coarse_factor)
     raw = campaign.save_raw(runs, STUDY, "runs", parameters,
-                   "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
+                            "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
     out = analyse(runs, coarse_factor, nonneg, kw_runs, step_scaling, weights)
     return campaign.provenance(out, STUDY, "measurement: TRITON-like proxy on this machine; model of paper 003 "
                                "Eq. 1-3, 5, 6 and §III-B", parameters, [raw])
