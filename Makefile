@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml
 # the others hold it shared, beside each other, never beside a measurement), ALIASES (older target names) and one
 # target per study, named as its notebook: make sharif_gol.
 STUDIES_MK := build/studies.mk
-$(STUDIES_MK): $(wildcard notebooks/*.ipynb) perfmod/workflow/catalog.py
+$(STUDIES_MK): notebooks $(wildcard notebooks/*.ipynb) perfmod/workflow/catalog.py  # the folder: a notebook removed
 	@mkdir -p $(@D)
 	@PYTHONPATH=$(CURDIR) $(PYTHON_SYS) -m perfmod.workflow.catalog make > $@.tmp && mv $@.tmp $@
 include $(STUDIES_MK)
