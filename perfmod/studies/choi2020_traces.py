@@ -36,7 +36,7 @@ What is counted and compared
 - An *exchange* is one halo exchange: MiniFE one per CG iteration (the 26
   neighbours of §4.2), MiniMD two per timestep (the forward and the reverse
   communication, 000 §4.2 phases 2 and 4), as in
-  :data:`perfmod.studies.choi2020_comm.PHASES_PER_ITERATION`.  The runs hold
+  :data:`perfmod.studies.papers.choi2020.PHASES_PER_ITERATION`.  The runs hold
   200 MiniFE and 100 MiniMD iterations (000 §4.2), the ``iterations``
   parameter.  A send belongs to exchange ``c // w``: ``c`` the completion
   calls (waits) its rank made before it, ``w`` the most waits of any rank
@@ -86,7 +86,7 @@ from perfmod.machine.platforms import load
 from perfmod.models.comm.kmodel import kmodel_counts_from
 from perfmod.replay import replay
 from perfmod.replay.matching import collective_instances, match_messages
-from perfmod.studies.choi2020_comm import PHASES_PER_ITERATION, TABLE5_CONFIGS, comm_per_iteration
+from perfmod.studies.papers.choi2020 import PHASES_PER_ITERATION, TABLE5_CONFIGS, comm_per_iteration
 from perfmod.trace import TraceError, read_trace
 from perfmod.trace.core import COLLECTIVES, NO_TIME, NONBLOCKING, WAITS, Call, Trace, code_set
 from perfmod.trace.requests import resolve_requests

@@ -36,7 +36,7 @@ from perfmod.machine.platforms import load
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.endtoend import end_to_end
 from perfmod.models.roofline import predict
-from perfmod.studies.choi2020_end_to_end import paper_overhead
+from perfmod.studies.papers.choi2020 import paper_overhead
 
 __all__ = ["STUDY", "SOURCE", "DEVICE_VARIANTS", "run", "split", "figures", "gpus_per_node_sweep", "device_variants",
            "device_sweep", "plot_gpus_per_node", "plot_device_sweep"]

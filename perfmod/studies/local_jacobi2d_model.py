@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+import perfmod.campaign as campaign
 from perfmod.apps.jacobi2d import KERNELS, proxy_kernel_counts
 from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
 from perfmod.machine.cart import COMPASS, compass_neighbours, dims_create
@@ -22,7 +23,6 @@ from perfmod.machine.platforms import Platform
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.roofline.qroof import qroof_time
-from perfmod.studies.records import clean_medians
 
 __all__ = ["MODELED", "COMPARED", "KERNEL_MODELS", "PROFILE", "LONG", "rank_counts", "Profile", "profile_jacobi",
            "profile_each", "unprofiled", "clean_phases", "predict_jacobi", "compare", "headline_errors", "error_table"]
@@ -105,11 +105,11 @@ def _overhead_reps(measured: xr.Dataset) -> xr.DataArray:
 
 def clean_phases(measured: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     """Medians over the clean repetitions of every measured phase, the iteration and the overhead (NaN where no
-    run was clean; :func:`perfmod.studies.records.clean_medians`), and the configurations without a clean run."""
+    run was clean; :func:`perfmod.campaign.records.clean_medians`), and the configurations without a clean run."""
     names = [f"t_{q}_measured" for q in (*MODELED, "iter")]
     keep = [*names, *(["interfered"] if "interfered" in measured else [])]
-    return clean_medians(measured[keep].assign(t_overhead_measured=_overhead_reps(measured)),
-                         [*names, "t_overhead_measured"])
+    return campaign.clean_medians(measured[keep].assign(t_overhead_measured=_overhead_reps(measured)),
+                                  [*names, "t_overhead_measured"])
 
 
 def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int = PROFILE["block"],
@@ -234,8 +234,8 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile | Mapp
         out[f"t_{q}_measured_reps"] = measured[f"t_{q}_measured"].assign_attrs(
             units="s", long_name=f"measured time per iteration: {LONG[q]}, every repetition")
     dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1)
-    dev = clean_medians(xr.Dataset({"dev": dev, **({"interfered": measured.interfered} if "interfered" in measured
-                                                   else {})}), ["dev"])[0]["dev"]
+    flags = {"interfered": measured.interfered} if "interfered" in measured else {}
+    dev = campaign.clean_medians(xr.Dataset({"dev": dev, **flags}), ["dev"])[0]["dev"]
     out["t_iter_noise"] = dev.assign_attrs(units="1", long_name="run-to-run noise of the iteration time: median over "
                                            "the clean reps of |rep / median - 1|")
     profiles = {profile.nprocs: profile} if isinstance(profile, Profile) else dict(profile)

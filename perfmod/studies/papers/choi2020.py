@@ -1,4 +1,6 @@
-"""Paper 000 communication study: model curves (Tables 2-4), K counts (Table 5)
+"""What the studies of paper 000 share.
+
+The communication study: model curves (Tables 2-4), K counts (Table 5)
 and per-iteration communication time of the proxies under weak scaling
 (model side of Figures 5, 7 and 10).
 
@@ -21,6 +23,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.apps.registry import exchange, kmodel_counts
+from perfmod.core.paperdata import read_table
 from perfmod.machine.platforms import MODES, ParameterNotAvailable, load
 from perfmod.models.comm.message import message_time
 from perfmod.models.comm.phase import phase_time
@@ -33,6 +36,8 @@ __all__ = [
     "table5_reproduction",
     "TABLE5_CONFIGS",
     "comm_per_iteration",
+    "ITERATIONS",
+    "paper_overhead",
 ]
 
 PHASES_PER_ITERATION = {"jacobi2d": 1, "minife": 1, "minimd": 2}
@@ -202,3 +207,35 @@ def table5_reproduction(k_total_rule: str = "kprime_x_stencil") -> Any:
             "k_inter": c.k_inter, "k_total": c.k_total, "k": round(c.k, 4), "reproduced": ok, "why": why,
         })
     return pd.DataFrame(rows)
+
+
+ITERATIONS: dict[str, int] = {"jacobi2d": 100, "minife": 200, "minimd": 100}
+"""Iterations of an end-to-end run (000 §4.2: Jacobi2D 100, MiniFE's CG loop 200, MiniMD 100 steps)."""
+
+
+def paper_overhead(app: str, platform: str | None = None, paper: str = "000") -> float:
+    """Measured per-iteration overhead (s) transcribed from the papers.
+
+    Parameters
+    ----------
+    app : {"jacobi2d", "minife", "minimd"}
+    platform : str, optional
+        Platform of the measurement; required where the paper has several
+        (002: MiniFE on ``"lassen"`` 820 us, ``"bridges"`` 1001 us).
+    paper : {"000", "002"}
+        Paper 000 (used for every platform: 200, 165, 148 us) or 002.
+
+    Raises
+    ------
+    KeyError
+        No such overhead; the message lists those available.
+    """
+    df = read_table("overheads")
+    sel = df[df["paper"].str.startswith(paper) & (df["app"] == app)]
+    if platform is not None and len(sel) > 1:
+        sel = sel[sel["platform"] == platform]
+    if len(sel) != 1:
+        have = ", ".join(f"{r.paper[:3]}/{r.app}/{r.platform}" for r in df.itertuples())
+        raise KeyError(f"no unique overhead for paper {paper}, app {app!r}, platform {platform!r}; "
+                       f"available: {have}")
+    return float(sel["overhead_s"].iloc[0])
