@@ -19,8 +19,8 @@ from perfmod.apps.exchange import Exchange
 from perfmod.core.checks import positive_int
 from perfmod.machine.platforms import Platform, as_platform
 from perfmod.models.comm.kmodel import KCounts, phase_counts
+from perfmod.models.comm.network import Network, bind
 from perfmod.models.comm.phase import phase_time
-from perfmod.models.comm.registry import comm_model
 from perfmod.models.roofline.metrics import kernel_table
 
 __all__ = [
@@ -168,7 +168,7 @@ dot-product allreduces count as overhead; MiniMD communicates in step 2 and reve
 
 def analytic_comm(
     app: str,
-    platform: Platform | str,
+    platform: Platform | str | Network,
     nprocs: int,
     model: str = "kmodel",
     overlap: str = "serial",
@@ -177,17 +177,16 @@ def analytic_comm(
     """Analytic communication time per iteration (s) of ``app`` on ``nprocs`` ranks.
 
     The sum over the app's :data:`COMM_PHASES` of the slowest rank's phase
-    time (:func:`perfmod.models.comm.phase.phase_time`), the K counts of each
-    phase counted from its own message list.  ``options`` go to
-    :func:`perfmod.apps.registry.exchange` (problem sizes).
+    time (:func:`perfmod.models.comm.phase.phase_time` on the network bound
+    once here; the model's k rule counts k from each phase's own message list).
+    ``options`` go to :func:`perfmod.apps.registry.exchange` (problem sizes).
     """
-    plat = as_platform(platform)
+    net = bind(platform, model)
     if app not in COMM_PHASES:
         raise KeyError(f"unknown app {app!r}; known: {', '.join(COMM_PHASES)}")
     total = 0.0
     for phase in COMM_PHASES[app]:
         opts = dict(options, phase=phase) if app == "minimd" else dict(options)
         ex = exchange(app, nprocs, **opts)
-        counts = kmodel_counts(ex, plat, nprocs) if comm_model(model).k == "kmodel" else None
-        total += float(phase_time(ex, plat, model=model, counts=counts, overlap=overlap)["t_phase"])
+        total += float(phase_time(ex, net, model=net.model.name, overlap=overlap)["t_phase"])
     return total
