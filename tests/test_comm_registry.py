@@ -8,7 +8,7 @@ from perfmod.machine.platforms import PARAM_NAMES, PROTOCOLS, Params, PlatformEr
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.fitting import fit_maxrate, fit_maxrate2, fit_postal
 from perfmod.models.comm.message import message_time
-from perfmod.models.comm.models import FORMULAS, evaluate, maxrate, maxrate2, postal
+from perfmod.models.comm.models import evaluate, maxrate, maxrate2, postal
 from perfmod.models.comm.registry import CommModel, comm_model, model_names, one_pair_k, register, unregister
 from perfmod.replay import replay
 
@@ -48,7 +48,7 @@ def test_unknown_model_lists_the_registered_ones():
 def test_evaluate_passes_k_only_to_formulas_that_take_it():
     p = {"alpha": 1e-6, "r_cb": 1e9, "r_ci": 5e8, "alpha_se": 1.0}
     assert evaluate(maxrate, 1e6, 3, p) == 1e-6 + 3 * 1e6 / (1e9 + 2 * 5e8)
-    assert evaluate(FORMULAS["postal"], 100.0, 7, {"alpha": 1e-6, "beta": 1e-9}) == 1e-6 + 1e-9 * 100.0
+    assert evaluate(postal, 100.0, 7, {"alpha": 1e-6, "beta": 1e-9}) == 1e-6 + 1e-9 * 100.0
 
 
 def test_kmodel_costs_a_collective_step_as_maxrate_at_k1():

@@ -90,7 +90,7 @@ def test_bound_network_prices_as_the_public_functions():
 
 
 def test_a_toy_k_rule_and_model():
-    """The worked example of docs/library.md: a new k rule (one class) and a model using it."""
+    """A new k rule (one class) and a model using it, as in the worked example of docs/library.md."""
 
     class Halved(KRule):
         """Half of the node's ranks communicate at once (at least one)."""
