@@ -7,6 +7,7 @@ import pytest
 
 import perfmod.machine.platforms as platforms
 import perfmod.models.comm.registry as registry
+from perfmod.apps.registry import analytic_comm, kmodel_counts
 from perfmod.apps.traces import synthetic
 from perfmod.machine.platforms import PROTOCOLS, load
 from perfmod.measure.proxies.jacobi2d import KERNELS
@@ -75,6 +76,13 @@ def test_message_and_collective_bind_once_per_call(lookups):
     message_time(np.array([8.0, 1e6]), "inter_node", "summit", "kmodel", k_inter=2, k_total=8)
     collective_time("allreduce", 8.0, 48, "summit", "maxrate")
     _only_at_binding(lookups, networks=2)
+
+
+def test_kmodel_counts_and_analytic_comm_take_a_network(lookups):
+    net = Network("summit", "kmodel")
+    assert kmodel_counts("jacobi2d", net, 1536) == kmodel_counts("jacobi2d", SUMMIT, 1536)
+    assert analytic_comm("minimd", net, 48) == analytic_comm("minimd", "summit", 48)
+    assert lookups["as_platform"].count("perfmod.models.comm.network") == 2  # the two networks bound here
 
 
 def test_bound_network_prices_as_the_public_functions():

@@ -138,6 +138,12 @@ class Network:
         """The same network for a job of ``nprocs`` ranks (the node count of a round-robin mapping)."""
         return self._copy(nprocs=nprocs)
 
+    @property
+    def ranks_per_node(self) -> int:
+        """The platform's ranks per node (k'), so a network stands where a platform-like object is taken
+        (:func:`perfmod.apps.registry.kmodel_counts`)."""
+        return self.platform.ranks_per_node
+
     # -- the rank mapping -------------------------------------------------------------------------------
     def nnodes_kw(self, nprocs: int | None = None) -> dict[str, int]:
         """``nnodes=`` for :mod:`perfmod.machine.mapping` under a round-robin mapping (empty for block)."""
