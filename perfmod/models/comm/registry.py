@@ -62,7 +62,7 @@ from perfmod.models.comm.fitting import fit_maxrate, fit_maxrate2, fit_postal
 from perfmod.models.comm.krules import k_rule, k_rule_names
 from perfmod.models.comm.models import formula_params, loggp, maxrate, maxrate2, postal
 
-__all__ = ["REPLAY_RULES", "CommModel", "register", "unregister", "comm_model", "model_names", "one_pair_k"]
+__all__ = ["REPLAY_RULES", "CommModel", "register", "unregister", "comm_model", "model_names"]
 
 #: How the trace replay applies a model (see the module docstring).
 REPLAY_RULES = ("message", "loggops")
@@ -183,11 +183,6 @@ def comm_model(name: str) -> CommModel:
 def model_names() -> tuple[str, ...]:
     """Names of the registered communication models, in registration order."""
     return tuple(_MODELS)
-
-
-def one_pair_k(name: str) -> dict[str, float]:
-    """``message_time`` keywords for one communicating pair per node (k = 1), as in a collective's step."""
-    return dict(k_rule(comm_model(name).k).one_pair)
 
 
 def _loggp_from_postal(platform: Platform, mode: str, protocol: str) -> dict[str, float]:
