@@ -7,10 +7,10 @@ import pytest
 
 import perfmod.machine.platforms as platforms
 import perfmod.models.comm.registry as registry
+from perfmod.apps.jacobi2d import KERNELS
 from perfmod.apps.registry import analytic_comm, kmodel_counts
 from perfmod.apps.traces import synthetic
 from perfmod.machine.platforms import PROTOCOLS, load
-from perfmod.measure.proxies.jacobi2d import KERNELS
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.krules import KRule, k_rule, register_k_rule
 from perfmod.models.comm.message import message_time
