@@ -36,6 +36,7 @@ from perfmod.core.io import annotate
 from perfmod.core.paperdata import read_table
 from perfmod.machine.devices import read_devices
 from perfmod.machine.platforms import load
+from perfmod.models.comm.network import Network
 from perfmod.models.endtoend import comm_from_replay, end_to_end
 from perfmod.models.roofline import predict
 from perfmod.replay import replay
@@ -147,11 +148,11 @@ def replay_comm(apps: Sequence[str], platforms: Sequence[str], nodes: Sequence[i
     """
     t = np.full((len(apps), len(platforms), len(nodes)), np.nan)
     todo = [(a, p, n) for a in range(len(apps)) for p in range(len(platforms)) for n in range(len(nodes))]
+    nets = [Network(load(name), model) for name in platforms]  # bound once each
     for a, p, n in tqdm(todo, desc=f"replay ({model})", disable=not progress):
-        plat = load(platforms[p])
-        procs = nprocs_for(apps[a], nodes[n], plat.ranks_per_node)
+        procs = nprocs_for(apps[a], nodes[n], nets[p].platform.ranks_per_node)
         trace = synthetic(apps[a], procs, iterations, allreduces=allreduces)
-        t[a, p, n] = float(comm_from_replay(replay(trace, plat, model), iterations))
+        t[a, p, n] = float(comm_from_replay(replay(trace, nets[p], model), iterations))
     what = "halo exchange" if allreduces == 0 else "halo exchange and allreduce"
     return xr.DataArray(t, dims=("app", "platform", "nodes"),
                         coords={"app": list(apps), "platform": list(platforms), "nodes": list(nodes)},

@@ -21,6 +21,7 @@ from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
 from perfmod.machine.cart import COMPASS, compass_neighbours, dims_create
 from perfmod.machine.platforms import Platform
 from perfmod.models.comm.collectives import collective_time
+from perfmod.models.comm.network import Network
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.roofline.qroof import qroof_time
 
@@ -63,11 +64,11 @@ def _qroof(counts: Mapping[str, Any], row: Mapping[str, float]) -> float:
                             counts["opmix_efficiency"], counts["mix_compute"], counts["mix_ldst"], row))
 
 
-def _comm(block: int, nprocs: int, platform: Platform) -> tuple[float, float]:
-    """(halo exchange of the mean rank, allreduce) seconds under the postal model, all ranks on this node."""
-    plat = platform.replace(ranks_per_node=max(platform.ranks_per_node, int(nprocs)))
-    t_ex = float(phase_time(jacobi2d_exchange(int(nprocs), int(block)), plat, "postal").t_rank.mean())
-    t_ar = float(collective_time("allreduce", 8, int(nprocs), plat, "postal"))
+def _comm(block: int, nprocs: int, net: Network) -> tuple[float, float]:
+    """(halo exchange of the mean rank, allreduce) seconds on ``net`` (the postal model), all ranks on this node."""
+    net = net.with_layout(ranks_per_node=max(net.platform.ranks_per_node, int(nprocs)))
+    t_ex = float(phase_time(jacobi2d_exchange(int(nprocs), int(block)), net, "postal").t_rank.mean())
+    t_ar = float(collective_time("allreduce", 8, int(nprocs), net, "postal"))
     return t_ex, t_ar
 
 
@@ -175,6 +176,7 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
     ``profile`` is one profile for every rank count, or one per rank count (:func:`profile_each`).
     """
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
+    net = Network(platform, "postal")  # bound once: the rank counts change the layout only
     shape = (len(KERNEL_MODELS), len(blocks), len(nprocs))
     out = {q: np.zeros(shape) for q in COMPARED}
     for i, b in enumerate(blocks):
@@ -182,7 +184,7 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
             if p not in rows:
                 raise KeyError(f"no device row for nprocs={p} (have {sorted(rows)})")
             counts = rank_counts(b, p)
-            t_ex, t_ar = _comm(b, p, platform)
+            t_ex, t_ar = _comm(b, p, net)
             prof = _profile_for(profile, p)
             for m, model in enumerate(KERNEL_MODELS):
                 for k in KERNELS:

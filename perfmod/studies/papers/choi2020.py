@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from perfmod.apps.registry import exchange, kmodel_counts
 from perfmod.core.paperdata import read_table
 from perfmod.machine.platforms import MODES, ParameterNotAvailable, load
-from perfmod.models.comm.message import message_time
+from perfmod.models.comm.network import Network
 from perfmod.models.comm.phase import phase_time
 
 __all__ = [
@@ -49,13 +49,14 @@ def nprocs_for(app: str, nodes: int, ranks_per_node: int) -> int:
     return full if app == "jacobi2d" else 1 << (full.bit_length() - 1)
 
 
-def comm_per_iteration(app: str, ex: Any, plat: Any, model: str, counts: Any) -> float:
+def comm_per_iteration(app: str, ex: Any, net: Network, counts: Any) -> float:
     """Communication time per iteration (s): :data:`PHASES_PER_ITERATION` halo-exchange phases of ``ex``.
 
     ``ex`` is the exchange of ``app`` (:func:`perfmod.apps.registry.exchange`), ``counts`` its K counts
-    on ``plat``; each phase is costed by :func:`perfmod.models.comm.phase.phase_time` under ``model``.
+    on ``net``'s platform; each phase is costed by :func:`perfmod.models.comm.phase.phase_time` on the
+    bound network ``net`` (:class:`~perfmod.models.comm.network.Network`).
     """
-    return PHASES_PER_ITERATION[app] * float(phase_time(ex, plat, model=model, counts=counts)["t_phase"])
+    return PHASES_PER_ITERATION[app] * float(phase_time(ex, net, model=net.model.name, counts=counts)["t_phase"])
 
 
 def model_curves(platforms: Sequence[str], sizes: np.ndarray) -> xr.Dataset:
@@ -70,9 +71,10 @@ def model_curves(platforms: Sequence[str], sizes: np.ndarray) -> xr.Dataset:
     for i, name in enumerate(platforms):
         plat = load(name)
         for j, model in enumerate(models):
+            net = Network(plat, model)
             for m, mode in enumerate(MODES):
                 try:
-                    out[i, j, m] = message_time(sizes, mode, plat, model=model)
+                    out[i, j, m] = net.message_time(sizes, mode)
                 except ParameterNotAvailable:
                     pass
     return xr.Dataset(
@@ -98,16 +100,17 @@ def weak_scaling_comm(
     shape = (len(apps), len(platforms), len(nodes))
     t = np.full((*shape, len(models)), np.nan)
     k_inter, k_total, k_eff, nprocs = (np.full(shape, np.nan) for _ in range(4))
+    nets = [[Network(plat, model) for model in models] for plat in map(load, platforms)]  # bound once each
     todo = [(a, p, n) for a in range(len(apps)) for p in range(len(platforms)) for n in range(len(nodes))]
     for a, p, n in tqdm(todo, desc="weak scaling", disable=not progress):
-        plat = load(platforms[p])
+        plat = nets[p][0].platform
         procs = nprocs_for(apps[a], nodes[n], plat.ranks_per_node)
         nprocs[a, p, n] = procs
         ex = exchange(apps[a], procs)
-        counts = kmodel_counts(ex, plat, procs)
+        counts = kmodel_counts(ex, None, procs, ranks_per_node=plat.ranks_per_node)
         k_inter[a, p, n], k_total[a, p, n], k_eff[a, p, n] = counts.k_inter, counts.k_total, counts.k
-        for m, model in enumerate(models):
-            t[a, p, n, m] = comm_per_iteration(apps[a], ex, plat, model, counts)
+        for m, net in enumerate(nets[p]):
+            t[a, p, n, m] = comm_per_iteration(apps[a], ex, net, counts)
     dims = ("app", "platform", "nodes")
     return xr.Dataset(
         {
