@@ -54,9 +54,8 @@ from numba import njit
 from perfmod.core.io import provenance_attrs
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
-from perfmod.machine.mapping import pair_modes
 from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
-from perfmod.models.comm.registry import comm_model
+from perfmod.models.comm.network import Network
 from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_kernel import STATUS_OK, run_loggops
@@ -72,37 +71,32 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
 
 
-def message_params(graph: Graph | GoalGraph, plat: Platform, model: str, mapping: str,
-                   nprocs: int) -> tuple[np.ndarray, ...]:
+def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, ...]:
     """``(o, g, L, (n - 1) G, rendezvous)`` of every send node, times in int64 picoseconds (0 elsewhere).
 
-    The parameters of the message's mode and protocol from the platform's
-    table of ``model`` (derived from the postal ones where it has none, as
-    :func:`~perfmod.models.comm.message.message_time` does); a zero-byte
+    The parameters of the message's mode and protocol as the bound network
+    resolved them (:meth:`~perfmod.models.comm.network.Network.loggp_params`:
+    the platform's table of the model, derived from the postal ones where it
+    has none); a zero-byte
     message counts as one byte; rendezvous above ``eager_max_bytes`` and for
     synchronous sends.
     """
-    spec = comm_model(model)
+    plat = net.platform
     nn = len(graph)
     out = [np.zeros(nn, dtype=np.int64) for _ in range(4)]
     rndv = np.zeros(nn, dtype=bool)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
         return (*out, rndv)
-    kw = {"nnodes": -(-nprocs // plat.ranks_per_node)} if mapping == "round_robin" else {}
-    modes = pair_modes(graph.rank[sends], graph.peer[sends], plat.ranks_per_node, plat.sockets_per_node,
-                       mapping=mapping, **kw)
+    modes = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
     nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
     # the protocol as Platform.protocol gives it, by code (a sort of the object array of names is slow)
     pcode = np.where(nbytes <= plat.short_max_bytes, 0, np.where(nbytes <= plat.eager_max_bytes, 1, 2))
     cls = modes.astype(np.int64) * 3 + pcode
     present = np.bincount(cls, minlength=3 * len(MODES))
     for c in np.flatnonzero(present).tolist():
-        mode, proto = MODES[c // 3], PROTOCOLS[c % 3]
         sel = cls == c
-        p = (plat.params(spec.table, mode, proto) if plat.has(spec.table, mode, proto)
-             else spec.derive(plat, mode, proto) if spec.derive is not None
-             else plat.params(spec.table, mode, proto))
+        p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
         idx = sends[sel]
         out[0][idx] = round(p["o"] * _PS)
         out[1][idx] = round(p["g"] * _PS)
@@ -171,12 +165,13 @@ class LogGOPSResult:
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
 
 
-def run_goal_graph(graph: GoalGraph, time_unit: float, plat: Platform, model: str, mapping: str,
-                   nprocs: int) -> tuple:
-    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)."""
+def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int) -> tuple:
+    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)
+    on the bound network ``net``."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
-    o, gap, lat, gn, rndv = message_params(graph, plat, model, mapping, nprocs)
-    rndv[graph.kind == RECV] = graph.size[graph.kind == RECV] > plat.eager_max_bytes  # LogGOPSim: see run_loggops
+    o, gap, lat, gn, rndv = message_params(graph, net, nprocs)
+    recv = graph.kind == RECV
+    rndv[recv] = graph.size[recv] > net.platform.eager_max_bytes  # LogGOPSim: see run_loggops
     calc = graph.kind == CALC
     size = graph.size.copy()
     size[calc] = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
@@ -199,13 +194,12 @@ def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = 
     ReplayError
         Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank.
     """
-    from perfmod.machine.platforms import as_platform
-    from perfmod.models.comm.registry import comm_model as _spec
     from perfmod.replay.matching import ReplayError
     from perfmod.trace.formats.goal_scan import read_goal_graph
 
-    plat = as_platform(platform)
-    if _spec(model).replay != "loggops":
+    net = Network(platform, model, mapping)
+    plat = net.platform
+    if net.model.replay != "loggops":
         raise ReplayError(f"replay_goal runs LogGOPS models (loggp), not {model!r}")
     graph = read_goal_graph(path, progress=progress)
     bad = np.flatnonzero((graph.cpu != 0) | (graph.nic != 0))
@@ -220,7 +214,7 @@ def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = 
         raise ReplayError(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
                           f"outside 0..{graph.num_ranks - 1}")
     p = graph.num_ranks
-    status, done, _, _, nexto, _ = run_goal_graph(graph, time_unit, plat, model, mapping, p)
+    status, done, _, _, nexto, _ = run_goal_graph(graph, time_unit, net, p)
     if status != STATUS_OK:
         stuck = np.flatnonzero(done < 0)
         first = {}
@@ -244,15 +238,15 @@ def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = 
     return ds
 
 
-def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, plat: Platform, model: str,
-                       mapping: str, n_iter: int) -> LogGOPSResult:
+def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Network,
+                       n_iter: int) -> LogGOPSResult:
     """The ``loggp`` replay of a GOAL trace on the file's graph (:func:`~perfmod.trace.formats.goal_trace.as_written`).
 
     A rank's time is its CPU's finishing time; ``compute_time`` its calcs, the rest ``wait_time`` (the
     trace's sequence is not what ran, so its calls are not timed one by one).
     """
     p = trace.nprocs
-    status, done, _, mate, nexto, _ = run_goal_graph(graph, time_unit, plat, model, mapping, p)
+    status, done, _, mate, nexto, _ = run_goal_graph(graph, time_unit, net, p)
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     clock = nexto / _PS
@@ -280,16 +274,16 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, plat: P
     return LogGOPSResult(status == STATUS_OK, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst)
 
 
-def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compute: np.ndarray, reqs: Any,
-                   n_iter: int, iteration: np.ndarray) -> LogGOPSResult:
-    """Replay ``trace`` under LogGOPS (see the module docstring); a GOAL trace with its own compute runs the
-    file's graph as written (:func:`_replay_as_written`)."""
+def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
+                   iteration: np.ndarray) -> LogGOPSResult:
+    """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
+    with its own compute runs the file's graph as written (:func:`_replay_as_written`)."""
     written = as_written(trace)
     if written is not None and compute is trace.compute:
-        return _replay_as_written(trace, *written, plat, model, mapping, n_iter)
+        return _replay_as_written(trace, *written, net, n_iter)
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
-    o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
+    o, gap, lat, gn, rndv = message_params(g, net, trace.nprocs)
     none = np.zeros(len(g) + 1, dtype=np.int64)
     with first_call("the LogGOPS event loop"):
         status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,

@@ -96,6 +96,7 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
     reader and of its simulation, both finishing times (ns), and the load average.
     """
     from perfmod.machine.platforms import MODES, PROTOCOLS, load
+    from perfmod.models.comm.network import Network
     from perfmod.replay.loggops import run_goal_graph
     from perfmod.trace.formats.goal_halo import write_halo_goal
     from perfmod.trace.formats.goal_scan import read_goal_graph
@@ -111,7 +112,8 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
     rows = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         small = write_halo_goal(Path(tmp) / "warm.goal", 2, 2, 1)
-        run_goal_graph(read_goal_graph(small), 1e-9, plat, "loggp", "block", 4)  # load the compiled code
+        net = Network(plat, "loggp", "block")
+        run_goal_graph(read_goal_graph(small), 1e-9, net, 4)  # load the compiled code
         for px, py, it in grids:
             goal = write_halo_goal(Path(tmp) / f"halo_{px}x{py}x{it}.goal", px, py, it)
             binf = goal.with_suffix(".bin")
@@ -122,7 +124,7 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
                                   "-G", str(G), "-S", str(S)], check=True, capture_output=True, text=True).stdout
             c2 = _children_cpu()
             graph, read_s = _cpu(read_goal_graph, goal)
-            res, sim_s = _cpu(run_goal_graph, graph, 1e-9, plat, "loggp", "block", graph.num_ranks)
+            res, sim_s = _cpu(run_goal_graph, graph, 1e-9, net, graph.num_ranks)
             theirs = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
             rows.append((f"{px}x{py}x{it}", len(graph), c1 - c0, c2 - c1, read_s, sim_s, theirs,
                          int(round(res[4].max() / 1000)), os.getloadavg()[0]))
