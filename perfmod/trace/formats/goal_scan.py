@@ -68,8 +68,8 @@ class GoalGraph:
         Bytes (send, recv) or time units (calc).
     peer, tag : numpy.ndarray of int64
         Destination / source (:data:`WILD`: any) and LogGOPSim's 32-bit tag (:data:`WILD`: any); 0 for calc.
-    cpu, nic : numpy.ndarray of int64
-        LogGOPSim's CPU and NIC of the node.
+    cpu, nic : numpy.ndarray of uint8
+        LogGOPSim's CPU and NIC of the node (txt2bin stores them in 8 bits).
     line : numpy.ndarray of int64
         Line of the node in the file.
     ndeps : numpy.ndarray of int64
@@ -533,7 +533,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     est = max(1024, size // 48)
     n_rank, n_kind = np.empty(est, np.int64), np.empty(est, np.int8)
     n_size, n_peer, n_tag = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.int64)
-    n_cpu, n_nic, n_line = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.int64)
+    n_cpu, n_nic, n_line = np.empty(est, np.uint8), np.empty(est, np.uint8), np.empty(est, np.int64)
     n_loff, n_llen = np.empty(est, np.int64), np.empty(est, np.int64)
     e_a, e_b, e_start = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.bool_)
     cap = 1 << 12
