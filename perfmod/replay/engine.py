@@ -25,6 +25,8 @@ import numpy as np
 import xarray as xr
 
 from perfmod.core.io import provenance_attrs
+from perfmod.core.jit import first_call
+from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
@@ -35,6 +37,12 @@ from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
 from perfmod.trace.requests import resolve_requests
 
 __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
+
+
+#: peak bytes per trace event the message-kernel replay (every model but ``loggp``) allocates beyond the trace:
+#: matching, costs, requests and the kernel's state (measured peak 192 B/event on synthetic Jacobi2D from 1,536 to
+#: 65,536 ranks, issue 23), for the check before allocating
+_BYTES_PER_EVENT = 200
 
 
 class DeadlockError(ReplayError):
@@ -227,6 +235,8 @@ def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmode
                           + ", ".join(f"{k} x{v}" for k, v in unknown_calls.items())
                           + " (kept as events, or skipped by the reader and counted in trace.meta)",
                           [{"call": k, "count": v} for k, v in unknown_calls.items()])
+    if net.model.replay != "loggops":  # the LogGOPS replay checks its own (larger) need
+        check_fits(_BYTES_PER_EVENT * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
     comp = _compute_times(trace, compute)
     reqs = resolve_requests(trace)
     match = match_messages(trace)
@@ -248,11 +258,12 @@ def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmode
             match.pdst[dyn] = res.pdst[dyn]
     else:
         inst_cost = collective_costs(trace, coll, net)
-        status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
-            rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
-            coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
-            *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
-            *_dynamic_args(match, len(trace)))
+        with first_call("the replay's event loop"):
+            status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
+                rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
+                coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
+                *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
+                *_dynamic_args(match, len(trace)))
         if status != STATUS_OK:
             raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
     if match.dynamic is not None:
