@@ -99,8 +99,10 @@ def test_predicted_is_the_replay_and_the_error_its_ratio(sample_ds, trace_dir):
     assert figs.keys() == {"k_counts", "comm_per_iteration"}
 
 
-def test_without_traces_the_paper_half_and_how_to_get_them(monkeypatch):
+def test_without_traces_the_paper_half_and_how_to_get_them(monkeypatch, tmp_path):
     monkeypatch.delenv(study.TRACE_ENV, raising=False)
+    monkeypatch.setattr(study, "DEFAULT_TRACE_DIR", tmp_path / "absent")
+    assert study.trace_root("") is None
     ds = study.run(nprocs=[64, 256], models=["kmodel"], progress=False)
     assert "git clone https://github.com/minitu/miniFE" in ds.attrs["traces_missing"]
     assert "bcfd595^" in ds.attrs["traces_missing"]

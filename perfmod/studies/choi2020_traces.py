@@ -13,7 +13,8 @@ the trace itself recorded on Lassen (the measured side of Figures 7 and 10).
 Where the traces are
 --------------------
 ``trace_dir`` (or, when it is empty, the environment variable
-``PERFMOD_CHOI2020_TRACES``) holds one folder per application,
+``PERFMOD_CHOI2020_TRACES``, else ``../shared/data/choi2020-traces`` beside
+the checkout when it exists, :data:`DEFAULT_TRACE_DIR`) holds one folder per application,
 ``<trace_dir>/minife`` and ``<trace_dir>/minimd``, each with the DUMPI runs as
 the authors' repositories store them: ``nP.meta`` beside ``nP-NNNN.bin``
 (any ``*.meta`` is taken; its rank count is its ``numprocs`` line).  They come
@@ -93,7 +94,8 @@ from perfmod.trace.requests import resolve_requests
 from perfmod.viz.validation import plot_validation
 
 __all__ = ["STUDY", "SOURCE", "TRACE_ENV", "GET_TRACES", "run", "figures", "find_traces", "exchange_index",
-           "trace_k_counts", "clock_offsets", "recorded_comm", "predicted_comm", "trace_root"]
+           "trace_k_counts", "clock_offsets", "recorded_comm", "predicted_comm", "trace_root",
+           "DEFAULT_TRACE_DIR"]
 
 STUDY = "choi2020_traces"
 """Study name: the notebook ``notebooks/choi2020_traces.ipynb`` and the dataset's ``study`` attribute."""
@@ -118,10 +120,17 @@ _WAIT_CALLS = code_set(WAITS)
 _POST_CALLS = code_set(NONBLOCKING)
 
 
+DEFAULT_TRACE_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "choi2020-traces"
+"""Where a checkout finds the traces when nothing names them: ``../shared/data/choi2020-traces`` beside it."""
+
+
 def trace_root(trace_dir: str | os.PathLike) -> Path | None:
-    """The trace directory: ``trace_dir``, else ``$PERFMOD_CHOI2020_TRACES``, else None."""
+    """The trace directory: ``trace_dir``, else ``$PERFMOD_CHOI2020_TRACES``, else :data:`DEFAULT_TRACE_DIR`
+    when it exists, else None."""
     chosen = str(trace_dir) or os.environ.get(TRACE_ENV, "")
-    return Path(chosen).expanduser() if chosen else None
+    if chosen:
+        return Path(chosen).expanduser()
+    return DEFAULT_TRACE_DIR if DEFAULT_TRACE_DIR.is_dir() else None
 
 
 def find_traces(app_dir: str | os.PathLike) -> dict[int, Path]:

@@ -198,6 +198,7 @@ def _classes(coords: np.ndarray, grid: Sequence[int]) -> np.ndarray:
 class _Program:
     events: np.ndarray  # template event indices
     offset: np.ndarray  # (n, 3)
+    primary: np.ndarray | None = None  # (n,) bool: from the first contributing template rank (None: all)
 
 
 def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int]) -> _Program:
@@ -241,7 +242,7 @@ def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int
     coords = tr.coords
     lookup = np.full(tuple(g.tolist()), -1, np.int64)
     lookup[tuple(coords.T)] = np.arange(tr.nprocs)
-    parts, offs = [], []
+    parts, offs, prim = [], [], []
     first = True
     for cx in choices[0]:
         for cy in choices[1]:
@@ -258,12 +259,13 @@ def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int
                         keep &= off[:, d] >= 0
                     elif rule == "neg":
                         keep &= off[:, d] < 0
+                prim.append(np.full(int(keep.sum() + (~tr.is_p2p[ev]).sum() * first), first))
                 if first:
                     keep |= ~tr.is_p2p[ev]
                     first = False
                 parts.append(ev[keep])
                 offs.append(off[keep])
-    return _Program(np.concatenate(parts), np.concatenate(offs))
+    return _Program(np.concatenate(parts), np.concatenate(offs), np.concatenate(prim))
 
 
 def _layout(tpl: Template, prog: _Program, cut: int) -> dict[str, np.ndarray]:
@@ -272,7 +274,15 @@ def _layout(tpl: Template, prog: _Program, cut: int) -> dict[str, np.ndarray]:
     t = tr.trace
     ev = prog.events
     keep = tr.block[ev] < cut
-    ev, off = ev[keep], prog.offset[keep]
+    compute = t.compute[ev].copy()
+    if prog.primary is not None and not prog.primary.all():
+        # a composed rank's gaps are its first template rank's: the others' messages get that rank's median
+        # gap of the same call site, so a gap that rank spent once (start-up) is not spent twice
+        site = tpl.site[ev]
+        for s in np.unique(site[~prog.primary]).tolist():
+            ref = prog.primary & (site == s)
+            compute[~prog.primary & (site == s)] = float(np.median(compute[ref])) if ref.any() else 0.0
+    ev, off, compute = ev[keep], prog.offset[keep], compute[keep]
     call = t.call[ev]
     p2p = tr.is_p2p[ev]
     block = tr.block[ev]
@@ -285,7 +295,7 @@ def _layout(tpl: Template, prog: _Program, cut: int) -> dict[str, np.ndarray]:
         kind = firstpos[inv]
     scale = np.array([tpl.scale.get(int(s), 1.0) for s in tpl.site[ev]]) if ev.size else np.zeros(0)
     return {"ev": ev, "off": off, "call": call, "p2p": p2p, "block": block, "kind": kind,
-            "compute": t.compute[ev] * scale}
+            "compute": compute * scale}
 
 
 def _fill_requests(call_sorted: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -378,7 +388,7 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
                 if ne else np.zeros((ranks.size, 0), np.int64)
             peer = np.take_along_axis(peer, order, 1)
             src = lay["ev"][order]
-            comp = lay["compute"][order]
+            comp = np.broadcast_to(lay["compute"], order.shape)  # gaps stay with positions, not with peers
             idx = (ptr[ranks][:, None] + np.arange(ne)[None, :]).ravel()
             cols["rank"][idx] = np.repeat(ranks, ne)
             cols["seq"][idx] = np.tile(np.arange(ne), ranks.size)
