@@ -153,3 +153,23 @@ def test_bad_input_is_named(lassen):
                       source="n4-nonspmd")
     with pytest.raises(ExtrapolationError, match="n4-nonspmd: not SPMD: rank 1"):
         extrapolate_trace([fe[2], nonspmd], 8)
+
+
+def test_cli_extrapolate_writes_a_trace(tmp_path, capsys):
+    from perfmod.trace import write_trace
+    from perfmod.workflow.cli import main
+
+    files = [str(write_trace(synthetic("minife", p, iterations=2), tmp_path / f"n{p}.npz")) for p in (2, 4, 8)]
+    box = _box(16)
+    rc = main(["extrapolate", *files, "--nprocs", "16", "-p", f"nx={box['nx']:g}", "-p", f"ny={box['ny']:g}",
+               "-p", f"nz={box['nz']:g}", "-o", str(tmp_path / "n16.npz")])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "bisection grid from 2, 4, 8 ranks" in printed and "leave-one-scale-out" in printed
+    got = read_trace(tmp_path / "n16.npz")
+    c = compare_traces(got, synthetic("minife", 16, iterations=2))
+    assert c["bytes_error"] == 0 and c["pairs_equal"]
+    assert main(["extrapolate", files[0], "--nprocs", "16", "-p", "nx", "-o", str(tmp_path / "x.npz")]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+    assert main(["extrapolate", files[0], "--nprocs", "16", "-o", str(tmp_path / "x.npz")]) == 1
+    assert "one training scale" in capsys.readouterr().err
