@@ -53,6 +53,8 @@ STUDIES += choi2020-traces
 choi2020-traces: $(PROCESSED)/choi2020_traces.nc ## paper 000 Table 5 and Figures 7, 10 from the authors' Lassen traces (set PERFMOD_CHOI2020_TRACES)
 STUDIES += what-if
 what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
+STUDIES += choi2020-extrapolation
+choi2020-extrapolation: $(PROCESSED)/choi2020_extrapolation.nc ## paper 000 runs extrapolated from the authors' 2-16 (2-32) rank Lassen traces to 32-1,024 and 100,000+ ranks
 STUDIES += choi2019-minife
 choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
 STUDIES += local-jacobi2d

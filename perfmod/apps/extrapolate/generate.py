@@ -320,11 +320,26 @@ def _fill_requests(call_sorted: np.ndarray) -> tuple[np.ndarray, list[np.ndarray
 
 
 def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations: int | None = None,
-             chunk_ranks: int = 8192, source: str = "") -> Trace:
-    """The trace at ``nprocs`` ranks and ``params`` (module docstring); ``iterations`` periods of the skeleton."""
+             chunk_ranks: int = 8192, source: str = "", gaps: str = "ranks", seed: int = 0) -> Trace:
+    """The trace at ``nprocs`` ranks and ``params`` (module docstring); ``iterations`` periods of the skeleton.
+
+    ``gaps``: the computation before each skeleton call (wait, collective)
+    of a target rank is that of a template rank drawn at random (``"ranks"``,
+    seeded by ``seed`` and ``nprocs``: each rank's own imbalance, as the
+    recorded ranks each have theirs) or that of its class's template rank
+    (``"class"``: neighbours of one class then compute in lockstep).
+    """
+    if gaps not in ("ranks", "class"):
+        raise ValueError(f"gaps must be 'ranks' or 'class', got {gaps!r}")
     coords, gt = grid_of(tpl.ordering, nprocs, params)
     tr = tpl.tr
     n_skel = tr.skeleton.size
+    t = tr.trace
+    skel_gap = None
+    if gaps == "ranks":
+        scale = np.array([tpl.scale.get(int(s), 1.0) for s in tpl.site[~tr.is_p2p]])
+        skel_gap = (t.compute[~tr.is_p2p] * scale).reshape(tr.nprocs, n_skel)
+        draw = np.random.default_rng([int(seed), int(nprocs)]).integers(0, tr.nprocs, nprocs)
     if iterations is None or tpl.period == 0:
         cut = n_skel + 1
     else:
@@ -365,7 +380,6 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
             "compute": np.empty(total, np.float64)}
     aux_len = np.empty(total, np.int64)
     aux = np.empty(int(aptr[-1]), np.int64)
-    t = tr.trace
     for a in range(0, nprocs, chunk_ranks):
         b = min(a + chunk_ranks, nprocs)
         for key, lay in layouts.items():
@@ -397,6 +411,10 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
             cols["nbytes"][idx] = t.nbytes[src].ravel()
             cols["tag"][idx] = t.tag[src].ravel()
             cols["request"][idx] = np.tile(lay["req"], ranks.size)
+            if skel_gap is not None:
+                comp = comp.copy()
+                sp = np.flatnonzero(~p2p)
+                comp[:, sp] = skel_gap[draw[ranks][:, None], lay["block"][sp][None, :]]
             cols["compute"][idx] = comp.ravel()
             aux_len[idx] = np.tile(lay["aux_len"], ranks.size)
             if lay["aux"].size:
