@@ -56,6 +56,7 @@ API: dict[str, dict[str, str]] = {
         "kmodel_counts": "perfmod.apps.registry",
         "app_kernels": "perfmod.apps.registry",
         "synthetic": "perfmod.apps.traces",
+        "extrapolate_trace": "perfmod.apps.extrapolate.trust",
     },
     "replay": {
         "replay_trace": "perfmod.replay.engine:replay",

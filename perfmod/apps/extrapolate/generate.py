@@ -20,12 +20,13 @@ directions; the direction of each of its blocks is taken, in order, from
 the blocks of an axis the template resolves (extent >= 3), sends one way and
 receives the other (the axes are assumed to exchange alike).
 
-Every message keeps its grid offset, call, tag, size and computation gap;
-the peer is the target rank at ``x + offset``.  Within a block, events are
+Every message keeps its grid offset, call, tag and size; the peer is the
+target rank at ``x + offset``.  Within a block, events are
 ordered by the template's call order, then by peer rank; requests are
 renumbered per block and each wait completes the requests created since the
 previous one (the pattern :mod:`.training` checks).  Computation gaps are the
-template's, scaled per call site by a compute model of the rank count
+template's (see :func:`generate` for which template rank's), scaled per call
+site by a compute model of the rank count
 (:func:`perfmod.models.compute.fit_compute_model`) fitted on the training
 traces that share the template's skeleton.  Ranks are generated in chunks
 into preallocated columns, so the peak memory is the result plus one chunk.
@@ -320,14 +321,16 @@ def _fill_requests(call_sorted: np.ndarray) -> tuple[np.ndarray, list[np.ndarray
 
 
 def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations: int | None = None,
-             chunk_ranks: int = 8192, source: str = "", gaps: str = "ranks", seed: int = 0) -> Trace:
+             chunk_ranks: int = 8192, source: str = "", gaps: str = "ranks") -> Trace:
     """The trace at ``nprocs`` ranks and ``params`` (module docstring); ``iterations`` periods of the skeleton.
 
     ``gaps``: the computation before each skeleton call (wait, collective)
-    of a target rank is that of a template rank drawn at random (``"ranks"``,
-    seeded by ``seed`` and ``nprocs``: each rank's own imbalance, as the
-    recorded ranks each have theirs) or that of its class's template rank
-    (``"class"``: neighbours of one class then compute in lockstep).
+    and before each block's first send or receive is, for target rank ``t``,
+    that of template rank ``t * P_template // P_target`` (``"ranks"``: each
+    rank keeps a recorded rank's own imbalance, and the drift of the gaps
+    along the rank numbers is kept in relative position), or that of its
+    class's template rank (``"class"``: neighbours of one class then compute
+    in lockstep).
     """
     if gaps not in ("ranks", "class"):
         raise ValueError(f"gaps must be 'ranks' or 'class', got {gaps!r}")
@@ -339,7 +342,15 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
     if gaps == "ranks":
         scale = np.array([tpl.scale.get(int(s), 1.0) for s in tpl.site[~tr.is_p2p]])
         skel_gap = (t.compute[~tr.is_p2p] * scale).reshape(tr.nprocs, n_skel)
-        draw = np.random.default_rng([int(seed), int(nprocs)]).integers(0, tr.nprocs, nprocs)
+        draw = (np.arange(nprocs, dtype=np.int64) * tr.nprocs) // nprocs
+        # the gap before a block's first send or receive (the computation after the previous call) too
+        first_gap = np.zeros((tr.nprocs, n_skel + 1))
+        p2p_ev = np.flatnonzero(tr.is_p2p)
+        if p2p_ev.size:
+            key = t.rank[p2p_ev].astype(np.int64) * (n_skel + 1) + tr.block[p2p_ev]
+            first = np.r_[True, key[1:] != key[:-1]]
+            sc = np.array([tpl.scale.get(int(x), 1.0) for x in tpl.site[p2p_ev[first]]])
+            first_gap[t.rank[p2p_ev[first]], tr.block[p2p_ev[first]]] = t.compute[p2p_ev[first]] * sc
     if iterations is None or tpl.period == 0:
         cut = n_skel + 1
     else:
@@ -415,6 +426,8 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
                 comp = comp.copy()
                 sp = np.flatnonzero(~p2p)
                 comp[:, sp] = skel_gap[draw[ranks][:, None], lay["block"][sp][None, :]]
+                fp = np.flatnonzero(p2p & np.r_[True, lay["block"][1:] != lay["block"][:-1]])
+                comp[:, fp] = first_gap[draw[ranks][:, None], lay["block"][fp][None, :]]
             cols["compute"][idx] = comp.ravel()
             aux_len[idx] = np.tile(lay["aux_len"], ranks.size)
             if lay["aux"].size:
