@@ -149,7 +149,10 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
     -------
     Trace
         ``meta["extrapolation"]``: the training scales, the inferred rank
-        ordering, periodicity and template, the target's parameters,
+        ordering, periodicity and template, the target's parameters, the
+        computation model of each call site (``compute_models``: method,
+        training points, the ratio applied, the spread of the training
+        means),
         ``far_beyond_training``, the leave-one-scale-out folds and their
         worst errors (``loso_max``), the ranks and call sites that did not
         generalize, the time taken.
@@ -194,6 +197,7 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         "template_grid": list(trs[-1].grid), "period": [tpl.start, tpl.period],
         "n_periods": (trs[-1].skeleton.size - tpl.start) // tpl.period if tpl.period else 0, "iterations": iterations,
         "compute_method": compute_method,
+        "compute_models": {str(k): v for k, v in tpl.site_fits.items()},
         "far_beyond_training": far, "far_factor": nprocs / largest,
         "loso": folds, "loso_max": worst,
         "ranks_not_generalizing": sorted({r for f in ok for r in f["ranks_off"]}),
