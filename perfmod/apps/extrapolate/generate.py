@@ -12,7 +12,9 @@ G - 1``), ``mid``, or ``both`` (``G = 1``).  Non-periodic grids:
   rank, those with offset < 0 from its ``hi`` rank (so a message across the
   axis's faces carries the size of a rank that is not on the upper
   boundary);
-- ``both`` keeps only the messages with offset 0 along the axis.
+- ``both`` takes the template's last position (the rank is the axis's upper
+  boundary as well as its lower one) and keeps only the messages with offset
+  0 along the axis.
 
 Periodic grids have no boundary: every rank takes template rank 0's events.
 A periodic axis of extent 2 in the template records one neighbour for both
@@ -232,8 +234,10 @@ def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int
     choices = []
     for d in range(3):
         c = cls[d]
-        if c == LO or c == BOTH:
-            choices.append([(0, "keep0" if c == BOTH else "all")])
+        if c == BOTH:  # the only rank along the axis is its upper boundary too: the template's last position
+            choices.append([(g[d] - 1, "keep0")])
+        elif c == LO:
+            choices.append([(0, "all")])
         elif c == HI:
             choices.append([(g[d] - 1, "all")])
         elif g[d] >= 3:
