@@ -89,7 +89,8 @@ def test_lassen_2_to_16_predicts_the_recorded_32(lassen, app):
     validate_trace(out)
     # leave-one-scale-out: folds stored, with their worst errors
     assert [f["nprocs"] for f in ex["loso"]] == [2, 4, 8, 16]
-    assert np.isfinite(ex["loso_max"]["messages_error"])
+    assert ex["loso_max"]["messages_error"] == 0 and ex["loso_max"]["bytes_error"] == 0
+    assert ex["loso_max"]["pairs_equal"] and ex["ranks_not_generalizing"] == []
     assert ex["far_beyond_training"] is False
 
 
@@ -141,6 +142,10 @@ def test_far_target_is_flagged_and_chunked(lassen):
     assert out.meta["extrapolation"]["far_beyond_training"] is True
     assert out.nprocs == 256
     validate_trace(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        with pytest.raises(ExtrapolationError, match="give iterations="):
+            extrapolate_trace([tr[8], tr[16]], 2**20, validate=False)  # every iteration of a million ranks
 
 
 @needs_traces
