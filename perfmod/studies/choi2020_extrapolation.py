@@ -16,7 +16,10 @@ the training data of :func:`perfmod.apps.extrapolate.extrapolate_trace`:
    replay is run twice: with each trace's computation gaps (recorded, or
    extrapolated) and with none, the communication pattern alone.
 2. *Larger scales*: extrapolate from 2-32 ranks to ``targets`` (64-1,024),
-   keeping ``target_iterations`` iterations, and replay; and to
+   keeping ``target_iterations`` iterations, and replay; where ``trace_dir``
+   holds a recorded trace of a target (the authors' repositories have MiniFE
+   to 256 ranks and MiniMD to 512), extrapolate all of it and compare as in
+   1 (``up_*_error``, K-model only); and to
    ``far_nprocs`` (100,000 ranks and more; MiniFE's bisection needs a power
    of two, 131,072) with one iteration, recording the time and the peak
    memory (the process's maximum resident set) of the extrapolation.
@@ -141,6 +144,32 @@ def scale_up(train: Sequence[Trace], app: str, targets: Sequence[int], iteration
     return out
 
 
+def against_recorded(train: Sequence[Trace], recorded: Trace, plat: Any) -> dict[str, float]:
+    """A target the user has a recorded trace of: the full extrapolation against it, and the slowest rank's
+    K-model time of both, with the computation gaps kept and with none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        out = extrapolate_trace(train, recorded.nprocs, validate=False)
+    c = compare_traces(out, recorded)
+    res = {k: float(c[k]) for k in ("messages_error", "bytes_error", "max_rank_bytes_error")}
+    res |= {"pairs_equal": float(c["pairs_equal"]), "collectives_equal": float(c["collectives_equal"])}
+    for gaps in (True, False):
+        t = [_rank_comm(x, plat, "kmodel", 1, gaps).max() for x in (out, recorded)]
+        res[f"kmodel_max_error_{'kept' if gaps else 'zero'}"] = float(t[0] / t[1] - 1)
+    return res
+
+
+_AGAINST_VARS = {
+    "messages_error": "point-to-point messages, extrapolated / recorded - 1",
+    "bytes_error": "point-to-point bytes, extrapolated / recorded - 1",
+    "max_rank_bytes_error": "busiest rank's bytes, extrapolated / recorded - 1",
+    "pairs_equal": "1 when the sender-receiver pairs are the same",
+    "collectives_equal": "1 when every rank makes the same collectives",
+    "kmodel_max_error_kept": "slowest rank's K-model time, extrapolated / recorded - 1, computation gaps kept",
+    "kmodel_max_error_zero": "slowest rank's K-model time, extrapolated / recorded - 1, no computation gaps",
+}
+
+
 def _periods_per_iteration(train: Sequence[Trace], app_iterations: int) -> int:
     """Skeleton periods per application iteration, from a quick extrapolation's metadata."""
     probe = extrapolate_trace(train, max(t.nprocs for t in train), iterations=1, validate=False)
@@ -243,6 +272,7 @@ def run(
     up_t = {k: np.full((na, nt, nm), np.nan) for k in ("t_mean", "t_max")}
     far_v = {k: np.full(na, np.nan) for k in ("seconds", "peak_rss", "events", "messages", "bytes", "factor")}
     wi = np.full((len(gpus_per_node), len(what_if_models)), np.nan)
+    vs = {k: np.full((na, nt), np.nan) for k in _AGAINST_VARS}
     missing, not_gen = [], {}
     for a, app in enumerate(apps):
         runs = read_runs(root, app, sorted({*train, check}))
@@ -262,6 +292,11 @@ def run(
             up[k][a] = s[k]
         for k in up_t:
             up_t[k][a] = s[k]
+        recorded = read_runs(root, app, targets)
+        for i, p in enumerate(targets):
+            if p in recorded:
+                for k, v in against_recorded(full, recorded.pop(p), plat).items():
+                    vs[k][a, i] = v
         for k, v in far(full, app, int(far_nprocs[a]), int(iterations[a])).items():
             far_v[k][a] = v
         if app == "minife":
@@ -287,6 +322,9 @@ def run(
                        "k_total": ("1", "K_total as counted")}.items():
         data[f"up_{k}"] = (("app", "target"), up[k], {"units": u, "long_name": f"{ln} of the extrapolated trace "
                                                       f"({target_iterations} iterations)"})
+    for k, ln in _AGAINST_VARS.items():
+        data[f"up_{k}"] = (("app", "target"), vs[k], {"units": "1", "long_name": f"{ln} (targets whose recorded "
+                                                       "trace trace_dir holds; NaN elsewhere)"})
     data["up_t_comm"] = (("app", "target", "model"), up_t["t_mean"], {"units": "s", "long_name":
                          "replayed point-to-point time per rank and iteration, mean over ranks"})
     data["up_t_comm_max"] = (("app", "target", "model"), up_t["t_max"], {"units": "s", "long_name":
