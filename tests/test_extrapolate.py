@@ -198,3 +198,6 @@ def test_cli_extrapolate_writes_a_trace(tmp_path, capsys):
     assert "NAME=VALUE" in capsys.readouterr().err
     assert main(["extrapolate", files[0], "--nprocs", "16", "-o", str(tmp_path / "x.npz")]) == 1
     assert "one training scale" in capsys.readouterr().err
+    assert main(["extrapolate", *files[1:], "--nprocs", "128", "--no-validate", "-p", "nx=1600", "-p", "ny=800",
+                 "-p", "nz=800", "-o", str(tmp_path / "n128.npz")]) == 0
+    assert "warning: extrapolating to 128 ranks, 16 times" in capsys.readouterr().err

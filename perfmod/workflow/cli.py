@@ -150,7 +150,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
     """Extrapolate traces of one program at small rank counts to ``--nprocs`` and write the result."""
-    from perfmod.apps.extrapolate import extrapolate_trace
+    import warnings
+
+    from perfmod.apps.extrapolate import ExtrapolationWarning, extrapolate_trace
     from perfmod.trace import write_trace
 
     params: dict[str, float] = {}
@@ -162,8 +164,15 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
             sep = ""
         if not sep or not name.strip():
             raise CLIError(f"-p {item!r}: give NAME=VALUE with a number, e.g. -p nx=1600")
-    out = extrapolate_trace(args.traces, args.nprocs, params=params or None, iterations=args.iterations,
-                            validate=not args.no_validate)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ExtrapolationWarning)
+        out = extrapolate_trace(args.traces, args.nprocs, params=params or None, iterations=args.iterations,
+                                validate=not args.no_validate)
+    for w in caught:
+        if issubclass(w.category, ExtrapolationWarning):
+            print(f"perfmod extrapolate: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     ex = out.meta["extrapolation"]
     print(f"{out!r}: {ex['ordering']} grid {'(periodic) ' if ex['periodic'] else ''}from "
           f"{', '.join(map(str, ex['training_nprocs']))} ranks, parameters {ex['params']}")
