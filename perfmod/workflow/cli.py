@@ -38,6 +38,7 @@ from perfmod.workflow.params import (
     coerce,
     default_run_dir,
     place_outputs,
+    read_yaml_mapping,
     resolve_paths,
 )
 
@@ -65,16 +66,7 @@ def resolve_notebook(name: str) -> Path:
 
 
 def _read_param_file(path: str, declared: dict[str, str]) -> dict[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as e:
-        raise CLIError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise CLIError(f"{path}: not valid YAML: {e}".replace("\n", " ")) from None
-    if not isinstance(data, dict):
-        raise CLIError(f"{path}: expected a mapping of parameter names to values")
+    data = read_yaml_mapping(path, "a mapping of parameter names to values", CLIError)
     return {str(k): v for k, v in data.items()}
 
 
