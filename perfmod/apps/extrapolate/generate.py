@@ -95,8 +95,11 @@ class Template:
 
 
 def _sites(tr: Training, start: int, period: int) -> np.ndarray:
+    """Call site of every event: its block's phase in the period (the prefix and the first period, start-up
+    included, are sites of their own), times 2, plus 1 for sends and receives."""
     b = tr.block
-    phase = b if period == 0 else np.where(b < start, b, start + (b - start) % period)
+    first = start + period
+    phase = b if period == 0 else np.where(b < first, b, first + (b - start) % period)
     return phase * 2 + tr.is_p2p.astype(np.int64)
 
 
