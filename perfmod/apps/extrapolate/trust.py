@@ -20,14 +20,14 @@ import numpy as np
 
 from perfmod.apps.extrapolate.generate import build_template, generate, site_models
 from perfmod.apps.extrapolate.training import P2P, ExtrapolationError, Training, load_training
-from perfmod.trace.core import CALL_NAMES, COLLECTIVES, Trace, code_set
+from perfmod.trace.core import CALL_NAMES, COLLECTIVES, Call, Trace, code_set
 
 __all__ = ["extrapolate_trace", "compare_traces", "ExtrapolationWarning", "FAR_FACTOR", "message_stats"]
 
 FAR_FACTOR = 8
 """A target more than this many times the largest training rank count is flagged as far beyond the training."""
 
-_SENDS = code_set({1, 4, 24, 25})  # SEND, ISEND, SSEND, ISSEND
+_SENDS = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND})
 _COLL = code_set(COLLECTIVES)
 
 
