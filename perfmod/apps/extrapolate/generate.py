@@ -449,7 +449,7 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
 
 
 def _check_memory(events: int, aux: int, nprocs: int) -> None:
-    need = events * 50 + aux * 8
+    need = events * 64 + aux * 8  # 53 bytes of columns per event, and the chunk being built
     try:
         with open("/proc/meminfo") as f:
             avail = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable"))
