@@ -66,6 +66,14 @@ def test_synthetic_2_to_16_gives_the_32_rank_trace(app):
     assert out.meta["extrapolation"]["periodic"] is (app == "minimd")
 
 
+def test_synthetic_jacobi2d_on_a_2d_grid():
+    trs = [synthetic("jacobi2d", p, iterations=2) for p in (4, 16)]
+    out = extrapolate_trace(trs, 64, params={}, validate=False)
+    c = compare_traces(out, synthetic("jacobi2d", 64, iterations=2))
+    assert c["bytes_error"] == 0 and c["pairs_equal"] and c["collectives_equal"]
+    assert out.meta["extrapolation"]["ordering"] == "cartesian2d"
+
+
 @needs_traces
 def test_dumpi_keeps_the_command_line(lassen):
     assert lassen["minife"][32].meta["argv"] == ["./miniFE-d", "-nx", "800", "-ny", "800", "-nz", "400",

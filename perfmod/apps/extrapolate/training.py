@@ -11,10 +11,11 @@ trace this module finds
   and ``j`` form *block* ``j``;
 - its process grid: the ranks' coordinates under one of the rank-ordering rules
   of :data:`ORDERINGS` (miniFE's recursive coordinate bisection of the
-  problem box, or ``MPI_Dims_create`` with ``MPI_Cart_create``'s row-major
-  order), non-periodic or periodic, chosen as the first under which every
-  message of every training trace goes to a grid neighbour (offset -1, 0 or
-  +1 along each axis), the premise of ScalaExtrap (Wu and Mueller, PPoPP 2011):
+  problem box, or ``MPI_Dims_create`` in 3 or 2 dimensions with
+  ``MPI_Cart_create``'s row-major order), non-periodic or, where that fails,
+  periodic, chosen among those under which every message of every training
+  trace goes to a grid neighbour (offset -1, 0 or +1 along each axis) as the
+  one with the fewest distinct offsets, the premise of ScalaExtrap (Wu and Mueller, PPoPP 2011):
   an SPMD stencil code's peers are fixed offsets in its process grid.
 
 Errors name the trace and the reason (:class:`ExtrapolationError`).
@@ -89,10 +90,16 @@ def _cartesian(p: int, params: Mapping[str, float]) -> np.ndarray:
     return np.asarray(cart_coords(np.arange(p), tuple(dims_create(p, 3))), dtype=np.int64).reshape(p, 3)
 
 
+def _cartesian2d(p: int, params: Mapping[str, float]) -> np.ndarray:
+    xy = np.asarray(cart_coords(np.arange(p), tuple(dims_create(p, 2))), dtype=np.int64).reshape(p, 2)
+    return np.concatenate([xy, np.zeros((p, 1), np.int64)], axis=1)
+
+
 #: Rank-ordering rules: name -> f(nprocs, params) -> (nprocs, 3) grid coordinates of each rank (None: no grid).
 ORDERINGS: dict[str, Callable[[int, Mapping[str, float]], np.ndarray | None]] = {
     "bisection": _bisection,
     "cartesian": _cartesian,
+    "cartesian2d": _cartesian2d,
 }
 
 
@@ -272,22 +279,32 @@ def load_training(traces: Sequence[Any], train_params: Sequence[Mapping[str, flo
         if not np.isin(np.unique(x.skeleton), np.unique(ref.skeleton)).all():
             extra = sorted(CALL_NAMES[int(c)] for c in set(x.skeleton.tolist()) - set(ref.skeleton.tolist()))
             raise ExtrapolationError(f"{x.name}: calls {extra} that {ref.name} does not make: a different program?")
-    for ordering in ORDERINGS:
-        for periodic in (False, True):
-            ok = True
-            for x in trs:
-                try:
-                    coords, grid = grid_of(ordering, x.nprocs, x.params)
-                except ExtrapolationError:
-                    ok = False
-                    break
-                off = _offsets(x, coords, grid, periodic)
-                if off is None:
-                    ok = False
-                    break
-                x.coords, x.grid, x.offset = coords, grid, off
-            if ok:
-                return trs, ordering, periodic
+    best = None  # (distinct offsets, candidate index, ordering, periodic, per-trace (coords, grid, offsets))
+    passed: set[str] = set()
+    for k, (ordering, periodic) in enumerate((o, per) for o in ORDERINGS for per in (False, True)):
+        if ordering in passed:  # periodic only where the grid without wrap-around does not explain the messages
+            continue
+        found = []
+        for x in trs:
+            try:
+                coords, grid = grid_of(ordering, x.nprocs, x.params)
+            except ExtrapolationError:
+                break
+            off = _offsets(x, coords, grid, periodic)
+            if off is None:
+                break
+            found.append((coords, grid, off))
+        else:
+            # the simplest explanation wins: the fewest distinct offsets (a 2D stencil read on a 3D grid has more)
+            n_off = len(set().union(*(map(tuple, np.unique(f[2][x.is_p2p], axis=0).tolist())
+                                      for f, x in zip(found, trs, strict=True))))
+            passed.add(ordering)
+            if best is None or n_off < best[0]:
+                best = (n_off, k, ordering, periodic, found)
+    if best is not None:
+        for x, (coords, grid, off) in zip(trs, best[4], strict=True):
+            x.coords, x.grid, x.offset = coords, grid, off
+        return trs, best[2], best[3]
     raise ExtrapolationError(f"{ref.name}: no rank ordering ({', '.join(ORDERINGS)}; periodic or not) makes every "
                              "message of the training traces go to a grid neighbour: not a nearest-neighbour SPMD "
                              "pattern this extrapolation knows")
