@@ -109,9 +109,9 @@ def test_lassen_slowest_rank_kmodel_communication(lassen):
     With the computation gaps set to zero on both sides the replay measures the communication pattern alone
     and agrees within 5 % on the slowest rank.  With the recorded gaps kept it does not yet: the recorded
     32-rank run waits more for late partners (slowest rank 0.082 s) than the 16-rank template's gaps
-    reproduce (0.060 s): the gap after each allreduce differs by rank in a pattern of the rank's bits that
-    widens with the rank count (the allreduce's exit skew folded into the recorded gaps), which the
-    extrapolation does not model (issue 24, open).
+    reproduce (0.060 s): the recorded gaps differ by rank (by node and by GPU within a node) and the
+    larger run's spread, and its start-up skew, are wider; the extrapolation does not model that growth
+    (issue 24, open).
     """
     from perfmod.machine.platforms import load
     from perfmod.replay import replay
