@@ -24,7 +24,7 @@ from perfmod.apps.extrapolate import (
 )
 from perfmod.apps.minife import default_global_box
 from perfmod.apps.traces import synthetic
-from perfmod.studies.choi2020_traces import trace_root
+from perfmod.studies.papers.choi2020_lassen import trace_root
 from perfmod.trace import read_trace
 from perfmod.trace.requests import validate_trace
 
@@ -130,7 +130,7 @@ def test_lassen_extrapolated_k_counts_are_table5(lassen):
     traces extrapolated from 2-32 ranks, one iteration each (block mapping, 4 ranks per node)."""
     from perfmod.apps.registry import exchange
     from perfmod.core.paperdata import read_table
-    from perfmod.studies.choi2020_traces import trace_k_counts
+    from perfmod.studies.papers.choi2020_lassen import trace_k_counts
 
     t5 = read_table("choi2020_table5_kmodel").set_index(["app", "platform"])
     for app, p, periods, n_ex in (("minife", 256, 1, 1), ("minimd", 1024, 12, 2)):

@@ -3,7 +3,7 @@ scales nobody traced.
 
 Paper 000 (``shared/papers/000_95042cffe07dd549.txt`` §4.2, §5.2-5.3, §6).  The
 authors' DUMPI traces of MiniFE and MiniMD on Lassen (2-32 ranks here, read
-from where :func:`perfmod.studies.choi2020_traces.trace_root` finds them) are
+from where :func:`perfmod.studies.papers.choi2020_lassen.trace_root` finds them) are
 the training data of :func:`perfmod.apps.extrapolate.extrapolate_trace`:
 
 1. *Check at 32 ranks*: extrapolate from 2-16 ranks to 32 and set the result
@@ -49,8 +49,14 @@ from perfmod.apps.extrapolate import ExtrapolationWarning, compare_traces, extra
 from perfmod.apps.registry import exchange
 from perfmod.core.io import annotate
 from perfmod.machine.platforms import load
-from perfmod.studies.choi2020_comm import PHASES_PER_ITERATION
-from perfmod.studies.choi2020_traces import GET_TRACES, find_traces, predicted_comm, trace_k_counts, trace_root
+from perfmod.studies.papers.choi2020 import PHASES_PER_ITERATION
+from perfmod.studies.papers.choi2020_lassen import (
+    GET_TRACES,
+    find_traces,
+    predicted_comm,
+    trace_k_counts,
+    trace_root,
+)
 from perfmod.trace import Trace, read_trace
 
 __all__ = ["STUDY", "SOURCE", "run", "figures", "read_runs", "check_at", "scale_up", "what_if"]
