@@ -10,6 +10,8 @@ from .errors import (
     TooFewPointsError,
     UnknownParameterError,
 )
+from .extrap_io import ExtrapFormatError, model_expression, prediction_table, read_extrap, write_extrap_text
+from .normal_form import normal_form_search
 from .pool import Term, eiger_pool, normal_form_pool
 from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
 from .varimax import eiger_pca, varimax
@@ -27,6 +29,7 @@ __all__ = [
     "EigerModel",
     "EigerModelFileError",
     "EigerOptions",
+    "ExtrapFormatError",
     "MissingParameterError",
     "Term",
     "TooFewPointsError",
@@ -34,8 +37,13 @@ __all__ = [
     "eiger_pca",
     "eiger_pool",
     "fit_eiger",
+    "model_expression",
     "normal_form_pool",
+    "normal_form_search",
+    "prediction_table",
+    "read_extrap",
     "read_eiger_model",
     "varimax",
     "write_eiger_model",
+    "write_extrap_text",
 ]

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ._protocol import ClusterFit, TermModel, as_frame, check_training_frame
 from .errors import TooFewPointsError
+from .normal_form import describe, normal_form_search
 from .pool import EIGER_FUNCTIONS, EPM_EXPONENTS, Term, _unique, eiger_pool, evaluate_terms, normal_form_pool
 from .selection import adjusted_r2, aicc_stop, greedy_path, wls
 
@@ -159,6 +160,26 @@ def _fit_segment(X: np.ndarray, y: np.ndarray, pool: list[Term], *, stopping: st
                       r2, float(adjusted_r2(r2, n, k)), relative=relative, extra=extra)
 
 
+def _fit_normal_form(X: np.ndarray, y: np.ndarray, *, relative: bool, rng: np.random.Generator,
+                     names: Sequence[str], **search: Any) -> ClusterFit:
+    """One expression from the multi-parameter normal-form search, refitted on every row."""
+    found = normal_form_search(X, y, relative=relative, rng=rng, **search)
+    return _refit(X, y, found.terms, relative, {"search": "normal_form", "cv_score": found.score,
+                                                **describe(found, names)})
+
+
+def _refit(X: np.ndarray, y: np.ndarray, terms: list[Term], relative: bool, extra: dict[str, Any]) -> ClusterFit:
+    n = len(y)
+    w = 1.0 / y**2 if relative else np.ones(n)
+    F = evaluate_terms(terms, X)
+    fit = wls(F, y, w)
+    yhat = F @ fit.coef
+    r2 = 1.0 - float(np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if np.ptp(y) > 0 else float("nan")
+    extra["relative_r2"] = fit.r2
+    return ClusterFit(list(terms), fit.coef, fit.cov if fit.dof > 0 else None, fit.sigma2, fit.dof, n, r2,
+                      float(adjusted_r2(r2, n, len(terms))), relative=relative, extra=extra)
+
+
 def _split_candidates(X: np.ndarray, min_points: int, per_param: int) -> list[tuple[int, float]]:
     out = []
     for j in range(X.shape[1]):
@@ -194,8 +215,15 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
                 stopping: Literal["cv", "aicc"] = "cv", folds: int = 5, one_se: bool = True, max_terms: int = 6,
                 relative: bool = True, segments: Literal["cv", "none"] = "cv", min_segment_points: int = 4,
                 functions: Sequence[str] = EIGER_FUNCTIONS, exponents: Sequence[float] = EPM_EXPONENTS,
-                log_powers: Sequence[int] = (0, 1, 2), random_state: int = 0, units: str = "s") -> PerfmodModel:
+                log_powers: Sequence[int] = (0, 1, 2), random_state: int = 0, units: str = "s",
+                search: Literal["auto", "normal_form", "greedy"] = "auto", top_k: int | None = None,
+                aggregate: Literal["median", "mean"] = "median") -> PerfmodModel:
     """Fit a perfmod-mode model of one region's target (seconds, joules) on its raw parameters.
+
+    Two searches: ``"normal_form"`` (:func:`~.normal_form.normal_form_search`, Extra-P's
+    multi-parameter normal form: per-parameter hypotheses, then their sums and products) and
+    ``"greedy"`` (forward selection over :func:`perfmod_pool`, with segments).  ``"auto"``, the
+    default, is the normal form with more than one parameter and greedy with one.
 
     Parameters
     ----------
@@ -225,6 +253,13 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
         Seed of the fold assignment.
     units : str
         Units of the target.
+    search : {"auto", "normal_form", "greedy"}
+        The search (above); the normal form has no segments and uses ``exponents``, ``log_powers``,
+        ``max_terms`` (product terms besides the constant) and ``folds``.
+    top_k : int, optional
+        Normal form: single-parameter hypotheses kept per parameter.
+    aggregate : {"median", "mean"}
+        Normal form: how repetitions of a point are aggregated during the search.
     """
     frame = as_frame(data)
     if parameters is None:
@@ -234,11 +269,21 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
     if relative and np.any(y <= 0):
         raise ValueError(f"relative=True needs a positive target; {int(np.sum(y <= 0))} value(s) of {target!r} "
                          "are <= 0")
-    pool = perfmod_pool(len(parameters), functions, exponents, log_powers)
     rng = np.random.default_rng(random_state)
     distinct = len(np.unique(X, axis=0))
     if distinct < 3:
         raise TooFewPointsError(f"{distinct} distinct parameter point(s) in {len(y)} row(s); the pool needs at least 3")
+    if search == "auto":
+        search = "normal_form" if len(parameters) > 1 else "greedy"
+    if search == "normal_form":
+        fit = _fit_normal_form(X, y, relative=relative, rng=rng, names=parameters, exponents=exponents,
+                               log_powers=log_powers, top_k=top_k, max_terms=max_terms, aggregate=aggregate,
+                               n_folds=folds)
+        return PerfmodModel(parameters, [fit], target, None, [], X.min(axis=0), X.max(axis=0), units,
+                            {"search": "normal_form"})
+    if search != "greedy":
+        raise ValueError(f"search must be 'auto', 'normal_form' or 'greedy', not {search!r}")
+    pool = perfmod_pool(len(parameters), functions, exponents, log_powers)
     split = None
     diag: dict[str, Any] = {}
     if segments == "cv":
