@@ -65,7 +65,7 @@ def test_a_parameter_without_effect_drops_out_and_median_aggregation():
     X = _grid(2, reps=3)
     y = 5 + X[:, 0] ** 2
     y[::3] *= 10.0  # one repetition of each point is a 10x outlier: the median ignores it
-    found = normal_form_search(X, y)
+    found = normal_form_search(X, y, aggregate="median")
     assert [t.name(["p", "n"]) for t in found.terms] == ["1", "|p|^2"]
     pts, agg, counts = aggregate_points(X, y, "median")
     assert len(pts) == 25 and set(counts) == {3} and agg[0] == pytest.approx(5 + 16)

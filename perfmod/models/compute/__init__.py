@@ -12,7 +12,7 @@ from .errors import (
 )
 from .extrap_io import ExtrapFormatError, model_expression, prediction_table, read_extrap, write_extrap_text
 from .normal_form import normal_form_search
-from .pool import Term, eiger_pool, normal_form_pool
+from .pool import EPM_EXPONENTS, Term, eiger_pool, normal_form_pool
 from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
 from .varimax import eiger_pca, varimax
 
@@ -28,6 +28,7 @@ __all__ = [
     "ComputeModelError",
     "EigerModel",
     "EigerModelFileError",
+    "EPM_EXPONENTS",
     "EigerOptions",
     "ExtrapFormatError",
     "MissingParameterError",

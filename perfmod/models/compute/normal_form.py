@@ -8,8 +8,8 @@ Scalability Bugs in Complex Codes", SC13, §II-B)::
 
 The search is Extra-P's, with the scores changed:
 
-1. repetitions of one parameter point are aggregated (median by default: robust to a slow
-   outlier; the mean on request);
+1. repetitions of one parameter point are aggregated (the mean by default, which measured
+   better than the median under uniform noise; the median on request, robust to a slow outlier);
 2. per parameter, the *marginal profile* (the aggregated values averaged over the other
    parameters at each value of this one) is fitted by each single-parameter hypothesis
    ``c0 + c1 * |x|^i * log2(|x|)^j`` and by the constant; on a full grid the profile has the
@@ -19,7 +19,9 @@ The search is Extra-P's, with the scores changed:
    form products (each set of non-empty parameter subsets that covers the chosen parameters: for
    two parameters ``g + h``, ``g*h``, ``g + g*h``, ``h + g*h``, ``g + h + g*h``), each combination
    fitted by relative least squares on the aggregated points and scored by K-fold cross-validation
-   over distinct parameter points (Extra-P scores the combinations on the training points).
+   over distinct parameter points (Extra-P scores the combinations on the training points); the
+   hypothesis with the fewest terms within 10 % of the best score wins (parsimony, which measured
+   best against noise in the ``modeling_benchmark`` study).
 
 Keeping ``top_k > 1`` per parameter and cross-validating the combinations is what makes the
 lead-order term survive noise that reorders the single-parameter ranking.  With one parameter the
@@ -38,7 +40,7 @@ import numpy as np
 from .errors import TooFewPointsError
 from .pool import EPM_EXPONENTS, Term
 
-__all__ = ["NormalFormSearch", "aggregate_points", "normal_form_search", "structures"]
+__all__ = ["NormalFormSearch", "aggregate_points", "bootstrap_selection", "normal_form_search", "structures"]
 
 
 def aggregate_points(X: np.ndarray, y: np.ndarray, how: str = "median") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -160,9 +162,9 @@ class NormalFormSearch:
 
 def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[float] = EPM_EXPONENTS,
                        log_powers: Sequence[int] = (0, 1, 2), top_k: int | None = None, max_terms: int = 4,
-                       relative: bool = True, aggregate: str = "median", n_folds: int = 5,
-                       rng: np.random.Generator | None = None, keep_ranking: int = 5,
-                       tolerance: float = 0.0) -> NormalFormSearch:
+                       relative: bool = True, aggregate: str = "mean", n_folds: int = 5,
+                       rng: np.random.Generator | None = None, keep_ranking: int = 10,
+                       tolerance: float = 0.1) -> NormalFormSearch:
     """Search the multi-parameter normal form for the hypothesis that predicts ``y`` from ``X`` best.
 
     Parameters
@@ -180,7 +182,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
         Most product terms in a combination (besides the constant).
     relative : bool
         Minimize and score relative errors (weights ``1/y^2``).
-    aggregate : {"median", "mean"}
+    aggregate : {"mean", "median"}
         How repetitions of a point are aggregated before the search.
     n_folds : int
         Folds over distinct points for scoring the combinations.
@@ -257,11 +259,98 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
     if not scored:
         raise TooFewPointsError(f"{d} distinct points leave no normal-form hypothesis with a free degree")
     scored.sort(key=lambda r: (r[0], r[1]))
-    # parsimony: the fewest terms among the hypotheses within the tolerance of the best score
-    limit = scored[0][0] * (1.0 + tolerance) + 1e-9
-    best = min((r for r in scored if r[0] <= limit), key=lambda r: (r[1], r[0]))
+    best = _parsimonious(scored, tolerance)
     ranking = [(float(s), t) for s, _, t in scored[:keep_ranking]]
     return NormalFormSearch(best[2], float(best[0]), per_param, ranking)
+
+
+def _parsimonious(scored: list[tuple[float, int, Any]], tolerance: float) -> tuple[float, int, Any]:
+    """The fewest terms among the hypotheses within ``tolerance`` of the best score (``scored`` sorted)."""
+    limit = scored[0][0] * (1.0 + tolerance) + 1e-9
+    return min((r for r in scored if r[0] <= limit), key=lambda r: (r[1], r[0]))
+
+
+def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[Term]], fitted: np.ndarray, *,
+                        replicates: int = 200, relative: bool = True, aggregate: str = "mean",
+                        n_folds: int = 5, tolerance: float = 0.1,
+                        rng: np.random.Generator | None = None) -> list[tuple[list[Term], np.ndarray]]:
+    """Bootstrap of the selection and the fit: per replicate, the best of ``candidates`` and its coefficients.
+
+    Each replicate resamples the repetitions of every parameter point (with replacement, within
+    the point, deviations from the point's mean rescaled by ``sqrt(c / (c - 1))``), or, where a
+    point has a single repetition, the relative residuals ``y / fitted - 1`` over all rows; it
+    aggregates them per point as the search does, scores every candidate hypothesis by the
+    search's K-fold cross-validation, keeps the best (same parsimony rule) and fits it by least
+    squares on the replicate's points.  The spread of the
+    replicates' predictions gives intervals that include the uncertainty of choosing among the
+    candidates (the search's best hypotheses), not only that of the coefficients.
+
+    Weights (``1/y^2`` of the original aggregated points when ``relative``) are held fixed over
+    the replicates, so every fold fit is one precomputed linear map of the replicate's values.
+    """
+    from .pool import evaluate_terms
+
+    X = np.asarray(X, dtype=float)
+    X = X[:, None] if X.ndim == 1 else X
+    y = np.asarray(y, dtype=float)
+    rng = np.random.default_rng(0) if rng is None else rng
+    pts, inv, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    inv = np.asarray(inv).ravel()
+    d, B = len(pts), int(replicates)
+    if B < 1 or not candidates:
+        return []
+    order = np.argsort(inv, kind="stable")
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    # replicate rows (B x n): within-point resampling, or residual resampling without repetitions
+    if counts.min() >= 2:
+        pick = order[start[inv][None, :] + np.floor(rng.random((B, len(y))) * counts[inv][None, :]).astype(int)]
+        # deviations from the point mean, rescaled by sqrt(c / (c - 1)) so that their variance is unbiased
+        mean_p = np.bincount(inv, weights=y, minlength=d) / counts
+        infl = np.sqrt(counts / (counts - 1.0))[inv]
+        Ys = mean_p[inv][None, :] + (y[pick] - mean_p[inv][None, :]) * infl[None, :]
+    else:
+        resid = y / fitted - 1.0 if relative else y - fitted
+        r = resid[rng.integers(len(y), size=(B, len(y)))]
+        Ys = fitted[None, :] * (1.0 + r) if relative else fitted[None, :] + r
+    agg = np.median if aggregate == "median" else np.mean
+    rows_of = [order[start[p]:start[p] + counts[p]] for p in range(d)]
+    Ya = np.column_stack([agg(Ys[:, rows], axis=1) for rows in rows_of])  # B x d
+    _, ya0, _ = aggregate_points(X, y, aggregate)
+    w = 1.0 / ya0**2 if relative else np.ones(d)
+    sw = np.sqrt(w)
+    folds = _fold_ids(d, min(n_folds, d), rng)
+    denom = np.abs(Ya) if relative else np.ones_like(Ya)
+    scores = np.full((len(candidates), B), np.inf)
+    full_maps = []
+    for h, terms in enumerate(candidates):
+        D = evaluate_terms(terms, pts)
+        A = D * sw[:, None]
+        full_maps.append(np.linalg.pinv(A) * sw[None, :])  # coef = map @ ya
+        if not np.all(np.isfinite(D)):
+            continue
+        err = np.zeros(B)
+        ok = True
+        for f in range(folds.max() + 1):
+            tr = folds != f
+            if tr.sum() < D.shape[1]:
+                ok = False
+                break
+            P = np.linalg.pinv(A[tr]) * sw[tr][None, :]  # k x d_tr
+            pred = Ya[:, tr] @ (D[~tr] @ P).T  # B x d_te
+            err += np.sum(np.abs(pred - Ya[:, ~tr]) / denom[:, ~tr], axis=1)
+        if ok:
+            scores[h] = err / d
+    sizes = np.array([len(t) for t in candidates])
+    out = []
+    for b in range(B):
+        col = scores[:, b]
+        if not np.isfinite(col).any():
+            continue
+        limit = np.min(col) * (1.0 + tolerance) + 1e-9
+        within = np.nonzero(col <= limit)[0]
+        h = int(within[np.lexsort((col[within], sizes[within]))[0]])
+        out.append((list(candidates[h]), full_maps[h] @ Ya[b]))
+    return out
 
 
 def describe(search: NormalFormSearch, names: Sequence[str]) -> dict[str, Any]:

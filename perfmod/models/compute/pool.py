@@ -54,7 +54,8 @@ _POWER_OF = {"inv_quadratic": -2, "inv_linear": -1, "inv_sqrt": -0.5, "sqrt": 0.
 
 #: Exponents i/j of Extra-P's default search space (paper 004 extension; Extra-P's normal form).
 EPM_EXPONENTS = tuple(
-    sorted({Fraction(a, b) for b in (1, 2, 3, 4) for a in range(0, 3 * b + 1) if Fraction(a, b) <= 3})
+    sorted({Fraction(a, b) for b in (1, 2, 3, 4) for a in range(0, 3 * b + 1) if Fraction(a, b) <= 3}
+           | {Fraction(4, 5)})  # Extra-P's default space also holds 4/5
 )
 
 
