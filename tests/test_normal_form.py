@@ -78,3 +78,36 @@ def test_one_parameter_normal_form_search_on_request():
                               search="normal_form")
     assert [t.name(["n"]) for t in model.clusters[0].terms] == ["1", "|n|^(3/2)*log2|n|^2"]
     assert model.clusters[0].coef == pytest.approx([7, 0.25], rel=1e-8)
+
+
+def test_unsupported_predictions_are_flagged_and_warned():
+    from perfmod.models.compute import ExtrapolationWarning, fit_perfmod
+
+    n = V.repeat(2)
+    model = fit_perfmod({"n": n, "time": 10.0 - 0.1 * n}, search="normal_form", relative=False)
+    with pytest.warns(ExtrapolationWarning, match="1 of 3 prediction"):
+        ds = model.predict({"n": [8.0, 64.0, 200.0]})
+    assert ds["unsupported"].values.tolist() == [False, False, True]
+    assert ds["extrapolated"].values.tolist() == [False, False, True] and ds.attrs["n_unsupported"] == 1
+    with pytest.warns(ExtrapolationWarning, match=r"predicts -10 \(<= 0\)"):
+        assert model.predict_one(n=200.0) == pytest.approx(-10.0)
+    # log2(n) changes sign below n = 1: supported data at n >= 2 do not support n = 0.5
+    m2 = fit_perfmod({"n": n, "time": 1 + np.log2(n)}, search="normal_form")
+    with pytest.warns(ExtrapolationWarning):
+        assert m2.predict({"n": [0.5]})["unsupported"].item()
+
+
+def test_bootstrap_intervals_cover_the_truth_at_8x():
+    """95 % intervals of 40 noisy 2-parameter cases hold the noise-free value at (512, 512) in 85-100 % of them."""
+    rng = np.random.default_rng(11)
+    X = _grid(2, reps=5)
+    hits = []
+    for _ in range(40):
+        e1, e2 = rng.choice([0.5, 1.0, 1.5, 2.0], 2)
+        truth = lambda p, n: 5 + 0.3 * p**e1 * n**e2  # noqa: E731, B023
+        y = truth(X[:, 0], X[:, 1]) * (1 + rng.uniform(-0.05, 0.05, len(X)))
+        model = fit_compute_model(pd.DataFrame({"p": X[:, 0], "n": X[:, 1], "time": y}), "time", ["p", "n"])
+        ds = model.predict({"p": [512.0], "n": [512.0]}, interval="confidence")
+        hits.append(ds["lower"].item() <= truth(512.0, 512.0) <= ds["upper"].item())
+    assert 0.85 <= np.mean(hits) <= 1.0
+    assert len(model.bootstrap) == 200 and ds["lower"].attrs["method"] == "bootstrap"

@@ -6,6 +6,7 @@ from .eigerfile import read_eiger_model, write_eiger_model
 from .errors import (
     ComputeModelError,
     EigerModelFileError,
+    ExtrapolationWarning,
     MissingParameterError,
     TooFewPointsError,
     UnknownParameterError,
@@ -31,6 +32,7 @@ __all__ = [
     "EPM_EXPONENTS",
     "EigerOptions",
     "ExtrapFormatError",
+    "ExtrapolationWarning",
     "MissingParameterError",
     "Term",
     "TooFewPointsError",
