@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from perfmod.measure.bench.pingpong import mpiexec_path
+from perfmod.measure.host import mpiexec_path
 from perfmod.measure.proxies.hpccg import generate_matrix, run_hpccg
 from perfmod.measure.proxies.lulesh import run_lulesh
 from perfmod.measure.proxies.minimd_lj import run_minimd

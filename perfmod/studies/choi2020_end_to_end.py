@@ -34,9 +34,10 @@ from perfmod.apps.registry import app_counts, app_kernels
 from perfmod.apps.traces import synthetic
 from perfmod.core.io import annotate
 from perfmod.core.paperdata import read_table
+from perfmod.machine.devices import read_devices
 from perfmod.machine.platforms import load
 from perfmod.models.endtoend import comm_from_replay, end_to_end
-from perfmod.models.roofline import predict, read_devices
+from perfmod.models.roofline import predict
 from perfmod.replay import replay
 from perfmod.studies.choi2020_comm import nprocs_for, weak_scaling_comm
 from perfmod.viz.roofline import plot_roofline

@@ -31,10 +31,11 @@ import xarray as xr
 
 from perfmod.apps.registry import app_kernels, exchange, kmodel_counts
 from perfmod.core.io import annotate
+from perfmod.machine.devices import devices_dataset, get_device, scale_device
 from perfmod.machine.platforms import load
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.endtoend import end_to_end
-from perfmod.models.roofline import devices_dataset, get_device, predict, scale_device
+from perfmod.models.roofline import predict
 from perfmod.studies.choi2020_end_to_end import paper_overhead
 
 __all__ = ["STUDY", "SOURCE", "DEVICE_VARIANTS", "run", "split", "figures", "gpus_per_node_sweep", "device_variants",

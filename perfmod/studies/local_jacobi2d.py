@@ -9,7 +9,7 @@ The method, step by step:
    (the CPU's counterpart of one GPU per rank: ranks share the memory
    bandwidth).
 2. **Profile** one small run per device (the paper's profiling run): the kernel
-   metrics come from the proxy's own counts (:func:`perfmod.measure.proxies.jacobi2d.kernel_counts`);
+   metrics come from the proxy's own counts (:func:`perfmod.apps.jacobi2d.proxy_kernel_counts`);
    the run gives each kernel's measured time and the overhead, the part of
    the iteration the model does not describe (host-device copies, the sum's
    transfer, the loop itself): ``t_iter - (kernels + exchange + allreduce)``.
@@ -74,6 +74,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.core.paths import host_name, platforms_dir, raw_dir
+from perfmod.machine.devices import DEVICE_SI
 from perfmod.machine.platforms import Platform
 from perfmod.measure.bench.devicebench import device_row, measure_devices, write_device_csv
 from perfmod.measure.runner import run_mpi
@@ -174,7 +175,7 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
 
     With ``raw_out`` each measurement is written there (``devicebench-numpy-r<P>-<UTC>.nc``) with its
     row in the toolkit's CSV layout beside it (same name, ``.csv``), readable by
-    :func:`perfmod.models.roofline.read_devices`.
+    :func:`perfmod.machine.devices.read_devices`.
     """
     rows: dict[int, dict[str, float]] = {}
     for p in sorted({int(x) for x in nprocs}):
@@ -352,7 +353,7 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     record_drops(result, measured.interfered, measured.oversubscribed, clean_phases(measured)[1], "Jacobi2D runs")
     rows_ds = xr.Dataset(gpu.device_row_variables({p: rows[p] for p in nprocs}, "nprocs", "local",
                                                   "local device row per rank (mean of before and after the runs)"))
-    for col, (name, _, long_name) in gpu.DEVICE_SI.items():
+    for col, (name, _, long_name) in DEVICE_SI.items():
         rows_ds[f"local_{name}_drift"] = ("nprocs", [drift[p][col] for p in nprocs], {
             "units": "1", "long_name": f"local device row, {long_name}: after / before the runs - 1"})
     rec = gpu.read_gpu(gpu_data or gpu.latest_gpu_file())

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from perfmod.apps.jacobi2d import KERNELS, proxy_kernel_counts
 from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
-from perfmod.machine.cart import dims_create
+from perfmod.machine.cart import COMPASS, compass_neighbours, dims_create
 from perfmod.machine.platforms import Platform
-from perfmod.measure.proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts, neighbours
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.phase import phase_time
-from perfmod.models.roofline import qroof_time
+from perfmod.models.roofline.qroof import qroof_time
 from perfmod.studies.records import clean_medians
 
 __all__ = ["MODELED", "COMPARED", "KERNEL_MODELS", "PROFILE", "LONG", "rank_counts", "Profile", "profile_jacobi",
@@ -47,8 +47,8 @@ def rank_counts(block: int, nprocs: int) -> dict[str, dict[str, Any]]:
     same number of neighbours, so mean and busiest rank coincide).
     """
     dims = dims_create(int(nprocs), 2)
-    per = [kernel_counts(block, [d for d in DIRECTIONS if nb[d] >= 0])
-           for nb in (neighbours(r, dims) for r in range(int(nprocs)))]
+    per = [proxy_kernel_counts(block, [d for d in COMPASS if nb[d] >= 0])
+           for nb in (compass_neighbours(r, dims) for r in range(int(nprocs)))]
     out = {k: dict(per[0][k]) for k in KERNELS}
     for k in KERNELS:
         for key in ("compute_ops", "dram_bytes"):

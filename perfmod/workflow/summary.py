@@ -2,11 +2,11 @@
 
 ``python -m perfmod.workflow.summary [data/processed]`` reads every
 ``*.nc`` there and prints, per dataset and per validation pair
-``<q>_measured`` / ``<q>_predicted`` (DESIGN.md, "Validation data"), how
+``<q>_measured`` / ``<q>_predicted`` (docs/architecture.md, "Result protocol"), how
 many measured values it holds (finite ones: a configuration without a clean
 run is NaN) and the mean and largest absolute relative error
 ``|predicted - measured| / |measured|``; then the interference record
-(DESIGN.md, "Measurement validity"): runs flagged ``interfered`` and
+(docs/architecture.md, "Measurement validity"): runs flagged ``interfered`` and
 ``oversubscribed`` out of all runs, and the attribute
 ``clean_runs_missing``.  A measuring study's headline figures (its
 ``headline(ds)``: the errors it states as its result, over the scored runs
