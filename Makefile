@@ -63,6 +63,8 @@ STUDIES += sasidharan-quicksilver
 sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
 STUDIES += anger-skeletons
 anger-skeletons: $(PROCESSED)/anger_skeletons.nc ## paper 004: region models, skeletons of the HPCCG/MiniMD proxies, replay at scale
+STUDIES += modeling-benchmark
+modeling-benchmark: $(PROCESSED)/modeling_benchmark.nc ## perfmod's compute models against Extra-P on synthetic normal-form functions
 
 .PHONY: help setup all test test-all bench lint clean $(STUDIES)
 

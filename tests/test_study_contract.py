@@ -21,7 +21,8 @@ import xarray as xr
 from perfmod.core.io import REQUIRED_GLOBAL_ATTRS, check_conventions
 from perfmod.workflow import notebooks as nbs
 
-ANALYTIC = ["choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife", "choi2020_traces"]
+ANALYTIC = ["choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife", "choi2020_traces",
+            "modeling_benchmark"]
 OUTPUTS = {"dataset_path", "figures_dir"}
 
 

@@ -24,6 +24,7 @@ installed (its absence is recorded in the dataset attribute ``extrap``).
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import time
 import warnings
@@ -36,11 +37,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from perfmod.core.io import annotate
 from perfmod.models.compute import fit_compute_model, write_extrap_text
 
-__all__ = ["Case", "make_cases", "measure", "run", "summary", "figures", "headline", "extrap_available",
-           "NAMES", "VALUES"]
+__all__ = ["Case", "make_cases", "measure", "run", "summary", "verdict", "figures", "headline", "extrap_available",
+           "NAMES", "VALUES", "VARIANTS"]
 
+STUDY = "modeling_benchmark"
+SOURCE = ("synthetic normal-form functions (Calotoiu et al. SC13 §IV-A, Cluster 2016 §V-A), fitted by perfmod and, "
+          "when installed, Extra-P")
 NAMES = ("p", "n", "s")
 VALUES = (4.0, 8.0, 16.0, 32.0, 64.0)
 SCALES = (2, 4, 8)
@@ -220,89 +225,113 @@ def _scaled_points(m: int) -> np.ndarray:
     return np.array([[max(VALUES) * s] * m for s in SCALES], dtype=float)
 
 
-def run(n_cases: int = 60, n_cases_3p: int = 12, noises: Sequence[float] = (0.01, 0.05, 0.10),
-        n_params: Sequence[int] = (1, 2, 3), seed: int = 0,
-        methods: Sequence[str] = ("perfmod", "eiger", "loop", "mean", "extrap")) -> xr.Dataset:
-    """Fit every method on every case and noise level; errors, lead-order terms and coverage per case.
-
-    Parameters
-    ----------
-    n_cases : int
-        Functions per noise level with 1 and 2 parameters.
-    n_cases_3p : int
-        Functions per noise level with 3 parameters.
-    noises : sequence of float
-        Half-widths of the uniform multiplicative noise (fractions).
-    n_params : sequence of int
-        Parameter counts.
-    seed : int
-        Seed of the functions and the noise (a second seed set checks what one seed suggests).
-    methods : sequence of str
-        Among ``perfmod``, ``eiger``, ``loop``, ``mean``, ``extrap`` (skipped when not installed).
-
-    Returns
-    -------
-    xarray.Dataset
-        Over ``method``, ``n_params``, ``noise``, ``case`` (and ``scale`` 2, 4, 8): ``rel_error``
-        (``|predicted / true - 1|``), ``lead_right`` (1, 0, NaN where a method has no orders),
-        ``covered`` (the 95 % interval holds the true value; NaN without an interval),
-        ``fit_seconds``; attributes ``extrap`` (version or why absent) and ``seed``.
-    """
-    have_extrap = extrap_available()
-    unknown = [m for m in methods if m != "extrap" and m not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; known: {['extrap', *VARIANTS]}")
-    methods = [m for m in methods if m != "extrap" or have_extrap]
+def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float], n_params: Sequence[int],
+              methods: Sequence[str], progress: bool) -> dict[str, np.ndarray]:
     n_max = max(n_cases, n_cases_3p)
     shape = (len(methods), len(n_params), len(noises), n_max)
-    err = np.full((*shape, len(SCALES)), np.nan)
-    cov = np.full((*shape, len(SCALES)), np.nan)
-    lead = np.full(shape, np.nan)
-    secs = np.full(shape, np.nan)
-    exprs = np.full((len(n_params), n_max), "", dtype=object)
+    out = {"rel_error": np.full((*shape, len(SCALES)), np.nan), "covered": np.full((*shape, len(SCALES)), np.nan),
+           "lead_right": np.full(shape, np.nan), "fit_seconds": np.full(shape, np.nan),
+           "function": np.full((len(n_params), n_max), "", dtype=object)}
     for a, m in enumerate(n_params):
         count = n_cases_3p if m >= 3 else n_cases
         cases = make_cases(m, count, seed)
         names = list(NAMES[:m])
         Xq = _scaled_points(m)
         for c, case in enumerate(cases):
-            exprs[a, c] = case.expression()
+            out["function"][a, c] = case.expression()
             truth = case(Xq)
             for b, noise in enumerate(noises):
                 frame = measure(case, noise, np.random.default_rng([seed, m, c, b]))
                 for k, method in enumerate(methods):
                     try:
-                        fitted = _fit_extrap(frame, names) if method == "extrap" else _fit_ours(frame, names, method)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")  # extrapolation warnings: the errors say it all
+                            fitted = _fit_extrap(frame, names) if method == "extrap" else \
+                                _fit_ours(frame, names, method)
+                            pred = fitted.predict(Xq)
+                            bounds = fitted.interval(Xq) if fitted.interval is not None else None
                     except Exception as exc:  # a method that cannot fit a case scores NaN there, and says why
                         warnings.warn(f"{method} failed on case {c} ({m} parameter(s), noise {noise}): {exc}",
                                       stacklevel=2)
                         continue
-                    pred = fitted.predict(Xq)
-                    err[k, a, b, c] = np.abs(pred / truth - 1.0)
-                    secs[k, a, b, c] = fitted.seconds
+                    out["rel_error"][k, a, b, c] = np.abs(pred / truth - 1.0)
+                    out["fit_seconds"][k, a, b, c] = fitted.seconds
                     if fitted.lead is not None:
-                        lead[k, a, b, c] = float(fitted.lead == case.lead())
-                    if fitted.interval is not None:
-                        bounds = fitted.interval(Xq)
-                        if bounds is not None:
-                            cov[k, a, b, c] = (bounds[0] <= truth) & (truth <= bounds[1])
-    try:
+                        out["lead_right"][k, a, b, c] = float(fitted.lead == case.lead())
+                    if bounds is not None:
+                        out["covered"][k, a, b, c] = (bounds[0] <= truth) & (truth <= bounds[1])
+            if progress:
+                print(f"seed {seed}: {m} parameter(s), case {c + 1}/{count}", flush=True)
+    return out
+
+
+def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01, 0.05, 0.10),
+        n_params: Sequence[int] = (1, 2, 3), seeds: Sequence[int] = (0, 1),
+        methods: Sequence[str] = ("perfmod", "eiger", "loop", "mean", "extrap"), progress: bool = False) -> xr.Dataset:
+    """Fit every method on every case and noise level; errors, lead-order terms and coverage per case.
+
+    Parameters
+    ----------
+    n_cases : int
+        Functions per seed set with 1 and 2 parameters (each at every noise level).
+    n_cases_3p : int
+        Functions per seed set with 3 parameters.
+    noises : sequence of float
+        Half-widths of the uniform multiplicative noise (fractions).
+    n_params : sequence of int
+        Parameter counts.
+    seeds : sequence of int
+        Seed sets of the functions and the noise: the first is where choices were made, the
+        others check them (made the same way, never tuned on).
+    methods : sequence of str
+        Among ``extrap`` (skipped when not installed) and :data:`VARIANTS`.
+    progress : bool
+        Print a line per case.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``model``, ``seed``, ``n_params``, ``noise``, ``case`` (and ``scale`` 2, 4, 8):
+        ``rel_error`` (``|predicted / true - 1|``), ``lead_right`` (1, 0, NaN where a method has
+        no orders), ``covered`` (the 95 % interval holds the true value; NaN without an interval),
+        ``fit_seconds``, ``function``; attribute ``extrap`` (version, or why absent).
+    """
+    have_extrap = extrap_available()
+    unknown = [m for m in methods if m != "extrap" and m not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known: {['extrap', *VARIANTS]}")
+    used = [m for m in methods if m != "extrap" or have_extrap]
+    parts = [_run_seed(int(sd), n_cases, n_cases_3p, noises, n_params, used, progress) for sd in seeds]
+    stack = {k: np.stack([p[k] for p in parts], axis=1 if k != "function" else 0) for k in parts[0]}
+    if have_extrap:
         import importlib.metadata as md
-        extrap_note = f"extrap {md.version('extrap')}" if have_extrap else "not installed (pip install perfmod[extrap])"
-    except Exception:  # pragma: no cover - metadata missing
-        extrap_note = "installed" if have_extrap else "not installed"
-    dims = ("model", "n_params", "noise", "case")
-    coords = {"model": list(methods), "n_params": list(n_params), "noise": [float(x) for x in noises],
-              "case": np.arange(n_max), "scale": list(SCALES)}
-    return xr.Dataset(
-        {"rel_error": ((*dims, "scale"), err, {"units": "1", "long_name": "|predicted / true - 1| at scale x 64"}),
-         "lead_right": (dims, lead, {"units": "1", "long_name": "lead-order term right in every parameter"}),
-         "covered": ((*dims, "scale"), cov, {"units": "1", "long_name": "95 % interval holds the true value"}),
-         "fit_seconds": (dims, secs, {"units": "s", "long_name": "fit time"}),
-         "function": (("n_params", "case"), exprs.astype(str), {"long_name": "the synthetic function"})},
+
+        extrap_note = f"extrap {md.version('extrap')}, default modeler"
+    else:
+        extrap_note = "not installed (pip install 'perfmod[extrap]'): no Extra-P column"
+    dims = ("model", "seed", "n_params", "noise", "case")
+    coords = {"model": list(used), "seed": [int(x) for x in seeds], "n_params": [int(x) for x in n_params],
+              "noise": [float(x) for x in noises], "case": np.arange(max(n_cases, n_cases_3p)),
+              "scale": list(SCALES)}
+    ds = xr.Dataset(
+        {"rel_error": ((*dims, "scale"), stack["rel_error"],
+                       {"units": "1", "long_name": "|predicted / true - 1| at scale x 64 in every parameter"}),
+         "lead_right": (dims, stack["lead_right"], {"units": "1", "long_name": "lead-order term right in every "
+                                                                             "parameter"}),
+         "covered": ((*dims, "scale"), stack["covered"], {"units": "1", "long_name": "95 % interval holds the "
+                                                                                    "true value"}),
+         "fit_seconds": (dims, stack["fit_seconds"], {"units": "s", "long_name": "fit time"}),
+         "function": (("seed", "n_params", "case"), stack["function"].astype(str),
+                      {"units": "1", "long_name": "the synthetic function"})},
         coords=coords,
-        attrs={"study": "modeling_benchmark", "seed": seed, "extrap": extrap_note,
-               "values": ",".join(f"{v:g}" for v in VALUES), "repetitions": 5})
+        attrs={"extrap": extrap_note, "values": ",".join(f"{v:g}" for v in VALUES), "repetitions": 5})
+    for name, long_name in (("model", "modeling method"), ("seed", "seed set"), ("n_params", "parameters"),
+                            ("noise", "half-width of the uniform multiplicative noise"), ("case", "function"),
+                            ("scale", "multiple of the largest measured value (64)")):
+        ds[name].attrs.update(units="1", long_name=long_name)
+    return annotate(ds, study=STUDY, source=SOURCE,
+                    parameters=dict(n_cases=n_cases, n_cases_3p=n_cases_3p, noises=list(noises),
+                                    n_params=list(n_params), seeds=list(seeds), methods=list(methods)))
 
 
 def summary(ds: xr.Dataset) -> pd.DataFrame:
@@ -311,36 +340,58 @@ def summary(ds: xr.Dataset) -> pd.DataFrame:
     Percentages; error quantiles over the cases a method fitted.
     """
     rows = []
-    for method in ds.model.values:
-        for m in ds.n_params.values:
-            for noise in ds.noise.values:
-                sel = ds.sel(model=method, n_params=m, noise=noise)
-                row = {"method": str(method), "n_params": int(m), "noise_pct": round(float(noise) * 100),
-                       "lead_right_pct": float(np.nanmean(sel.lead_right.values) * 100)
-                       if np.isfinite(sel.lead_right.values).any() else np.nan}
-                for s in ds.scale.values:
-                    e = sel.rel_error.sel(scale=s).values
-                    e = e[np.isfinite(e)]
-                    row[f"median_{s}x_pct"] = float(np.median(e) * 100) if e.size else np.nan
-                    row[f"p90_{s}x_pct"] = float(np.quantile(e, 0.9) * 100) if e.size else np.nan
-                for s in (2, 8):
-                    c = sel.covered.sel(scale=s).values
-                    row[f"coverage_{s}x_pct"] = float(np.nanmean(c) * 100) if np.isfinite(c).any() else np.nan
-                row["cases"] = int(np.isfinite(sel.rel_error.sel(scale=8).values).sum())
-                rows.append(row)
-    return pd.DataFrame(rows).set_index(["n_params", "noise_pct", "method"]).sort_index()
+    for method, seed, m, noise in itertools.product(ds.model.values, ds.seed.values, ds.n_params.values,
+                                                    ds.noise.values):
+        sel = ds.sel(model=method, seed=seed, n_params=m, noise=noise)
+        row = {"method": str(method), "seed": int(seed), "n_params": int(m),
+               "noise_pct": round(float(noise) * 100),
+               "lead_right_pct": float(np.nanmean(sel.lead_right.values) * 100)
+               if np.isfinite(sel.lead_right.values).any() else np.nan}
+        for s in ds.scale.values:
+            e = sel.rel_error.sel(scale=s).values
+            e = e[np.isfinite(e)]
+            row[f"median_{s}x_pct"] = float(np.median(e) * 100) if e.size else np.nan
+            row[f"p90_{s}x_pct"] = float(np.quantile(e, 0.9) * 100) if e.size else np.nan
+        for s in (2, 8):
+            c = sel.covered.sel(scale=s).values
+            row[f"coverage_{s}x_pct"] = float(np.nanmean(c) * 100) if np.isfinite(c).any() else np.nan
+        row["cases"] = int(np.isfinite(sel.rel_error.sel(scale=8).values).sum())
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(["seed", "n_params", "noise_pct", "method"]).sort_index()
+
+
+def verdict(ds: xr.Dataset, method: str = "perfmod", against: str = "extrap") -> pd.DataFrame:
+    """Per seed set, parameter count and noise: is ``method`` at least as good as ``against``?
+
+    Columns ``lead``, ``median_8x``, ``p90_8x`` (True where ``method``'s lead-order rate is at
+    least, and its errors at most, ``against``'s) and ``coverage`` (``method``'s 95 % intervals
+    hold the truth at 2x and at 8x in 85-99 % of the cases).  Empty without ``against``.
+    """
+    table = summary(ds)
+    rows = []
+    if against not in ds.model.values:
+        return pd.DataFrame(rows)
+    for seed, m, noise in itertools.product(ds.seed.values, ds.n_params.values, ds.noise.values):
+        key = (int(seed), int(m), round(float(noise) * 100))
+        a, b = table.loc[(*key, method)], table.loc[(*key, against)]
+        rows.append({"seed": key[0], "n_params": key[1], "noise_pct": key[2],
+                     "lead": a.lead_right_pct >= b.lead_right_pct, "median_8x": a.median_8x_pct <= b.median_8x_pct,
+                     "p90_8x": a.p90_8x_pct <= b.p90_8x_pct,
+                     "coverage": bool(85 <= a.coverage_2x_pct <= 99 and 85 <= a.coverage_8x_pct <= 99)})
+    return pd.DataFrame(rows).set_index(["seed", "n_params", "noise_pct"])
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """perfmod mode's and Extra-P's 90th-percentile error at 8x over 1 and 2 parameters at 10 % noise."""
-    table = summary(ds)
+    """perfmod mode's and Extra-P's 90th-percentile error at 8x (1 and 2 parameters, 10 % noise, every seed set)."""
+    table = summary(ds).reset_index()
+    sel = table[table.n_params.isin([1, 2]) & (table.noise_pct == 10)]
     out = {}
     for method in ("perfmod", "extrap"):
-        vals = [table.loc[(m, 10, method), "p90_8x_pct"] for m in (1, 2) if (m, 10, method) in table.index]
+        vals = sel[sel.method == method].p90_8x_pct
         out[f"{method}_p90_8x_10pct"] = xr.DataArray(
-            float(np.mean(vals)) if vals else np.nan,
-            attrs={"units": "%", "long_name": f"{method}: 90th-percentile error at 8x, 10 % noise, mean of 1 and 2 "
-                                              "parameters"})
+            float(vals.mean()) if len(vals) else np.nan,
+            attrs={"units": "%", "long_name": f"{method}: 90th-percentile error at 8x, 10 % noise, mean over 1 and "
+                                              "2 parameters and the seed sets"})
     return out
 
 
@@ -349,7 +400,7 @@ def figures(ds: xr.Dataset) -> dict[str, Any]:
     ``lead``: lead-order term rate per method and noise."""
     import matplotlib.pyplot as plt
 
-    table = summary(ds).reset_index()
+    table = summary(ds).groupby(["n_params", "noise_pct", "method"]).mean(numeric_only=True).reset_index()
     figs = {}
     ms = list(ds.n_params.values)
     fig, axes = plt.subplots(1, len(ms), figsize=(4.2 * len(ms), 3.4), squeeze=False)
