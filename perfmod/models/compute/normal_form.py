@@ -88,13 +88,18 @@ def _factor(x: np.ndarray, e: float, k: int) -> np.ndarray:
     return out
 
 
-def _loo_simple(T: np.ndarray, y: np.ndarray, w: np.ndarray, relative: bool) -> np.ndarray:
+def _loo_simple(T: np.ndarray, y: np.ndarray, w: np.ndarray, relative: bool, x: np.ndarray,
+                extrapolation: float) -> np.ndarray:
     """Leave-one-out mean relative (or absolute) error of ``y ~ c0 + c1 * T[:, c]`` for each column c.
 
-    ``T`` has one column per candidate; a column of zeros stands for the constant alone.
+    ``T`` has one column per candidate; a column of zeros stands for the constant alone.  With
+    ``extrapolation`` > 0 the score is ``(1 - extrapolation) * LOO + extrapolation * e_max``, where
+    ``e_max`` is the error at the largest ``x`` predicted from the others.
     """
     v, C = T.shape
     errs = np.zeros(C)
+    last = int(np.argmax(x))
+    e_last = np.zeros(C)
     for i in range(v):
         keep = np.arange(v) != i
         wk, tk, yk = w[keep], T[keep], y[keep]
@@ -108,8 +113,11 @@ def _loo_simple(T: np.ndarray, y: np.ndarray, w: np.ndarray, relative: bool) -> 
             c1 = np.where(sxx > 1e-300 * (1 + tm**2), sxy / np.where(sxx > 0, sxx, 1), 0.0)
         pred = ym + c1 * (T[i] - tm)
         e = np.abs(pred - y[i])
-        errs += e / abs(y[i]) if relative and y[i] != 0 else e
-    return errs / v
+        e = e / abs(y[i]) if relative and y[i] != 0 else e
+        errs += e
+        if i == last:
+            e_last = e
+    return (1.0 - extrapolation) * errs / v + extrapolation * e_last
 
 
 def _fold_ids(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -120,21 +128,40 @@ def _fold_ids(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:
     return ids
 
 
-def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray, relative: bool) -> float:
-    """K-fold mean relative (absolute) error of the weighted least-squares fit of ``y`` on ``D``."""
+def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray, relative: bool,
+              outer: np.ndarray | None = None, extrapolation: float = 0.0) -> float:
+    """K-fold mean relative (absolute) error of the weighted least-squares fit of ``y`` on ``D``.
+
+    With ``outer`` (the points at the largest value of some parameter) and ``extrapolation`` > 0
+    the score is ``(1 - extrapolation) * K-fold + extrapolation * (mean error on outer, fitted on the rest)``.
+    """
     sw = np.sqrt(w)
     A = D * sw[:, None]
     b = y * sw
     err = 0.0
-    for f in range(folds.max() + 1):
-        tr = folds != f
+    splits = [folds != f for f in range(folds.max() + 1)]
+    if outer is not None and extrapolation > 0:
+        splits.append(~outer)
+    out_err = 0.0
+    for k, tr in enumerate(splits):
         if tr.sum() < D.shape[1]:
             return np.inf
         coef, *_ = np.linalg.lstsq(A[tr], b[tr], rcond=None)
         pred = D[~tr] @ coef
         e = np.abs(pred - y[~tr])
-        err += float(np.sum(e / np.abs(y[~tr]) if relative else e))
+        e = e / np.abs(y[~tr]) if relative else e
+        if k < len(splits) - (outer is not None and extrapolation > 0):
+            err += float(np.sum(e))
+        else:
+            out_err = float(np.mean(e))
+    if outer is not None and extrapolation > 0:
+        return (1.0 - extrapolation) * err / len(y) + extrapolation * out_err
     return err / len(y)
+
+
+def outer_points(pts: np.ndarray) -> np.ndarray:
+    """Points at the largest value of some parameter (held out together to score extrapolation)."""
+    return np.any(pts == pts.max(axis=0, keepdims=True), axis=1)
 
 
 @dataclass
@@ -164,7 +191,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
                        log_powers: Sequence[int] = (0, 1, 2), top_k: int | None = None, max_terms: int = 4,
                        relative: bool = True, aggregate: str = "mean", n_folds: int = 5,
                        rng: np.random.Generator | None = None, keep_ranking: int = 10,
-                       tolerance: float = 0.1) -> NormalFormSearch:
+                       tolerance: float = 0.1, extrapolation: float = 0.25) -> NormalFormSearch:
     """Search the multi-parameter normal form for the hypothesis that predicts ``y`` from ``X`` best.
 
     Parameters
@@ -177,7 +204,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
         Single-parameter search space ``|x|^i * log2(|x|)^j`` (Extra-P's default: i in 0..3 in
         quarters and thirds, j in 0..2).
     top_k : int, optional
-        Single-parameter hypotheses kept per parameter (default 3 for up to 2 parameters, 2 beyond).
+        Single-parameter hypotheses kept per parameter (default 6 with one parameter, 3 with two, 2 beyond).
     max_terms : int
         Most product terms in a combination (besides the constant).
     relative : bool
@@ -190,6 +217,9 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
         Fold assignment (default seed 0).
     keep_ranking : int
         How many of the best hypotheses to report in ``ranking``.
+    extrapolation : float
+        Weight of the extrapolation fold in every score: the points at the largest value of some
+        parameter predicted from the others (0: K-fold / leave-one-out alone).
     tolerance : float
         Parsimony: the hypothesis with the fewest terms among those whose score is within
         ``(1 + tolerance)`` of the best (plus 1e-9, which settles exact fits) wins.
@@ -204,7 +234,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
     d = len(pts)
     if d < 3:
         raise TooFewPointsError(f"{d} distinct parameter point(s); the normal-form search needs at least 3")
-    top_k = (3 if m <= 2 else 2) if top_k is None else int(top_k)
+    top_k = {1: 6, 2: 3}.get(m, 2) if top_k is None else int(top_k)
     cands = _candidates(exponents, log_powers)
     w = 1.0 / ya**2 if relative else np.ones(d)
     # ---- step 2: single-parameter hypotheses on each parameter's marginal profile
@@ -224,12 +254,13 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
         T = np.column_stack([np.zeros(len(vals))] + [_factor(vals, e, k) for e, k in usable])
         ok = np.all(np.isfinite(T), axis=0)
         wp = 1.0 / prof**2 if relative else np.ones(len(vals))
-        errs = np.where(ok, _loo_simple(np.where(ok, T, 0.0), prof, wp, relative), np.inf)
+        errs = np.where(ok, _loo_simple(np.where(ok, T, 0.0), prof, wp, relative, vals, extrapolation), np.inf)
         labels = [(0.0, 0)] + usable
         order = np.argsort(errs, kind="stable")[:top_k]
         per_param.append([(labels[c][0], labels[c][1], float(errs[c])) for c in order])
     # ---- step 3: combinations, scored by K-fold CV over the aggregated points
     folds = _fold_ids(d, min(n_folds, d), rng)
+    outer = outer_points(pts)
     cols: dict[tuple[int, float, int], np.ndarray] = {}
 
     def col(q: int, e: float, k: int) -> np.ndarray:
@@ -253,7 +284,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
                     D[:, 1 + t] *= col(q, *choice[q])
             if not np.all(np.isfinite(D)):
                 continue
-            s = _cv_score(D, ya, w, folds, relative)
+            s = _cv_score(D, ya, w, folds, relative, outer, extrapolation)
             terms = [Term("identity")] + [Term.product_of([(q, *choice[q]) for q in subset]) for subset in st]
             scored.append((s, len(st), terms))
     if not scored:
@@ -272,7 +303,7 @@ def _parsimonious(scored: list[tuple[float, int, Any]], tolerance: float) -> tup
 
 def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[Term]], fitted: np.ndarray, *,
                         replicates: int = 200, relative: bool = True, aggregate: str = "mean",
-                        n_folds: int = 5, tolerance: float = 0.1,
+                        n_folds: int = 5, tolerance: float = 0.1, extrapolation: float = 0.25,
                         rng: np.random.Generator | None = None) -> list[tuple[list[Term], np.ndarray]]:
     """Bootstrap of the selection and the fit: per replicate, the best of ``candidates`` and its coefficients.
 
@@ -319,6 +350,7 @@ def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[
     w = 1.0 / ya0**2 if relative else np.ones(d)
     sw = np.sqrt(w)
     folds = _fold_ids(d, min(n_folds, d), rng)
+    outer = outer_points(pts)
     denom = np.abs(Ya) if relative else np.ones_like(Ya)
     scores = np.full((len(candidates), B), np.inf)
     full_maps = []
@@ -330,16 +362,20 @@ def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[
             continue
         err = np.zeros(B)
         ok = True
-        for f in range(folds.max() + 1):
-            tr = folds != f
+        splits = [folds != f for f in range(folds.max() + 1)] + ([~outer] if extrapolation > 0 else [])
+        for k, tr in enumerate(splits):
             if tr.sum() < D.shape[1]:
                 ok = False
                 break
             P = np.linalg.pinv(A[tr]) * sw[tr][None, :]  # k x d_tr
             pred = Ya[:, tr] @ (D[~tr] @ P).T  # B x d_te
-            err += np.sum(np.abs(pred - Ya[:, ~tr]) / denom[:, ~tr], axis=1)
+            e = np.abs(pred - Ya[:, ~tr]) / denom[:, ~tr]
+            if k <= folds.max():
+                err += np.sum(e, axis=1) * ((1.0 - extrapolation) / d if extrapolation > 0 else 1.0 / d)
+            else:
+                err += extrapolation * np.mean(e, axis=1)
         if ok:
-            scores[h] = err / d
+            scores[h] = err
     sizes = np.array([len(t) for t in candidates])
     out = []
     for b in range(B):

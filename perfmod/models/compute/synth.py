@@ -198,14 +198,28 @@ def _fit_segment(X: np.ndarray, y: np.ndarray, pool: list[Term], *, stopping: st
 
 
 def _fit_normal_form(X: np.ndarray, y: np.ndarray, *, relative: bool, rng: np.random.Generator,
-                     names: Sequence[str], replicates: int, **search: Any) -> tuple[ClusterFit, list]:
-    """One expression from the multi-parameter normal-form search, refitted on every row, and its bootstrap."""
+                     names: Sequence[str], replicates: int, bagging: bool, **search: Any) -> tuple[ClusterFit, list]:
+    """One expression from the multi-parameter normal-form search, refitted on every row, and its bootstrap.
+
+    With ``bagging`` the expression is the hypothesis the bootstrap replicates select most often.
+    """
     found = normal_form_search(X, y, relative=relative, rng=rng, **search)
-    fit = _refit(X, y, found.terms, relative, {"search": "normal_form", "cv_score": found.score,
-                                               **describe(found, names)})
+    extra = {"search": "normal_form", "cv_score": found.score, **describe(found, names)}
+    fit = _refit(X, y, found.terms, relative, dict(extra))
     boot = bootstrap_selection(X, y, [t for _, t in found.ranking], fit.evaluate(X), replicates=replicates,
                                relative=relative, aggregate=search["aggregate"], n_folds=search["n_folds"],
-                               tolerance=search["tolerance"], rng=rng) if replicates else []
+                               tolerance=search["tolerance"], extrapolation=search["extrapolation"],
+                               rng=rng) if replicates else []
+    if bagging and boot:
+        votes: dict[tuple, int] = {}
+        for terms, _ in boot:
+            votes[tuple(terms)] = votes.get(tuple(terms), 0) + 1
+        best = max(votes, key=lambda t: (votes[t], -len(t)))
+        extra["bagging_share"] = votes[best] / len(boot)
+        if list(best) != list(found.terms):
+            fit = _refit(X, y, list(best), relative, extra)
+        else:
+            fit.extra["bagging_share"] = extra["bagging_share"]
     return fit, boot
 
 
@@ -259,7 +273,8 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
                 log_powers: Sequence[int] = (0, 1, 2), random_state: int = 0, units: str = "s",
                 search: Literal["auto", "normal_form", "greedy"] = "auto", top_k: int | None = None,
                 aggregate: Literal["median", "mean"] = "mean", bootstrap: int = 200,
-                tolerance: float = 0.1) -> PerfmodModel:
+                tolerance: float = 0.1, bagging: bool = True,
+                extrapolation: float = 0.25) -> PerfmodModel:
     """Fit a perfmod-mode model of one region's target (seconds, joules) on its raw parameters.
 
     Two searches: ``"normal_form"`` (:func:`~.normal_form.normal_form_search`, Extra-P's
@@ -305,6 +320,10 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
         Normal form: how repetitions of a point are aggregated during the search.
     tolerance : float
         Normal form: parsimony, the fewest terms within ``1 + tolerance`` of the best CV score.
+    extrapolation : float
+        Normal form: weight of the extrapolation fold in the scores (:func:`~.normal_form.normal_form_search`).
+    bagging : bool
+        Normal form: the expression is the hypothesis selected most often by the bootstrap replicates.
     bootstrap : int
         Bootstrap replicates of the selection and fit
         (:func:`~.normal_form.bootstrap_selection`); with any, ``predict``'s intervals are
@@ -328,7 +347,8 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
     if search == "normal_form":
         fit, boot = _fit_normal_form(X, y, relative=relative, rng=rng, names=parameters, exponents=exponents,
                                      log_powers=log_powers, top_k=top_k, max_terms=max_terms, aggregate=aggregate,
-                                     n_folds=folds, replicates=bootstrap, tolerance=tolerance)
+                                     n_folds=folds, replicates=bootstrap, tolerance=tolerance, bagging=bagging,
+                                     extrapolation=extrapolation)
         model = PerfmodModel(parameters, [fit], target, None, [], X.min(axis=0), X.max(axis=0), units,
                              {"search": "normal_form", "bootstrap": len(boot)})
         model.bootstrap = boot
