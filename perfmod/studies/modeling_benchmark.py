@@ -154,11 +154,13 @@ class _Fitted:
 #: ``perfmod_*`` variants measure the choices of perfmod mode's search (study note)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "perfmod": ("perfmod", {}),
-    "perfmod_nf": ("perfmod", {"search": "normal_form"}),
     "perfmod_greedy": ("perfmod", {"search": "greedy"}),
-    "perfmod_mean_agg": ("perfmod", {"search": "normal_form", "aggregate": "mean"}),
-    "perfmod_top1": ("perfmod", {"search": "normal_form", "top_k": 1}),
-    "perfmod_no_boot": ("perfmod", {"search": "normal_form", "bootstrap": 0}),
+    "perfmod_median": ("perfmod", {"aggregate": "median"}),
+    "perfmod_top1": ("perfmod", {"top_k": 1}),
+    "perfmod_no_parsimony": ("perfmod", {"tolerance": 0.0}),
+    "perfmod_no_extrapolation_fold": ("perfmod", {"extrapolation": 0.0}),
+    "perfmod_no_bagging": ("perfmod", {"bagging": False}),
+    "perfmod_no_bootstrap": ("perfmod", {"bootstrap": 0}),
     "eiger": ("eiger", {}),
     "loop": ("loop", {}),
     "mean": ("mean", {}),
