@@ -111,3 +111,13 @@ def test_bootstrap_intervals_cover_the_truth_at_8x():
         hits.append(ds["lower"].item() <= truth(512.0, 512.0) <= ds["upper"].item())
     assert 0.85 <= np.mean(hits) <= 1.0
     assert len(model.bootstrap) == 200 and ds["lower"].attrs["method"] == "bootstrap"
+
+
+def test_strong_scaling_term_with_a_negative_exponent():
+    """Per-rank work n^3 / p: the normal form holds p^-1 (Extra-P's negative exponents)."""
+    X = _grid(2)
+    y = 2 + 1e-3 * X[:, 1] ** 3 / X[:, 0]
+    model = fit_compute_model(pd.DataFrame({"p": X[:, 0], "n": X[:, 1], "time": y}), "time", ["p", "n"])
+    assert _lead(model, ["p", "n"])["n"] == (3.0, 0)
+    assert any(t.orders(["p", "n"]) == {"p": (-1.0, 0), "n": (3.0, 0)} for t in model.clusters[0].terms)
+    assert model.predict_one(p=512.0, n=512.0) == pytest.approx(2 + 1e-3 * 512**2, rel=1e-6)

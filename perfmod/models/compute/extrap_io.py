@@ -251,7 +251,7 @@ def write_extrap_text(frame: pd.DataFrame, path: str | Path, parameters: Sequenc
 def _exp_str(e: float, latex: bool) -> str:
     frac = Fraction(e).limit_denominator(12)
     if frac.denominator == 1:
-        return str(frac.numerator)
+        return (f"{{{frac.numerator}}}" if latex and frac < 0 else str(frac.numerator))
     return f"{{{frac}}}" if latex else f"({frac})"
 
 

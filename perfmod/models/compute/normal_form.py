@@ -75,8 +75,11 @@ def structures(params: Sequence[int], max_terms: int) -> list[tuple[tuple[int, .
     return out
 
 
-def _candidates(exponents: Sequence[float], log_powers: Sequence[int]) -> list[tuple[float, int]]:
-    return [(float(e), int(k)) for e in exponents for k in log_powers if not (float(e) == 0 and int(k) == 0)]
+def _candidates(exponents: Sequence[float], log_powers: Sequence[int], negative: bool) -> list[tuple[float, int]]:
+    out = [(float(e), int(k)) for e in exponents for k in log_powers if not (float(e) == 0 and int(k) == 0)]
+    if negative:  # strong scaling: x^-(i/j) log2(x)^-k, as Extra-P's option for negative exponents
+        out += [(-float(e), -int(k)) for e in exponents for k in log_powers if float(e) > 0]
+    return out
 
 
 def _factor(x: np.ndarray, e: float, k: int) -> np.ndarray:
@@ -191,7 +194,8 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
                        log_powers: Sequence[int] = (0, 1, 2), top_k: int | None = None, max_terms: int = 4,
                        relative: bool = True, aggregate: str = "mean", n_folds: int = 5,
                        rng: np.random.Generator | None = None, keep_ranking: int = 10,
-                       tolerance: float = 0.1, extrapolation: float = 0.25) -> NormalFormSearch:
+                       tolerance: float = 0.1, extrapolation: float = 0.25,
+                       negative: bool = True) -> NormalFormSearch:
     """Search the multi-parameter normal form for the hypothesis that predicts ``y`` from ``X`` best.
 
     Parameters
@@ -217,6 +221,8 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
         Fold assignment (default seed 0).
     keep_ranking : int
         How many of the best hypotheses to report in ``ranking``.
+    negative : bool
+        Also try ``|x|^-i * log2(|x|)^-j`` (``i > 0``): work divided among ``x`` ranks, ``n^3 / p``.
     extrapolation : float
         Weight of the extrapolation fold in every score: the points at the largest value of some
         parameter predicted from the others (0: K-fold / leave-one-out alone).
@@ -235,7 +241,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
     if d < 3:
         raise TooFewPointsError(f"{d} distinct parameter point(s); the normal-form search needs at least 3")
     top_k = {1: 6, 2: 3}.get(m, 2) if top_k is None else int(top_k)
-    cands = _candidates(exponents, log_powers)
+    cands = _candidates(exponents, log_powers, negative)
     w = 1.0 / ya**2 if relative else np.ones(d)
     # ---- step 2: single-parameter hypotheses on each parameter's marginal profile
     per_param: list[list[tuple[float, int, float]]] = []
