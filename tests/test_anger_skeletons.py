@@ -204,7 +204,7 @@ def _small_run(tmp_path):
 
 
 def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monkeypatch):
-    from perfmod.studies.records import validity_note
+    from perfmod.campaign.records import validity_note
 
     bad = {(5, 1, 0), (7, 1, 0), (7, 1, 1)}
     monkeypatch.setattr(study, "measure_native", _fake_measure(bad))
@@ -240,7 +240,7 @@ def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monk
 
 
 def test_run_with_too_few_clean_training_runs_reports_no_prediction(tmp_path, monkeypatch):
-    from perfmod.studies.records import validity_note
+    from perfmod.campaign.records import validity_note
 
     bad = {(s, 1, r) for s in (5, 6, 8) for r in range(2)}
     monkeypatch.setattr(study, "measure_native", _fake_measure(bad))

@@ -26,7 +26,8 @@ FLOORS = [
     ["machine", "trace"],  # rank mapping, grids, platforms, devices | the Trace, recorder, file formats
     ["models"],  # comm, roofline, regression, bsp, endtoend, compute
     ["apps", "replay", "measure", "viz"],  # paper applications | trace replay | running on the machine | figures
-    ["studies"],  # the study modules and their shared tables
+    ["campaign"],  # what measuring studies share: run orders, raw records, validity flags, headline figures
+    ["studies"],  # one module per study notebook; papers/: what one paper's studies share
     ["workflow"],  # running notebooks, the command line
 ]
 LAYERS = [p for floor in FLOORS for p in floor]
@@ -195,3 +196,44 @@ def test_no_import_circles() -> None:
 def test_cycle_finder_finds_a_planted_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ---- the floor plan of studies/ (perfmod/studies/__init__.py) --------------------------------------------------
+
+def floor_plan_errors(graph: dict[str, set[str]], studies: set[str]) -> list[str]:
+    """Breaches of the studies' floor plan in an import graph.
+
+    ``studies`` are the study modules (one per notebook).  A study module imports no other study module; a
+    paper module (``perfmod.studies.papers.*``) imports no study module; any other module under
+    ``perfmod.studies`` is one study's helper: it imports no study module and at most one study imports it.
+    """
+    inside = {m for m in graph if m.startswith("perfmod.studies.") and m != "perfmod.studies.papers"}
+    bad = [f"{m} imports the study module {t}" for m in sorted(inside) for t in sorted(graph[m] & studies)]
+    for helper in sorted(inside - studies):
+        if helper.startswith("perfmod.studies.papers."):
+            continue
+        users = sorted(m for m in studies if helper in graph[m])
+        if len(users) > 1:
+            bad.append(f"{helper} is used by {', '.join(users)}: move it to the module of their paper "
+                       "(perfmod.studies.papers) or to perfmod.campaign")
+    return bad
+
+
+def test_no_study_module_imports_another() -> None:
+    from perfmod.workflow.catalog import studies
+
+    names = {s.module for s in studies()}
+    assert names <= set(MODULES), f"a study notebook without its module: {sorted(names - set(MODULES))}"
+    assert not floor_plan_errors(GRAPH, names), "\n".join(floor_plan_errors(GRAPH, names))
+
+
+def test_floor_plan_finds_planted_breaches() -> None:
+    s = "perfmod.studies."
+    graph = {f"{s}a": {f"{s}b", f"{s}h"}, f"{s}b": {f"{s}h", f"{s}papers.p"}, f"{s}h": set(),
+             f"{s}papers.p": {f"{s}a"}}
+    assert floor_plan_errors(graph, {f"{s}a", f"{s}b"}) == [
+        f"{s}a imports the study module {s}b", f"{s}papers.p imports the study module {s}a",
+        f"{s}h is used by {s}a, {s}b: move it to the module of their paper (perfmod.studies.papers) or to "
+        "perfmod.campaign"]
+    assert floor_plan_errors({f"{s}a": {f"{s}papers.p"}, f"{s}b": {f"{s}papers.p"}, f"{s}papers.p": set()},
+                             {f"{s}a", f"{s}b"}) == []

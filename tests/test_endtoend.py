@@ -12,9 +12,9 @@ from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import comm_from_replay, end_to_end, kernel_time
 from perfmod.models.roofline import predict
 from perfmod.studies.choi2019_minife import cg_iteration
-from perfmod.studies.choi2020_comm import weak_scaling_comm
-from perfmod.studies.choi2020_end_to_end import ITERATIONS, kernel_predictions, paper_overhead, per_iteration
+from perfmod.studies.choi2020_end_to_end import kernel_predictions, per_iteration
 from perfmod.studies.choi2020_what_if import device_sweep, gpus_per_node_sweep
+from perfmod.studies.papers.choi2020 import ITERATIONS, paper_overhead, weak_scaling_comm
 
 
 def test_paper_overheads():

@@ -49,9 +49,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform
-from perfmod.models.comm.registry import comm_model
+from perfmod.machine.platforms import MODES
+from perfmod.models.comm.network import Network
 from perfmod.replay.graph import SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_kernel import STATUS_OK, run_loggops
@@ -62,33 +61,30 @@ __all__ = ["LogGOPSResult", "message_params", "replay_loggops"]
 _PS = 1e12  # picoseconds per second: the kernel's time unit
 
 
-def message_params(graph: Graph, plat: Platform, model: str, mapping: str, nprocs: int) -> tuple[np.ndarray, ...]:
+def message_params(graph: Graph, net: Network, nprocs: int) -> tuple[np.ndarray, ...]:
     """``(o, g, L, (n - 1) G, rendezvous)`` of every send node, times in int64 picoseconds (0 elsewhere).
 
-    The parameters of the message's mode and protocol from the platform's
-    table of ``model`` (derived from the postal ones where it has none, as
-    :func:`~perfmod.models.comm.message.message_time` does); a zero-byte
+    The parameters of the message's mode and protocol as the bound network
+    resolved them (:meth:`~perfmod.models.comm.network.Network.loggp_params`:
+    the platform's table of the model, derived from the postal ones where it
+    has none); a zero-byte
     message counts as one byte; rendezvous above ``eager_max_bytes`` and for
     synchronous sends.
     """
-    spec = comm_model(model)
+    plat = net.platform
     nn = len(graph)
     out = [np.zeros(nn, dtype=np.int64) for _ in range(4)]
     rndv = np.zeros(nn, dtype=bool)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
         return (*out, rndv)
-    kw = {"nnodes": -(-nprocs // plat.ranks_per_node)} if mapping == "round_robin" else {}
-    modes = pair_modes(graph.rank[sends], graph.peer[sends], plat.ranks_per_node, plat.sockets_per_node,
-                       mapping=mapping, **kw)
+    modes = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
     nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
     protos = plat.protocol(nbytes)
     for code, mode in enumerate(MODES):
         for proto in np.unique(protos[modes == code]).tolist():
             sel = (modes == code) & (protos == proto)
-            p = (plat.params(spec.table, mode, proto) if plat.has(spec.table, mode, proto)
-                 else spec.derive(plat, mode, proto) if spec.derive is not None
-                 else plat.params(spec.table, mode, proto))
+            p = net.loggp_params(mode, proto)
             idx = sends[sel]
             out[0][idx] = round(p["o"] * _PS)
             out[1][idx] = round(p["g"] * _PS)
@@ -157,11 +153,11 @@ class LogGOPSResult:
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
 
 
-def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compute: np.ndarray, reqs: Any,
-                   n_iter: int, iteration: np.ndarray) -> LogGOPSResult:
-    """Replay ``trace`` under LogGOPS (see the module docstring)."""
+def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
+                   iteration: np.ndarray) -> LogGOPSResult:
+    """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring)."""
     g = build_graph(trace, reqs, compute)
-    o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
+    o, gap, lat, gn, rndv = message_params(g, net, trace.nprocs)
     status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
                                                 g.ndeps, g.succ_ptr, g.succ, o, gap, lat, gn, rndv)
     calc_size = np.where(g.kind == 3, g.size, 0)

@@ -41,7 +41,7 @@ from perfmod.machine.platforms import load
 from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import end_to_end
 from perfmod.models.roofline import predict
-from perfmod.studies.choi2020_end_to_end import ITERATIONS, paper_overhead
+from perfmod.studies.papers.choi2020 import ITERATIONS, paper_overhead
 
 __all__ = ["STUDY", "SOURCE", "DOTS_PER_ITERATION", "run", "figures", "cg_iteration", "plot_cg_iteration"]
 

@@ -192,9 +192,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     what = args.what
     if what in ("studies", "all"):
-        print("studies:")
-        for nb in study_notebooks():
-            print(f"  {nb.stem}")
+        print("studies:\n" + _studies_table())
     if what in ("platforms", "all"):
         print("platforms:\n" + "\n".join(f"  {p}" for p in platform_names()))
     if what in ("devices", "all"):
@@ -202,6 +200,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if what in ("tables", "all"):
         print("paper tables:\n" + "\n".join(f"  {t}" for t in paper_tables()))
     return 0
+
+
+def _studies_table() -> str:
+    """``perfmod list studies``: name (the make target), paper, measuring or not, title (perfmod.workflow.catalog)."""
+    from perfmod.workflow.catalog import studies
+
+    return "\n".join(f"  {s.name:<24s} paper {s.paper}  {'measuring' if s.measuring else 'analytic ':9s}  {s.title}"
+                     for s in studies())
 
 
 class _Parser(argparse.ArgumentParser):

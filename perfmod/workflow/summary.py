@@ -69,7 +69,7 @@ class StudySummary:
     runs, interfered, oversubscribed : int or None
         The attributes ``runs_total``, ``runs_interfered`` and
         ``runs_oversubscribed`` where the study recorded them
-        (:func:`perfmod.studies.records.record_drops`: every run, training
+        (:func:`perfmod.campaign.records.record_drops`: every run, training
         runs included); else the size of the ``interfered`` variable, its
         True count, and the True count of ``oversubscribed`` (None where the
         dataset has no such variable).

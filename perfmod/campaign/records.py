@@ -23,7 +23,7 @@ from perfmod.core.paths import raw_dir
 from perfmod.measure.validity import FLAG_META, clean_reduce, run_flags
 
 __all__ = ["save_raw", "provenance", "FLAG_FIELDS", "new_flags", "record_flags", "flag_variables",
-           "mask_interfered", "clean_medians", "record_drops", "validity_note"]
+           "mask_interfered", "clean_medians", "record_drops", "validity_note", "read_raw"]
 
 FLAG_FIELDS = ("interfered", "off_cpu", "attempts", "interfered_attempts", "load_before")
 """The per-run flags of :func:`perfmod.measure.validity.run_flags` a study keeps over its run dimensions."""
