@@ -154,3 +154,14 @@ def test_bad_entries_are_refused(entry, match):
 def test_a_formula_takes_nbytes_first():
     with pytest.raises(TypeError, match="first argument is nbytes"):
         register(CommModel("bad", "postal", dict.fromkeys(PROTOCOLS, lambda n, alpha, beta: alpha + beta * n)))
+
+
+def test_the_replay_does_not_import_the_fitting_stack():
+    """``import perfmod.replay`` leaves scipy.stats and scipy.optimize (calibration, fitting) unimported (issue 23)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, perfmod.replay; from perfmod.models.comm.registry import comm_model; "
+            "comm_model('kmodel'); print(sorted(m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

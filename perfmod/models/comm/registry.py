@@ -58,7 +58,6 @@ from perfmod.machine.platforms import (
     param_tables,
     remove_param_table,
 )
-from perfmod.models.comm.fitting import fit_maxrate, fit_maxrate2, fit_postal
 from perfmod.models.comm.krules import k_rule, k_rule_names
 from perfmod.models.comm.models import formula_params, loggp, maxrate, maxrate2, postal
 
@@ -191,10 +190,30 @@ def _loggp_from_postal(platform: Platform, mode: str, protocol: str) -> dict[str
     return {"L": p["alpha"], "o": 0.0, "g": 0.0, "G": p["beta"]}
 
 
-_MAXRATE_FORMS = {"short": maxrate2, "eager": maxrate, "rendezvous": maxrate}
-_MAXRATE_FITTERS = {"short": fit_maxrate2, "eager": fit_maxrate, "rendezvous": fit_maxrate}
+class _Fitters(Mapping):
+    """Protocol -> fitter of :mod:`perfmod.models.comm.fitting`, named here and imported on first use (the
+    fitting module pulls in scipy.optimize, which a replay does not need)."""
 
-register(CommModel("postal", "postal", dict.fromkeys(PROTOCOLS, postal), fitters=dict.fromkeys(PROTOCOLS, fit_postal),
+    def __init__(self, names: Mapping[str, str]) -> None:
+        self._names = dict(names)
+
+    def __getitem__(self, protocol: str) -> Callable[..., Any]:
+        import perfmod.models.comm.fitting as fitting  # the module, not the package (which imports this one)
+
+        return getattr(fitting, self._names[protocol])
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+_MAXRATE_FORMS = {"short": maxrate2, "eager": maxrate, "rendezvous": maxrate}
+_MAXRATE_FITTERS = _Fitters({"short": "fit_maxrate2", "eager": "fit_maxrate", "rendezvous": "fit_maxrate"})
+
+register(CommModel("postal", "postal", dict.fromkeys(PROTOCOLS, postal),
+                   fitters=_Fitters(dict.fromkeys(PROTOCOLS, "fit_postal")),
                    description="postal (alpha-beta), 000 Eq. 1"))
 register(CommModel("maxrate", "maxrate", _MAXRATE_FORMS, k="default", fitters=_MAXRATE_FITTERS,
                    fallback=maxrate2, description="max-rate, 000 Eq. 2 (Eq. 3 for the short protocol)"))
