@@ -121,3 +121,17 @@ def test_strong_scaling_term_with_a_negative_exponent():
     assert _lead(model, ["p", "n"])["n"] == (3.0, 0)
     assert any(t.orders(["p", "n"]) == {"p": (-1.0, 0), "n": (3.0, 0)} for t in model.clusters[0].terms)
     assert model.predict_one(p=512.0, n=512.0) == pytest.approx(2 + 1e-3 * 512**2, rel=1e-6)
+
+
+def test_many_repetitions_fit_fast_with_the_normal_limit_of_the_bootstrap():
+    """A region called 20,000 times per point: the bootstrap draws point means, not 200 x 500,000 values."""
+    import time
+
+    rng = np.random.default_rng(5)
+    X = _grid(2, reps=20_000)
+    y = (1 + 0.01 * X[:, 0] * X[:, 1] ** 2) * (1 + rng.uniform(-0.05, 0.05, len(X)))
+    t0 = time.perf_counter()
+    model = fit_compute_model(pd.DataFrame({"p": X[:, 0], "n": X[:, 1], "time": y}), "time", ["p", "n"])
+    assert time.perf_counter() - t0 < 20 and len(model.bootstrap) == 200
+    ds = model.predict({"p": [512.0], "n": [512.0]}, interval="confidence")
+    assert ds["lower"].item() <= 1 + 0.01 * 512**3 <= ds["upper"].item()

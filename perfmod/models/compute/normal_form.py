@@ -307,6 +307,11 @@ def _parsimonious(scored: list[tuple[float, int, Any]], tolerance: float) -> tup
     return min((r for r in scored if r[0] <= limit), key=lambda r: (r[1], r[0]))
 
 
+#: Above this many resampled values (replicates x rows) the mean of a resampled point is drawn from its
+#: normal limit instead of resampling every repetition (a region called a million times).
+_MAX_RESAMPLED = 2_000_000
+
+
 def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[Term]], fitted: np.ndarray, *,
                         replicates: int = 200, relative: bool = True, aggregate: str = "mean",
                         n_folds: int = 5, tolerance: float = 0.1, extrapolation: float = 0.25,
@@ -321,6 +326,9 @@ def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[
     squares on the replicate's points.  The spread of the
     replicates' predictions gives intervals that include the uncertainty of choosing among the
     candidates (the search's best hypotheses), not only that of the coefficients.
+
+    With the mean and more than ``_MAX_RESAMPLED`` resampled values, each point's resampled mean is
+    drawn from its normal limit (the point's mean and variance over its count) instead.
 
     Weights (``1/y^2`` of the original aggregated points when ``relative``) are held fixed over
     the replicates, so every fold fit is one precomputed linear map of the replicate's values.
@@ -339,19 +347,25 @@ def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[
     order = np.argsort(inv, kind="stable")
     start = np.concatenate([[0], np.cumsum(counts)[:-1]])
     # replicate rows (B x n): within-point resampling, or residual resampling without repetitions
-    if counts.min() >= 2:
-        pick = order[start[inv][None, :] + np.floor(rng.random((B, len(y))) * counts[inv][None, :]).astype(int)]
-        # deviations from the point mean, rescaled by sqrt(c / (c - 1)) so that their variance is unbiased
-        mean_p = np.bincount(inv, weights=y, minlength=d) / counts
-        infl = np.sqrt(counts / (counts - 1.0))[inv]
-        Ys = mean_p[inv][None, :] + (y[pick] - mean_p[inv][None, :]) * infl[None, :]
-    else:
-        resid = y / fitted - 1.0 if relative else y - fitted
-        r = resid[rng.integers(len(y), size=(B, len(y)))]
-        Ys = fitted[None, :] * (1.0 + r) if relative else fitted[None, :] + r
     agg = np.median if aggregate == "median" else np.mean
     rows_of = [order[start[p]:start[p] + counts[p]] for p in range(d)]
-    Ya = np.column_stack([agg(Ys[:, rows], axis=1) for rows in rows_of])  # B x d
+    if counts.min() >= 2 and aggregate == "mean" and B * len(y) > _MAX_RESAMPLED:
+        # many repetitions: the mean of a resampled point is drawn from its normal limit (same mean and variance)
+        mean_p = np.bincount(inv, weights=y, minlength=d) / counts
+        var_p = np.bincount(inv, weights=(y - mean_p[inv]) ** 2, minlength=d) / (counts - 1.0)
+        Ya = mean_p[None, :] + rng.standard_normal((B, d)) * np.sqrt(var_p / counts)[None, :]
+    else:
+        if counts.min() >= 2:
+            pick = order[start[inv][None, :] + np.floor(rng.random((B, len(y))) * counts[inv][None, :]).astype(int)]
+            # deviations from the point mean, rescaled by sqrt(c / (c - 1)) so that their variance is unbiased
+            mean_p = np.bincount(inv, weights=y, minlength=d) / counts
+            infl = np.sqrt(counts / (counts - 1.0))[inv]
+            Ys = mean_p[inv][None, :] + (y[pick] - mean_p[inv][None, :]) * infl[None, :]
+        else:
+            resid = y / fitted - 1.0 if relative else y - fitted
+            r = resid[rng.integers(len(y), size=(B, len(y)))]
+            Ys = fitted[None, :] * (1.0 + r) if relative else fitted[None, :] + r
+        Ya = np.column_stack([agg(Ys[:, rows], axis=1) for rows in rows_of])  # B x d
     _, ya0, _ = aggregate_points(X, y, aggregate)
     w = 1.0 / ya0**2 if relative else np.ones(d)
     sw = np.sqrt(w)
