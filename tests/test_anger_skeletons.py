@@ -221,6 +221,7 @@ def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monk
                                rtol=1e-12)
     assert np.isnan(ds.runtime_error.sel(app="hpccg", size=3)).all()
     assert np.isfinite(ds.runtime_predicted.sel(app="hpccg")).all()
+    assert ds.skeleton_clipped.dims == ds.runtime_predicted.dims and int(ds.skeleton_clipped.sum()) == 0
     # the region models saw clean calls only: Eiger recovers the exact law at the disturbed size 5
     i = list(ds.region.values).index("hpccg.sparsemv")
     eiger = float(ds.region_time_predicted[i, 1].sel({"method": "eiger"}))

@@ -219,17 +219,23 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     pred = np.full(shape, np.nan)
     wall = np.full((nsize, len(METHODS)), np.nan)
     replay_wall = np.full((nsize, len(METHODS)), np.nan)
+    clipped = np.full(shape, np.nan)
     if models is not None:
         for i, s in enumerate(sizes):
             for j, p in enumerate(nprocs):
                 for k, m in enumerate(METHODS):
                     res = skeleton_runtime(spec, s, p, models[m], platform, skeleton_reps, comm_model)
                     pred[i, j, k] = res.runtime
+                    clipped[i, j, k] = float(res.stats["clipped"].sum()) if "clipped" in res.stats else 0.0
                     if p == 1:
                         wall[i, k], replay_wall[i, k] = res.wall, res.replay_wall
     bar.update()
     app_ds, missing = _app_dataset(app, spec, native, sizes, held, nprocs, pred, wall, replay_wall, nsize, models,
                                    frames, speedup_method)
+    dims = app_ds["runtime_predicted"].dims
+    app_ds["skeleton_clipped"] = (dims, clipped.reshape(app_ds["runtime_predicted"].shape), {
+        "units": "1", "long_name": "model evaluations of the skeleton run whose negative prediction was clipped to 0 "
+                                   "(each warned; 0: none)"})
     if models is not None:
         scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model,
                            ranks_per_node=max(nprocs))
