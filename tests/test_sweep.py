@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from perfmod.workflow.sweep import SweepError, grid_points, sweep
 
@@ -162,3 +165,101 @@ def test_one_swept_parameter_becomes_the_sorted_dimension(tmp_path):
     assert list(ds.status.values) == ["failed", "ok", "ok"] and list(ds.elapsed.values) == [1.0, 2.0, 0.0]
     assert np.isnan(ds.y.sel(n=10)).all() and ds.y.sel(n=30).values.tolist() == [30.0, 31.0]
     assert "point" not in ds.coords and ds.elapsed.attrs["units"] == "s"
+
+
+def test_sweep_file_equals_the_returned_dataset_with_a_failed_point_and_strings_of_different_widths(tmp_path):
+    """Every dtype round-trips: whole strings (the first point's width cuts nothing), an integer result of a
+    failed point NaN (not the int64 sentinel), a string result of a failed point the declared empty string;
+    the failed point's error is the notebook's own exception, whole, with the cell and line it came from."""
+    from perfmod.core.io import read_dataset
+
+    grid = {"zip": {"label": ["a", "a much longer label", "xyz"], "b": [1, 2, 3],
+                    "fail_with": ["", "", "bad value\nsecond line of the message"]}}
+    ds = sweep(FIXTURE, grid, out=tmp_path / "sw", workers=2, progress=False)
+    back = read_dataset(tmp_path / "sw" / "sweep.nc")
+    xr.testing.assert_identical(back, ds)
+    assert list(ds.status.values) == ["ok", "ok", "failed"]
+    assert list(back["name"].values) == ["a", "a much longer label", ""]
+    assert back["count"].isel(zip=[0, 1]).values.tolist() == [[1, 1, 1], [2, 2, 2]]
+    assert np.isnan(back["count"].isel(zip=2)).all() and np.isnan(back["y"].isel(zip=2)).all()
+    assert back["positive"].isel(zip=[0, 1]).values.tolist() == [1.0, 1.0] and np.isnan(back["positive"][2])
+    error = str(back.error.isel(zip=2).item())
+    assert error.startswith("ValueError: bad value\nsecond line of the message\n"
+                            "  in the executed notebook's cell 3 (In [3]), line 14"), error
+    assert "raise ValueError(fail_with)" in error
+    assert list(back.error.isel(zip=[0, 1]).values) == ["", ""]
+
+
+@pytest.mark.parametrize("bad", ["file", "readonly"])
+def test_an_unusable_out_is_refused_before_anything_starts(tmp_path, bad):
+    out = tmp_path / "out"
+    if bad == "file":
+        out.write_text("")
+        match = "is a file, not a directory"
+    else:
+        out.mkdir()
+        out.chmod(0o500)
+        match = "cannot write there"
+        if os.access(out, os.W_OK):
+            pytest.skip("running as root: a read-only directory is writable")
+    t0 = time.monotonic()
+    with pytest.raises(SweepError, match=match):
+        sweep(FIXTURE, {"product": {"b": [0, 1]}}, out=out, workers=1, progress=False)
+    assert time.monotonic() - t0 < 5  # no cluster was started
+    with pytest.raises(SweepError, match="--workers 0: give at least 1 worker"):
+        sweep(FIXTURE, {"product": {"b": [0, 1]}}, out=tmp_path / "ok", workers=0, progress=False)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_sweep_stops_every_point_and_keeps_the_completed_ones(tmp_path, sig):
+    import psutil
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("zip:\n  sleep: [0, 300, 300]\n  label: [fast, slow, slower]\n")
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "perfmod.workflow.cli", "sweep", str(FIXTURE), "--grid", str(grid), "--out",
+           str(out), "--workers", "2", "-q"]
+    sweeper = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:  # the fast point done, both slow ones running (with their kernels)
+            done = [d for d in out.glob("*/status.json")]
+            running = [json.loads(f.read_text()) for f in out.glob("*/running.json") if f.stat().st_size]
+            if done and len(running) == 2:
+                tops = [psutil.Process(r["pid"]) for r in running]
+                procs = [*tops, *(c for t in tops for c in t.children(recursive=True))]
+                if len(procs) >= 4:  # each perfmod run has started its kernel
+                    break
+            time.sleep(0.5)
+        assert len(procs) >= 4, "the slow points did not start"
+        sweeper.send_signal(sig)
+        _, err = sweeper.communicate(timeout=120)
+    finally:
+        if sweeper.poll() is None:
+            sweeper.kill()
+    assert sweeper.returncode != 0 and "interrupted" in err
+    gone, alive = psutil.wait_procs(procs, timeout=10)
+    assert not alive, f"orphaned: {[p.cmdline()[:4] for p in alive]}"
+    from perfmod.core.io import read_dataset
+
+    ds = read_dataset(out / "sweep.nc")  # the completed point and the status of the others
+    assert list(ds.status.values) == ["ok", "missing", "missing"] and ds["name"].values[0] == "fast"
+    assert not list(out.glob("*/running.json"))
+
+
+def test_a_point_that_another_process_runs_is_not_started_again(tmp_path):
+    import fcntl
+
+    from perfmod.workflow.sweep import run_point
+
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "running.json").write_text(json.dumps({"pid": 12345, "host": "h"}))
+    with open(d / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        rec = run_point(str(FIXTURE), {"b": 1}, str(d), smoke=False, exclusive=False)
+    assert time.monotonic() - t0 < 2 and rec["status"] == "failed"
+    assert rec["error"].startswith("already running in another process ({'pid': 12345")
+    assert not (d / "status.json").exists()

@@ -17,8 +17,10 @@ outputs in ``data/processed``, ``figures`` and ``data/platforms``.  ``perfmod
 repeat`` runs a measuring study N times, each in a run directory of its own,
 and writes the headline figures of every run with their median and range
 (:mod:`perfmod.workflow.repeat`; with ``--canonical`` to
-``data/processed/repeat_<study>.nc``).  Errors
-are one line and a non-zero exit status; ``--debug`` shows the traceback.
+``data/processed/repeat_<study>.nc``).  An error is its type and whole
+message (a notebook's own exception, with the cell and line it came from:
+:mod:`perfmod.workflow.errors`) and a non-zero exit status; ``--debug``
+adds the traceback (the kernel's, for a notebook).
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     ok = int((status == "ok").sum())
     print(f"{ok} of {status.size} points ok; combined dataset: {Path(args.out) / 'sweep.nc'}")
     for err in sorted({str(e) for e, s in zip(ds["error"].values.ravel(), status, strict=True) if s != "ok"}):
-        print(f"  failed: {err}")
+        print("  failed: " + err.replace("\n", "\n          "))
     return 0 if ok == status.size else 1
 
 
@@ -283,6 +285,18 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _report(cmd: str, err: BaseException, debug: bool) -> None:
+    """Print what failed: the whole message (a notebook's own exception and cell); the traceback on --debug."""
+    from perfmod.workflow.errors import describe, notebook_traceback
+
+    if debug:
+        print(notebook_traceback(err), file=sys.stderr)
+    text = str(err).strip() if isinstance(err, CLIError | ParameterError) else describe(err)
+    print(f"perfmod {cmd}: {text or type(err).__name__}", file=sys.stderr)
+    if not debug and not isinstance(err, CLIError | ParameterError):
+        print("  (rerun with --debug for the traceback)", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfmod`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -291,19 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("perfmod: interrupted", file=sys.stderr)
         return 130
-    except (CLIError, ParameterError, ValueError, OSError, LookupError) as err:
-        if args.debug:
-            raise
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"perfmod {args.cmd}: {msg}", file=sys.stderr)
+    except Exception as err:  # noqa: BLE001 - every error is reported, none as a bare traceback
+        _report(args.cmd, err, args.debug)
         return 2 if isinstance(err, CLIError | ParameterError) else 1
-    except Exception as err:  # papermill's cell failure and other run errors: one line, the details on --debug
-        if args.debug:
-            raise
-        name = type(err).__name__
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        print(f"perfmod {args.cmd}: {name}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
 
 
 if __name__ == "__main__":

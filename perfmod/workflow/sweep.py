@@ -34,12 +34,15 @@ dimensions.  A failed point is NaN in every result variable, never dropped.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -51,13 +54,13 @@ import pandas as pd
 import xarray as xr
 import yaml
 
-from perfmod.core.io import annotate, write_dataset
+from perfmod.core.io import annotate, read_dataset, write_dataset
 from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.notebooks import declared_parameters
 from perfmod.workflow.params import check_type
 
-__all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "run_point",
-           "sweep"]
+__all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "point_lock",
+           "run_point", "stop_points", "plain", "writable_dir", "sweep"]
 
 #: Substrings of a failed run's output that mean the kernel did not start (worth a retry).
 START_FAILURES = ("Address already in use", "Kernel died before replying", "Kernel didn't respond",
@@ -152,9 +155,41 @@ def host_lock(exclusive: bool) -> Iterator[None]:
         yield
 
 
+def _describe_failure(proc: subprocess.CompletedProcess | subprocess.Popen, stderr: str) -> str:
+    """The point's error as ``perfmod run`` reported it (whole, several lines), or how its process ended."""
+    at = stderr.find("perfmod run: ")
+    if at >= 0:
+        text = stderr[at + len("perfmod run: "):]
+        return "\n".join(ln for ln in text.strip().splitlines() if "rerun with --debug" not in ln)
+    if proc.returncode is not None and proc.returncode < 0:
+        return f"perfmod run was killed by {signal.Signals(-proc.returncode).name}"
+    return stderr.strip()[-2000:] or f"perfmod run exited with status {proc.returncode}"
+
+
+@contextlib.contextmanager
+def point_lock(point_dir: Path) -> Iterator[int | None]:
+    """Hold ``point_dir/.lock`` (``flock``, not waiting): yields its descriptor, or None when another process
+    runs this point (a sweep resumed beside an earlier one that still runs).  The descriptor is passed to the
+    point's ``perfmod run`` process, so the lock lasts as long as that process, even if the worker dies."""
+    fd = os.open(point_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def run_point(notebook: str, params: dict[str, Any], point_dir: str, smoke: bool, exclusive: bool,
               retries: int = 2) -> dict[str, Any]:
-    """Run one point in its own ``perfmod run`` process; return its status record (also in status.json)."""
+    """Run one point in its own ``perfmod run`` process; return its status record (also in status.json).
+
+    While it runs, ``point_dir/running.json`` names the process (pid, start time, host): an interrupted
+    sweep stops it and its kernel (:func:`stop_points`).  A point another process is running is not started
+    again: its record says so (status ``failed``, error ``already running ...``)."""
     d = Path(point_dir)
     d.mkdir(parents=True, exist_ok=True)
     (d / "parameters.yaml").write_text(yaml.safe_dump(params, sort_keys=True))
@@ -162,20 +197,79 @@ def run_point(notebook: str, params: dict[str, Any], point_dir: str, smoke: bool
            "--out", str(d), "-q"] + (["--smoke"] if smoke else [])
     t0 = time.perf_counter()
     attempts = 0
-    with host_lock(exclusive):
-        while True:
-            attempts += 1
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=d)
-            text = proc.stdout + proc.stderr
-            if proc.returncode == 0 or attempts > retries or not any(s in text for s in START_FAILURES):
-                break
-    elapsed = time.perf_counter() - t0
-    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.startswith("perfmod run:")]
-    record = {"status": "ok" if proc.returncode == 0 else "failed", "elapsed": elapsed, "attempts": attempts,
-              "error": "" if proc.returncode == 0 else (lines[-1] if lines else proc.stderr.strip()[-500:]),
-              "params": params, "host": os.uname().nodename}
-    (d / "status.json").write_text(json.dumps(record, indent=1, default=str))
+    with point_lock(d) as fd:
+        if fd is None:
+            return {"status": "failed", "elapsed": 0.0, "attempts": 0, "params": params,
+                    "error": f"already running in another process ({_read_json(d / 'running.json')})",
+                    "host": os.uname().nodename}
+        with host_lock(exclusive):
+            while True:
+                attempts += 1
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d,
+                                        pass_fds=(fd,))
+                running = {"pid": proc.pid, "host": os.uname().nodename,
+                           "create_time": _create_time(proc.pid)}
+                (d / "running.json").write_text(json.dumps(running))
+                try:
+                    stdout, stderr = proc.communicate()
+                finally:
+                    (d / "running.json").unlink(missing_ok=True)
+                text = stdout + stderr
+                if proc.returncode == 0 or attempts > retries or not any(s in text for s in START_FAILURES):
+                    break
+        elapsed = time.perf_counter() - t0
+        record = {"status": "ok" if proc.returncode == 0 else "failed", "elapsed": elapsed, "attempts": attempts,
+                  "error": "" if proc.returncode == 0 else _describe_failure(proc, stderr),
+                  "params": params, "host": os.uname().nodename}
+        (d / "status.json").write_text(json.dumps(record, indent=1, default=str))
     return record
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _create_time(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def stop_points(dirs: list[Path], grace: float = 3.0) -> list[int]:
+    """Stop the processes of the points still running in ``dirs`` (their ``perfmod run`` and its kernel).
+
+    Reads each ``running.json`` written by :func:`run_point` on this host; a process whose start time
+    differs (its pid was reused) is left alone.  SIGTERM, then SIGKILL after ``grace`` seconds.
+    Returns the pids stopped."""
+    import psutil
+
+    procs = []
+    for d in dirs:
+        info = _read_json(d / "running.json")
+        if not isinstance(info, dict) or info.get("host") != os.uname().nodename:
+            continue
+        try:
+            top = psutil.Process(int(info["pid"]))
+            if info.get("create_time") is not None and abs(top.create_time() - info["create_time"]) > 0.01:
+                continue
+            procs += [*top.children(recursive=True), top]
+        except psutil.Error:
+            continue
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return [p.pid for p in procs]
 
 
 def _client(scheduler: str | None, workers: int | None) -> Any:
@@ -187,13 +281,31 @@ def _client(scheduler: str | None, workers: int | None) -> Any:
     return Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"))
 
 
+def plain(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` as it reads back from netCDF: no on-disk encoding kept from a point's file (which would cut
+    strings to that point's width and write the NaN of a missing integer as a sentinel), and a missing
+    string (a failed point) as the empty string, the declared fill value of text results."""
+    ds = ds.drop_encoding()
+    for name in list(ds.variables):
+        var = ds[name]
+        if var.dtype != object:
+            continue
+        values = var.values
+        missing = pd.isna(values)
+        if missing.any() and all(isinstance(v, str) for v in values[~missing]):
+            filled = np.where(missing, "", values).astype(object)
+            ds[name] = var.copy(data=filled)
+            ds[name].attrs["fill_value_meaning"] = "the empty string: no value (the point did not finish ok)"
+    return ds
+
+
 def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path], stem: str) -> xr.Dataset:
     dims = list(points[0].index)
     parts = []
     for p, rec, d in zip(points, records, dirs, strict=True):
         nc = d / f"{stem}.nc"
-        ds = xr.open_dataset(nc).load() if rec["status"] == "ok" and nc.is_file() else xr.Dataset()
-        ds = ds.drop_attrs(deep=False)
+        ds = read_dataset(nc) if rec["status"] == "ok" and nc.is_file() else xr.Dataset()
+        ds = ds.drop_attrs(deep=False).drop_encoding()
         extra = {"status": rec["status"], "error": rec["error"], "elapsed": rec["elapsed"], "point_dir": str(d)}
         ds = ds.assign({k: ((), v) for k, v in extra.items()})
         parts.append(ds.expand_dims({"point": [len(parts)]}).assign_coords(
@@ -207,11 +319,12 @@ def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path
     else:
         combined = combined.isel(point=0, drop=True)
     meta = {"elapsed": ("s", "wall time of the point (its perfmod run process)"),
-            "status": ("", "ok, failed, or missing (not run)"), "error": ("", "the point's error, one line"),
+            "status": ("", "ok, failed, or missing (not run)"),
+            "error": ("", "the point's error: the exception, the cell and line it came from"),
             "point_dir": ("", "directory of the point's executed notebook, dataset and figures")}
     for name, (units, long_name) in meta.items():
         combined[name].attrs.update(units=units, long_name=long_name)
-    return combined
+    return plain(combined)
 
 
 def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLike, *, out: str | os.PathLike,
@@ -242,8 +355,6 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
         The combined results (also written to ``out/sweep.nc``).
     """
     import nbformat
-    from distributed import as_completed
-    from tqdm.auto import tqdm
 
     nb = Path(notebook).resolve()
     where = str(grid) if not isinstance(grid, Mapping) else "grid"
@@ -256,8 +367,10 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
                 raise SweepError(f"{where}: {nb.name} has no parameter {k!r}; parameters: {', '.join(declared)}")
             check_type(k, v, declared[k])
     exclusive = bool(nbformat.read(str(nb), as_version=4).metadata.get("perfmod", {}).get("exclusive", False))
+    if workers is not None and workers < 1:
+        raise SweepError(f"--workers {workers}: give at least 1 worker process (or leave it out for one per core)")
+    root = writable_dir(out)
     sources = sources_hash()
-    root = Path(out).resolve()
     dirs = [root / point_id(nb, p.params, sources) for p in points]
     records: list[dict[str, Any] | None] = [None] * len(points)
     todo = []
@@ -267,11 +380,28 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
             records[i] = json.loads(status.read_text())
         else:
             todo.append(i)
-    if todo:
-        with _client(scheduler, workers) as client:
-            futs = {client.submit(run_point, str(nb), points[i].params, str(dirs[i]), smoke, exclusive,
-                                  pure=False, key=f"point-{dirs[i].name}"): i for i in todo}
-            bar = tqdm(total=len(todo), desc=f"sweep {nb.stem}", disable=not progress)
+    try:
+        with _terminate_as_interrupt():
+            if todo:
+                _run_points(nb, points, dirs, records, todo, smoke, exclusive, scheduler, workers, progress)
+    except KeyboardInterrupt:
+        stop_points([dirs[i] for i in todo if records[i] is None])
+        _write(nb, g, points, records, dirs, root, scheduler, workers)  # the completed points and their status
+        raise
+    return _write(nb, g, points, records, dirs, root, scheduler, workers)
+
+
+def _run_points(nb: Path, points: list[Point], dirs: list[Path], records: list[dict[str, Any] | None],
+                todo: list[int], smoke: bool, exclusive: bool, scheduler: str | None, workers: int | None,
+                progress: bool) -> None:
+    from distributed import as_completed
+    from tqdm.auto import tqdm
+
+    with _client(scheduler, workers) as client:
+        futs = {client.submit(run_point, str(nb), points[i].params, str(dirs[i]), smoke, exclusive,
+                              pure=False, key=f"point-{dirs[i].name}"): i for i in todo}
+        bar = tqdm(total=len(todo), desc=f"sweep {nb.stem}", disable=not progress)
+        try:
             for fut in as_completed(futs):
                 i = futs[fut]
                 try:
@@ -279,10 +409,51 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
                 except Exception as err:  # a worker lost mid-point: recorded, the others go on
                     records[i] = {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed": np.nan}
                 bar.update()
+        except KeyboardInterrupt:  # stop the points' processes before the cluster goes (it would orphan them)
+            stop_points([dirs[i] for i in todo if records[i] is None])
+            raise
+        finally:
             bar.close()
-    ds = _combine(points, [r for r in records if r is not None], dirs, nb.stem)
-    ds = annotate(ds, f"{nb.stem}_sweep", f"perfmod sweep of {nb.name}", g)
+
+
+def _write(nb: Path, grid: dict[str, Any], points: list[Point], records: list[dict[str, Any] | None],
+           dirs: list[Path], root: Path, scheduler: str | None, workers: int | None) -> xr.Dataset:
+    missing = {"status": "missing", "error": "not run (the sweep was interrupted)", "elapsed": np.nan}
+    ds = _combine(points, [r if r is not None else missing for r in records], dirs, nb.stem)
+    ds = annotate(ds, f"{nb.stem}_sweep", f"perfmod sweep of {nb.name}", grid)
     ds.attrs["executor"] = scheduler or f"LocalCluster({workers or os.cpu_count()} workers)"
     write_dataset(ds, root / "sweep.nc")
     return ds
 
+
+def writable_dir(out: str | os.PathLike) -> Path:
+    """``out`` as a directory this process can write into (made if missing); else :class:`SweepError`."""
+    root = Path(out).resolve()
+    if root.exists() and not root.is_dir():
+        raise SweepError(f"--out {out}: is a file, not a directory; give a directory for the sweep")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as e:
+        raise SweepError(f"--out {out}: cannot write there ({e.strerror})") from None
+    return root
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread for the block, so it stops the points as SIGINT does."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    old = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
