@@ -139,3 +139,29 @@ def test_replay_detects_each_format_and_prints_a_breakdown(name, tmp_path, capsy
     assert "on lassen, postal: slowest rank" in out[0]
     assert len(out) == 1 + 1 + 3 + 1  # title, header, three slowest ranks, mean
     assert all(float(v) >= 0 for v in out[2].split()[1:])
+
+
+FIXTURE = Path(__file__).parent / "data" / "notebooks" / "sweep_fixture.ipynb"
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_failing_notebook_reports_its_own_exception_cell_and_line(tmp_path, capsys, debug):
+    argv = ["run", str(FIXTURE), "-p", "fail_with", "first line\nsecond line", "--out", str(tmp_path), "-q"]
+    assert main((["--debug"] if debug else []) + argv) == 1
+    err = capsys.readouterr().err
+    report = err[err.index("perfmod run: "):].splitlines()
+    assert report[:3] == ["perfmod run: ValueError: first line", "second line",
+                          "  in the executed notebook's cell 3 (In [3]), line 14: raise ValueError(fail_with)"]
+    assert "PapermillExecutionError" not in err and "-----" not in report[0] and "without encryption" not in err
+    if debug:  # the kernel's traceback comes first, without its colour codes
+        assert "---> 14" in err[: err.index("perfmod run: ")] and "\x1b[" not in err
+    else:
+        assert report[3:] == ["  (rerun with --debug for the traceback)"]
+
+
+def test_a_multiline_message_is_printed_whole(capsys):
+    from perfmod.workflow.cli import _report
+
+    _report("replay", ValueError("replay deadlocks with 4 of 4 ranks blocked:\n  rank 0: recv from 1"), False)
+    assert capsys.readouterr().err == ("perfmod replay: replay deadlocks with 4 of 4 ranks blocked:\n"
+                                       "  rank 0: recv from 1\n")

@@ -286,14 +286,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _report(cmd: str, err: BaseException, debug: bool) -> None:
-    """Print what failed: the whole message (a notebook's own exception and cell); the traceback on --debug."""
+    """Print what failed, whole: a usage or input error as its message; a notebook's failure as its own
+    exception, cell and line; anything else as its type and message.  ``--debug`` adds the traceback."""
     from perfmod.workflow.errors import describe, notebook_traceback
 
     if debug:
         print(notebook_traceback(err), file=sys.stderr)
-    text = str(err).strip() if isinstance(err, CLIError | ParameterError) else describe(err)
-    print(f"perfmod {cmd}: {text or type(err).__name__}", file=sys.stderr)
-    if not debug and not isinstance(err, CLIError | ParameterError):
+    expected = isinstance(err, CLIError | ValueError | OSError | LookupError) and not hasattr(err, "ename")
+    text = (str(err).strip() or type(err).__name__) if expected else describe(err)
+    print(f"perfmod {cmd}: {text}", file=sys.stderr)
+    if not debug and not expected:
         print("  (rerun with --debug for the traceback)", file=sys.stderr)
 
 

@@ -258,6 +258,9 @@ def run_notebook(
         kernel_name="python3",
         progress_bar=progress,
         request_save_on_cell_execute=False,
+        # the kernel listens on 127.0.0.1 with HMAC-signed messages; its "running over TCP without encryption"
+        # warning, printed by every kernel, told a user nothing about the study
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     return out
 
