@@ -165,3 +165,31 @@ def test_a_multiline_message_is_printed_whole(capsys):
     _report("replay", ValueError("replay deadlocks with 4 of 4 ranks blocked:\n  rank 0: recv from 1"), False)
     assert capsys.readouterr().err == ("perfmod replay: replay deadlocks with 4 of 4 ranks blocked:\n"
                                        "  rank 0: recv from 1\n")
+
+
+def test_replay_stops_on_a_misspelt_action_and_skipping_prints_the_count(tmp_path, capsys):
+    p = tmp_path / "m.tit"
+    p.write_text("".join(f"{r} init\n{r} allreduse 8 0\n{r} finalize\n" for r in range(2)))
+    assert main(["replay", str(p), "--model", "postal"]) == 1
+    assert "m.tit:2: allreduse: not an action of SimGrid's replay (misspelt?)" in capsys.readouterr().err
+    with pytest.warns(Warning, match="skipped 2 lines"):
+        assert main(["replay", str(p), "--model", "postal", "--unknown", "skip"]) == 0
+    assert "skipped 2 calls perfmod does not model: allreduse x2" in capsys.readouterr().err
+
+
+def test_replay_output_refuses_an_existing_file_without_force(tmp_path, capsys):
+    out = tmp_path / "r.nc"
+    out.write_text("keep me")
+    argv = ["replay", "--synthetic", "jacobi2d:4:1", "--model", "postal", "-o", str(out)]
+    assert main(argv) == 2
+    assert f"-o {out}: exists; give --force to overwrite it" in capsys.readouterr().err
+    assert out.read_text() == "keep me"
+    assert main([*argv, "--force"]) == 0 and xr.open_dataset(out).sizes["rank"] == 4
+
+
+def test_list_models_names_every_registered_model(capsys):
+    from perfmod.models.comm.registry import model_names
+
+    assert main(["list", "models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "communication models:" and [ln.split()[0] for ln in lines[1:]] == list(model_names())

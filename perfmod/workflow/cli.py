@@ -7,7 +7,7 @@
     perfmod sweep NOTEBOOK --grid GRID.yaml --out DIR [--workers N | --scheduler ADDRESS] [--resume] [--smoke]
     perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
-    perfmod list [studies | platforms | devices | tables]
+    perfmod list [studies | platforms | devices | tables | models]
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
 parameters, or a smoke run, writes into a run directory of its own
@@ -133,10 +133,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise CLIError(f"--synthetic {args.synthetic}: {e}") from None
     elif args.trace:
-        trace = read_trace(args.trace)
+        trace = read_trace(args.trace, **_reader_unknown(args.trace, args.unknown))
     else:
         raise CLIError("give a TRACE file or --synthetic APP:NPROCS:ITERATIONS")
-    ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown)
+    if args.output and Path(args.output).exists() and not args.force:
+        raise CLIError(f"-o {args.output}: exists; give --force to overwrite it")
+    ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown or "skip")
+    skipped = {str(k): int(v) for k, v in dict(trace.meta.get("unknown_calls") or {}).items()}
+    if skipped:
+        print(f"skipped {sum(skipped.values())} calls perfmod does not model: "
+              + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items())), file=sys.stderr)
     comm = ds.comm_time.values
     order = np.argsort(comm)[::-1][: args.top]
     print(f"{trace!r} on {args.platform}, {args.model}: slowest rank {int(order[0])}")
@@ -147,6 +153,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.output:
         print(f"wrote {write_dataset(ds, args.output)}")
     return 0
+
+
+def _reader_unknown(path: str, unknown: str | None) -> dict[str, str]:
+    """``unknown=`` for the trace reader: the user's choice where the format's reader takes one."""
+    from perfmod.trace.formats import detect_format
+
+    return {"unknown": unknown} if unknown and detect_format(path) in ("tit", "dumpi", "otf2") else {}
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -211,7 +224,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print("devices:\n" + "\n".join(f"  {d}" for d in read_devices().names))
     if what in ("tables", "all"):
         print("paper tables:\n" + "\n".join(f"  {t}" for t in paper_tables()))
+    if what in ("models", "all"):
+        _list_models()
     return 0
+
+
+def _list_models() -> None:
+    """The communication models ``--model`` and the studies' ``models`` take, with their one-line description."""
+    from perfmod.models.comm.registry import comm_model, model_names
+
+    print("communication models:")
+    for name in model_names():
+        print(f"  {name:<12s} {comm_model(name).description}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -236,9 +260,12 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="a synthetic trace, e.g. jacobi2d:1536:100")
     rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
     rep.add_argument("--model", default="kmodel",
-                     help="communication model (perfmod.models.comm.registry.model_names(); default kmodel)")
+                     help="communication model (the names: perfmod list models; default kmodel)")
     rep.add_argument("--mapping", default="block", choices=("block", "round_robin"), help="rank placement")
-    rep.add_argument("--unknown", default="skip", choices=("skip", "error"), help="unknown MPI calls")
+    rep.add_argument("--unknown", choices=("skip", "error"),
+                     help="MPI calls perfmod does not model: skip them (counted and printed) or stop; default: the "
+                          "reader's (a TIT action SimGrid does not define stops), then skip and print the count")
+    rep.add_argument("--force", action="store_true", help="overwrite an existing -o file")
     rep.add_argument("--top", type=int, default=5, help="slowest ranks to print (default 5)")
     rep.add_argument("-o", "--output", help="write the per-rank dataset here (netCDF)")
     rep.set_defaults(func=_cmd_replay)
@@ -279,8 +306,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="measure and write data/platforms/local.toml (what make calibration does)")
     cal.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     cal.set_defaults(func=_cmd_calibrate)
-    lst = sub.add_parser("list", help="list studies, platforms, devices or paper tables")
-    lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables"))
+    lst = sub.add_parser("list", help="list studies, platforms, devices, paper tables or communication models")
+    lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables",
+                                                                 "models"))
     lst.set_defaults(func=_cmd_list)
     return ap
 
