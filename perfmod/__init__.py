@@ -37,6 +37,8 @@ API: dict[str, dict[str, str]] = {
         "TraceError": "perfmod.trace.core",
         "read_trace": "perfmod.trace.formats",
         "write_trace": "perfmod.trace.formats",
+        "trace_formats": "perfmod.trace.formats",
+        "register_format": "perfmod.trace.formats",
         "record": "perfmod.trace.recorder",
     },
     "models": {
@@ -55,6 +57,7 @@ API: dict[str, dict[str, str]] = {
         "exchange": "perfmod.apps.registry",
         "kmodel_counts": "perfmod.apps.registry",
         "app_kernels": "perfmod.apps.registry",
+        "register_application": "perfmod.apps.registry",
         "synthetic": "perfmod.apps.traces",
     },
     "replay": {

@@ -128,7 +128,13 @@ def test_calibrate_refits_a_pingpong_file_into_a_valid_platform(tmp_path, capsys
     assert "not written" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["j.otf2", "j.tit", "j.goal", "j.npz"])
+def _writable_names() -> list[str]:
+    from perfmod.trace import trace_formats
+
+    return [f"j{f.extensions[0]}" for f in trace_formats() if f.write is not None and f.extensions]
+
+
+@pytest.mark.parametrize("name", _writable_names())  # every registered format perfmod writes
 def test_replay_detects_each_format_and_prints_a_breakdown(name, tmp_path, capsys):
     from perfmod.apps.traces import synthetic
     from perfmod.trace import write_trace

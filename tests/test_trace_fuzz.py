@@ -116,6 +116,14 @@ def _sources(tmp_path: Path) -> dict:
     }
 
 
+def test_every_registered_format_has_a_source_here(tmp_path):
+    """A format added to the registry must add its valid trace to _sources (and so be fuzzed)."""
+    from perfmod.trace import trace_formats
+
+    kinds = {kind.split("-")[0] for kind in _sources(tmp_path)}
+    assert {f.name for f in trace_formats()} <= kinds
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])  # seed 2 or 3 gave zipfile's NotImplementedError from np.load
 def test_every_format_through_read_trace(tmp_path, seed):

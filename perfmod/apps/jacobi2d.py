@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.apps.application import Application, Phase
 from perfmod.apps.exchange import DOUBLE, Exchange, _check_nprocs, _grid, _sort
 from perfmod.apps.kernels import SECTOR, KernelCounts, _positive
 from perfmod.machine.cart import cart_shift
 
 __all__ = [
+    "APPLICATION",
     "decompose",
     "kernel_counts",
 ]
@@ -82,3 +84,9 @@ def kernel_counts(block: int = 16384) -> list[KernelCounts]:
         KernelCounts("STENCIL", n * n, 1, 5, 1, 10, 6, 2, 2 * DOUBLE),
         KernelCounts("REDUCE", n * n, 1, 1, 0, 8, 2, 3, DOUBLE),
     ]
+
+
+APPLICATION = Application(
+    name="jacobi2d", decompose=decompose, kernel_counts=kernel_counts,
+    phases=(Phase("halo"),),  # 000 §4.2: the allreduce of one double (the residual) counts as overhead
+    allreduces=1, module=__name__)

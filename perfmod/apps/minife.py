@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.apps.application import Application, Phase
 from perfmod.apps.exchange import DOUBLE, Exchange, _check_nprocs
 from perfmod.apps.kernels import INT, KernelCounts, _positive
 from perfmod.machine.cart import dims_create
 
 __all__ = [
+    "APPLICATION",
     "default_global_box",
     "box_partition",
     "decompose",
@@ -177,3 +179,9 @@ def kernel_counts(box: int = 200) -> list[KernelCounts]:
         KernelCounts("MATVEC", rows, 1, nnz, nnz, 3 * nnz + 4, 3 * nnz + 3, 3,
                      nnz * (DOUBLE + INT) + 2 * DOUBLE + INT),
     ]
+
+
+APPLICATION = Application(
+    name="minife", decompose=decompose, kernel_counts=kernel_counts,
+    phases=(Phase("halo"),),  # 000 §4.2: the CG iteration's dot-product allreduces count as overhead
+    allreduces=2, module=__name__)

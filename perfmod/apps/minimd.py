@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.apps.application import Application, Phase
 from perfmod.apps.exchange import DOUBLE, Exchange, _check_nprocs, _grid, _sort
 from perfmod.apps.kernels import INT, KernelCounts, _positive
 from perfmod.machine.cart import cart_coords, cart_shift
 
 __all__ = [
+    "APPLICATION",
     "fcc_lattice_constant",
     "minimd_procgrid",
     "minimd_border_atoms",
@@ -218,3 +220,12 @@ def kernel_counts(cells: int = 64) -> list[KernelCounts]:
                      INT * neigh + 2 * 3 * DOUBLE),
         KernelCounts("FIN", atoms, 1, 3, 3, 4, 3, 2, 3 * 3 * DOUBLE),
     ]
+
+
+APPLICATION = Application(
+    name="minimd", decompose=decompose, kernel_counts=kernel_counts,
+    # 000 §4.2: positions go forward in step 2 and forces come back in step 4, each as six sequential swaps;
+    # thermodynamic output (an allreduce) is not every step
+    phases=(Phase("forward", {"phase": "forward"}, sequential=True),
+            Phase("reverse", {"phase": "reverse"}, sequential=True, optional=True)),
+    allreduces=0, module=__name__)

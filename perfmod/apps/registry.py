@@ -3,7 +3,10 @@
 Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
 
 Each application is one module (:mod:`perfmod.apps.jacobi2d`, :mod:`perfmod.apps.minife`,
-:mod:`perfmod.apps.minimd`); this module looks them up by name.
+:mod:`perfmod.apps.minimd`, :mod:`perfmod.apps.allreduce`) that declares an
+:class:`~perfmod.apps.application.Application` (decomposition, kernel counts, communication phases,
+synthetic iteration); this module registers them in a loop and looks them up by name, and
+:func:`register_application` adds one from outside perfmod.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfmod.apps import jacobi2d, minife, minimd
+from perfmod.apps import allreduce, jacobi2d, minife, minimd
+from perfmod.apps.application import Application
 from perfmod.apps.exchange import Exchange
 from perfmod.core.checks import positive_int
 from perfmod.machine.platforms import Platform, as_platform
@@ -24,30 +28,77 @@ from perfmod.models.comm.registry import comm_model
 from perfmod.models.roofline.metrics import kernel_table
 
 __all__ = [
+    "UnknownApplication",
+    "register_application",
+    "application",
+    "applications",
     "exchange",
     "kmodel_counts",
     "app_counts",
     "app_kernels",
     "analytic_comm",
-    "APPS",
-    "COMM_PHASES",
 ]
 
 
-APPS = {"jacobi2d": jacobi2d.decompose, "minife": minife.decompose, "minimd": minimd.decompose}
+class UnknownApplication(ValueError, KeyError):
+    """No registered application of that name has what the lookup needs (a ValueError and a KeyError)."""
+
+    __str__ = ValueError.__str__
+
+
+_APPS: dict[str, Application] = {}
+
+
+def register_application(app: Application, replace: bool = False) -> Application:
+    """Add ``app`` to the registry; its name is then known to every lookup of this module and to
+    :func:`perfmod.apps.traces.synthetic`.
+
+    Raises
+    ------
+    ValueError
+        Not an :class:`Application`, or its name is taken (unless ``replace``).
+    """
+    if not isinstance(app, Application):
+        raise ValueError(f"register_application takes an Application, got {type(app).__name__}")
+    if app.name in _APPS and not replace:
+        raise ValueError(f"application {app.name!r} is already registered (by {_APPS[app.name].module})")
+    _APPS[app.name] = app
+    return app
+
+
+for _module in (jacobi2d, minife, minimd, allreduce):
+    register_application(_module.APPLICATION)
+
+
+def applications(needs: str | None = None) -> tuple[str, ...]:
+    """Names of the registered applications, sorted; ``needs`` keeps those whose attribute of that name
+    (``"decompose"``, ``"kernel_counts"``) is given."""
+    return tuple(sorted(n for n, a in _APPS.items() if needs is None or getattr(a, needs) is not None))
+
+
+def application(app: str, needs: str | None = None) -> Application:
+    """The registered :class:`Application` called ``app`` (case-insensitive) that has ``needs``.
+
+    Raises
+    ------
+    UnknownApplication
+        A ValueError and a KeyError naming the known applications (those with ``needs``).
+    """
+    found = _APPS.get(str(app).lower())
+    if found is None or (needs is not None and getattr(found, needs) is None):
+        raise UnknownApplication(f"unknown app {app!r}; known apps: {', '.join(applications(needs))}")
+    return found
+
 
 def exchange(app: str, nprocs: int, **options: Any) -> Exchange:
-    """The halo exchange of ``app`` (one of :data:`APPS`) at ``nprocs`` ranks.
+    """The halo exchange of ``app`` (a registered application with a decomposition) at ``nprocs`` ranks.
 
     Raises
     ------
     ValueError
         Unknown app (the message lists the known ones) or bad ``nprocs``.
     """
-    fn = APPS.get(str(app).lower())
-    if fn is None:
-        raise ValueError(f"unknown app {app!r}; known apps: {', '.join(sorted(APPS))}")
-    return fn(nprocs, **options)
+    return application(app, "decompose").decompose(nprocs, **options)
 
 
 def _rpn_of(platform: Any, ranks_per_node: int | None) -> int:
@@ -126,20 +177,18 @@ def kmodel_counts(
     return phase_counts(ex, rpn, mapping=mapping, k_total_rule=k_total_rule)
 
 
-_COUNTS = {"jacobi2d": jacobi2d.kernel_counts, "minife": minife.kernel_counts, "minimd": minimd.kernel_counts}
-
 def app_counts(app: str, **size: int) -> pd.DataFrame:
     """The counts of :class:`KernelCounts` for ``app`` as a table (one row per kernel)."""
-    if app not in _COUNTS:
-        raise KeyError(f"unknown app {app!r}; known: {', '.join(_COUNTS)}")
-    return pd.DataFrame([asdict(c) for c in _COUNTS[app](**size)]).set_index("kernel")
+    counts = application(app, "kernel_counts").kernel_counts(**size)
+    return pd.DataFrame([asdict(c) for c in counts]).set_index("kernel")
 
 def app_kernels(app: str, **size: int) -> pd.DataFrame:
     """Kernel metric table of ``app`` per iteration (totals over the iteration's invocations).
 
     Parameters
     ----------
-    app : {"jacobi2d", "minife", "minimd"}
+    app : str
+        A registered application with kernel counts (``"jacobi2d"``, ``"minife"``, ``"minimd"``).
     **size
         ``block`` (Jacobi2D), ``box`` (MiniFE) or ``cells`` (MiniMD); the
         paper's sizes by default.
@@ -150,21 +199,11 @@ def app_kernels(app: str, **size: int) -> pd.DataFrame:
         A kernel table (:mod:`perfmod.models.roofline.metrics`); ``count`` is the
         invocations per iteration; ``attrs["source"]`` names the counts.
     """
-    if app not in _COUNTS:
-        raise KeyError(f"unknown app {app!r}; known: {', '.join(_COUNTS)}")
-    rows = {c.kernel: c.row() for c in _COUNTS[app](**size)}
+    rows = {c.kernel: c.row() for c in application(app, "kernel_counts").kernel_counts(**size)}
     out = kernel_table(rows, source=f"perfmod.apps.kernels algorithmic counts ({app}, {size or 'paper sizes'})")
     out["reference_time"] = np.nan
     return out
 
-
-COMM_PHASES: dict[str, tuple[str, ...]] = {
-    "jacobi2d": ("halo",),
-    "minife": ("halo",),
-    "minimd": ("forward", "reverse"),
-}
-"""Modelled communication phases per iteration (000 §4.2: Jacobi2D's allreduce of one double and MiniFE's
-dot-product allreduces count as overhead; MiniMD communicates in step 2 and reverses in step 4)."""
 
 def analytic_comm(
     app: str,
@@ -176,18 +215,16 @@ def analytic_comm(
 ) -> float:
     """Analytic communication time per iteration (s) of ``app`` on ``nprocs`` ranks.
 
-    The sum over the app's :data:`COMM_PHASES` of the slowest rank's phase
+    The sum over the app's communication phases (:attr:`Application.phases
+    <perfmod.apps.application.Application.phases>`) of the slowest rank's phase
     time (:func:`perfmod.models.comm.phase.phase_time`), the K counts of each
     phase counted from its own message list.  ``options`` go to
     :func:`perfmod.apps.registry.exchange` (problem sizes).
     """
     plat = as_platform(platform)
-    if app not in COMM_PHASES:
-        raise KeyError(f"unknown app {app!r}; known: {', '.join(COMM_PHASES)}")
     total = 0.0
-    for phase in COMM_PHASES[app]:
-        opts = dict(options, phase=phase) if app == "minimd" else dict(options)
-        ex = exchange(app, nprocs, **opts)
+    for phase in application(app, "decompose").phases:
+        ex = exchange(app, nprocs, **{**options, **phase.options})
         counts = kmodel_counts(ex, plat, nprocs) if comm_model(model).k == "kmodel" else None
         total += float(phase_time(ex, plat, model=model, counts=counts, overlap=overlap)["t_phase"])
     return total

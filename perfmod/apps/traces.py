@@ -7,7 +7,10 @@ same communication is generated from the decompositions of
 stored DUMPI traces), so the replay can run at the paper's scales, and far
 beyond, without running the proxies.
 
-One iteration per rank, by application:
+One iteration per rank, by application (each module declares its phases and
+allreduces, :class:`~perfmod.apps.application.Application`; an application
+registered with :func:`~perfmod.apps.registry.register_application` is
+generated the same way):
 
 ``"jacobi2d"``
     Listing 1: ``MPI_Irecv`` from every neighbour, ``MPI_Isend`` to every
@@ -41,19 +44,16 @@ from typing import Any
 import numpy as np
 
 from perfmod.apps.exchange import DOUBLE, Exchange
-from perfmod.apps.registry import exchange
+from perfmod.apps.registry import application, exchange
 from perfmod.core.checks import positive_int
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import Call, Trace
 
 __all__ = [
-    "SYNTHETIC_APPS",
     "synthetic",
     "phases_of",
 ]
 
-SYNTHETIC_APPS = ("jacobi2d", "minife", "minimd", "allreduce")
-_ALLREDUCES = {"jacobi2d": 1, "minife": 2, "minimd": 0, "allreduce": 1}
 
 
 def phases_of(app: str, nprocs: int, reverse: bool = True, **options: Any) -> list[tuple[Exchange, bool]]:
@@ -62,20 +62,11 @@ def phases_of(app: str, nprocs: int, reverse: bool = True, **options: Any) -> li
     ``sequential`` phases run as rounds (one per swap), the others post
     everything and wait for all (Listing 1).
     """
-    app = str(app).lower()
-    if app == "allreduce":
-        if options:
-            raise ValueError(f"synthetic('allreduce'): unknown options {sorted(options)}")
-        return []
-    if app == "minimd":
-        fwd = exchange("minimd", nprocs, phase="forward", **options)
-        out = [(fwd, True)]
-        if reverse:
-            out.append((exchange("minimd", nprocs, phase="reverse", **options), True))
-        return out
-    if app not in SYNTHETIC_APPS:
-        raise ValueError(f"unknown app {app!r}; known: {', '.join(SYNTHETIC_APPS)}")
-    return [(exchange(app, nprocs, **options), False)]
+    spec = application(app)
+    if not spec.phases and options:
+        raise ValueError(f"synthetic({spec.name!r}): unknown options {sorted(options)}")
+    return [(exchange(spec.name, nprocs, **{**options, **ph.options}), ph.sequential)
+            for ph in spec.phases if reverse or not ph.optional]
 
 
 def _position_in_group(keys: np.ndarray) -> np.ndarray:
@@ -168,22 +159,23 @@ def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | N
 
     Parameters
     ----------
-    app : {"jacobi2d", "minife", "minimd", "allreduce"}
-        See the module docstring for each iteration's events.
+    app : str
+        A registered application (:func:`perfmod.apps.registry.applications`): ``"jacobi2d"``,
+        ``"minife"``, ``"minimd"``, ``"allreduce"``; see the module docstring for each iteration's events.
     nprocs : int
         Number of ranks.
     iterations : int
         Number of iterations (the ``iteration`` column numbers them).
     allreduces : int, optional
-        Allreduces at the end of each iteration (default 1 for Jacobi2D
-        and ``"allreduce"``, 2 for MiniFE, 0 for MiniMD).
+        Allreduces at the end of each iteration (default: the application's
+        ``allreduces``: 1 for Jacobi2D and ``"allreduce"``, 2 for MiniFE, 0 for MiniMD).
     allreduce_bytes : int
         Bytes of each allreduce vector (8: one double).
     compute : float or array_like
         Seconds of computation per iteration, before its first call (a
         scalar or one value per rank).
     reverse : bool
-        MiniMD: include the reverse communication of forces.
+        Include the optional phases (MiniMD's reverse communication of forces).
     **options
         Passed to the decomposition (:func:`perfmod.apps.registry.exchange`),
         e.g. ``block=``, ``periodic=``, ``box=``, ``cells=``.
@@ -196,10 +188,9 @@ def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | N
     """
     p = positive_int("nprocs", nprocs)
     iters = positive_int("iterations", iterations)
-    app = str(app).lower()
-    if app not in SYNTHETIC_APPS:
-        raise ValueError(f"unknown app {app!r}; known: {', '.join(SYNTHETIC_APPS)}")
-    nred = _ALLREDUCES[app] if allreduces is None else int(allreduces)
+    spec = application(app)
+    app = spec.name
+    nred = spec.allreduces if allreduces is None else int(allreduces)
     if nred < 0 or int(allreduce_bytes) < 1:
         raise ValueError(f"synthetic: need allreduces >= 0 and allreduce_bytes >= 1, got {nred}, {allreduce_bytes}")
     phases = phases_of(app, p, reverse=reverse, **options)

@@ -5,9 +5,9 @@
 - :mod:`perfmod.trace.builder`: :class:`TraceBuilder`, event by event or from arrays.
 - :mod:`perfmod.trace.requests`: which nonblocking call each wait completes;
   :func:`validate_trace` checks a trace completely.
-- :func:`read_trace`, :func:`write_trace`: every file format, detected from
-  the file (:mod:`perfmod.trace.formats`: perfmod's ``.npz``, DUMPI, OTF2,
-  SimGrid TIT, GOAL).
+- :func:`read_trace`, :func:`write_trace`: every registered file format,
+  detected from the file (:mod:`perfmod.trace.formats`; :func:`trace_formats`
+  lists them, :func:`register_format` adds one).
 - :mod:`perfmod.trace.recorder`: recording mpi4py programs.
 
 Synthetic traces of the paper applications are in :mod:`perfmod.apps.traces`;
@@ -30,7 +30,7 @@ from perfmod.trace.core import (
     TraceWarning,
     call_code,
 )
-from perfmod.trace.formats import FORMATS, detect_format, read_trace, write_trace
+from perfmod.trace.formats import TraceFormat, detect_format, read_trace, register_format, trace_formats, write_trace
 from perfmod.trace.requests import Requests, resolve_requests, validate_trace
 
 __all__ = [
@@ -51,7 +51,9 @@ __all__ = [
     "Requests",
     "resolve_requests",
     "validate_trace",
-    "FORMATS",
+    "TraceFormat",
+    "register_format",
+    "trace_formats",
     "detect_format",
     "read_trace",
     "write_trace",

@@ -238,10 +238,34 @@ def _list_models() -> None:
         print(f"  {name:<12s} {comm_model(name).description}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose description can be computed when its help is shown (``describe``).
+
+    The replay help lists the registered trace formats; building it needs the trace package, which
+    ``perfmod run`` (once per notebook in make all) does not import.
+    """
+
+    def __init__(self, *args: Any, describe: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._describe = describe
+
+    def format_help(self) -> str:
+        if self._describe is not None:
+            self.description = self._describe()
+        return super().format_help()
+
+
+def _replay_description() -> str:
+    from perfmod.trace.formats import trace_formats
+
+    names = "; ".join(f"{f.name}: {f.files}".replace("`", "") for f in trace_formats())
+    return f"Replay a trace in any registered format, detected from the file ({names})."
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="perfmod", description=__doc__.splitlines()[0])
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="run a study notebook (papermill)",
                          description="Run a study notebook. Without --canonical, outputs go to a run directory.")
     run.add_argument("notebook", help="notebook path or study name (perfmod list studies)")
@@ -255,7 +279,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser("replay", help="replay an MPI trace (any format read_trace reads)",
-                         description="Replay a trace: DUMPI .meta/directory, OTF2 anchor, TIT, GOAL or .npz.")
+                         describe=_replay_description)
     rep.add_argument("trace", nargs="?", help="trace file or directory")
     rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="a synthetic trace, e.g. jacobi2d:1536:100")
     rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")

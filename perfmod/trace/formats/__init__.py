@@ -1,14 +1,12 @@
 """Trace file formats behind one pair of verbs: :func:`read_trace` and :func:`write_trace`.
 
-==========  ======================================  ==============================================
-format      files                                   module
-==========  ======================================  ==============================================
-``npz``     perfmod's own ``.npz``                  :mod:`perfmod.trace.formats.npz`
-``dumpi``   DUMPI ``.meta``, directory, .bin, text  :mod:`.dumpi_bin` (binary), :mod:`.dumpi` (text)
-``otf2``    OTF2 anchor file (``.otf2``)            :mod:`perfmod.trace.formats.otf2`
-``tit``     SimGrid time-independent trace/index    :mod:`perfmod.trace.formats.tit`
-``goal``    GOAL schedule (LogGOPSim, Schedgen)     :mod:`.goal` (parse, write), :mod:`.goal_trace` (replay)
-==========  ======================================  ==============================================
+Each format module declares its format as ``TRACE_FORMAT``, a
+:class:`~perfmod.trace.formats.registry.TraceFormat` (name, extensions,
+content sniffer, reader, writer); this package registers the built-in ones
+in content-sniffing order, and :func:`register_format` (or the entry-point
+group ``perfmod.trace_formats``) adds others.  :func:`trace_formats` lists
+them; :func:`~perfmod.trace.formats.registry.format_table` renders the table
+that docs/usage.md shows.
 
 :func:`detect_format` decides by extension first and then by content (the
 first bytes of the file), so a renamed file is still read by the right
@@ -23,31 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from perfmod.trace.core import Trace, TraceError
-from perfmod.trace.formats.dumpi import read_dumpi
-from perfmod.trace.formats.dumpi_bin import read_dumpi_bin
-from perfmod.trace.formats.goal import write_goal
-from perfmod.trace.formats.goal_trace import read_goal_trace
-from perfmod.trace.formats.npz import read_npz, write_npz
-from perfmod.trace.formats.otf2 import read_otf2, write_otf2
-from perfmod.trace.formats.tit import read_tit, write_tit
+from perfmod.trace.formats import dumpi_bin, goal_trace, npz, otf2, tit
+from perfmod.trace.formats.registry import (
+    TraceFormat,
+    format_of_extension,
+    register_format,
+    trace_format,
+    trace_formats,
+)
 
-__all__ = ["FORMATS", "detect_format", "read_trace", "write_trace"]
+__all__ = ["TraceFormat", "register_format", "trace_formats", "detect_format", "read_trace", "write_trace"]
 
-FORMATS = ("npz", "dumpi", "otf2", "tit", "goal")
-
-_WRITERS = {"npz": write_npz, "otf2": write_otf2, "tit": write_tit, "goal": write_goal}
-_EXTENSIONS = {".npz": "npz", ".meta": "dumpi", ".bin": "dumpi", ".otf2": "otf2", ".goal": "goal", ".tit": "tit"}
-
-
-def _read_dumpi(path: str | os.PathLike, **options: Any) -> Trace:
-    """DUMPI binary (``.bin`` files present) by the native reader, else the ``dumpi2ascii`` text reader."""
-    p = Path(path)
-    where = p if p.is_dir() else p.parent
-    binary = p.suffix == ".bin" or (p.suffix in (".meta", "") and any(where.glob("*.bin")))
-    return read_dumpi_bin(path, **options) if binary else read_dumpi(path, **options)
-
-
-_READERS = {"npz": read_npz, "dumpi": _read_dumpi, "otf2": read_otf2, "tit": read_tit, "goal": read_goal_trace}
+for _module in (npz, goal_trace, dumpi_bin, otf2, tit):  # content sniffing tries them in this order
+    register_format(_module.TRACE_FORMAT)
 
 
 def _head(path: Path, n: int = 4096) -> bytes:
@@ -58,14 +44,19 @@ def _head(path: Path, n: int = 4096) -> bytes:
         raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """Name the format of a trace file or directory (one of :data:`FORMATS`).
+def _names() -> str:
+    return ", ".join(f.name for f in trace_formats())
 
-    A directory is DUMPI when it holds ``.meta``, ``.bin`` or DUMPI text
-    files.  A file is placed by its extension, else by its first bytes: a
-    zip archive is ``npz``; ``num_ranks`` opens a GOAL schedule; DUMPI
-    text lines start with ``MPI_``; an OTF2 anchor file names its version;
-    TIT lines are ``<rank> <action> ...`` or an index of file names.
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Name the format of a trace file or directory (the name of one of :func:`trace_formats`).
+
+    A file whose extension a format owns is that format; otherwise (and for
+    a directory) the formats' sniffers are asked in registration order:
+    the built-ins place a zip archive as ``npz``, ``num_ranks`` opening a
+    file as GOAL, ``MPI_`` lines (or a directory of ``.meta``, ``.bin`` or
+    text files) as DUMPI, an anchor file naming its OTF2 version as OTF2,
+    and ``<rank> <action> ...`` lines or an index of file names as TIT.
 
     Raises
     ------
@@ -74,42 +65,32 @@ def detect_format(path: str | os.PathLike) -> str:
     """
     p = Path(path)
     if p.is_dir():
-        if any(p.glob("*.meta")) or any(p.glob("*.bin")) or any(p.glob("*.txt")):
-            return "dumpi"
-        raise TraceError(f"{p}: directory holds no DUMPI .meta, .bin or text files")
-    if not p.exists():
+        head = b""
+    elif not p.exists():
         raise TraceError(f"{p}: no such file")
-    if p.suffix.lower() in _EXTENSIONS:
-        return _EXTENSIONS[p.suffix.lower()]
-    head = _head(p)
-    if head.startswith(b"PK\x03\x04"):
-        return "npz"
-    text = head.decode("utf-8", errors="replace")
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
-    if first.startswith("num_ranks"):
-        return "goal"
-    if first.startswith("MPI_") or "dumpi" in p.name:
-        return "dumpi"
-    if "OTF2" in text[:200] and "anchor" in text.lower():
-        return "otf2"
-    words = first.split()
-    if len(words) >= 2 and (words[0].isdigit() or words[0].startswith("p")):
-        return "tit"
-    if len(words) == 1 and (p.parent / words[0]).exists():
-        return "tit"  # an index: one per-rank file name per line
-    raise TraceError(f"{p}: not a trace perfmod can read (expected one of {', '.join(FORMATS)})")
+    else:
+        owner = format_of_extension(p.suffix)
+        if owner is not None:
+            return owner.name
+        head = _head(p)
+    for fmt in trace_formats():
+        if fmt.guess_can_open(p, head):
+            return fmt.name
+    what = "a directory of" if p.is_dir() else "a"
+    raise TraceError(f"{p}: not {what} trace perfmod can read (expected one of {_names()})")
 
 
 def read_trace(path: str | os.PathLike, format: str | None = None, **options: Any) -> Trace:
-    """Read a trace in any format perfmod knows, detected from the file.
+    """Read a trace in any registered format, detected from the file.
 
     Parameters
     ----------
     path : path
-        A DUMPI ``.meta`` file, directory or text file; an OTF2 anchor file;
-        a TIT trace or index; a GOAL schedule; a perfmod ``.npz``.
+        A file or directory of one of :func:`trace_formats` (the built-ins:
+        a DUMPI ``.meta`` file, directory or text file; an OTF2 anchor file;
+        a TIT trace or index; a GOAL schedule; a perfmod ``.npz``).
     format : str, optional
-        One of :data:`FORMATS`; detected by :func:`detect_format` when not given.
+        A format's name; detected by :func:`detect_format` when not given.
     **options
         Passed to the format's reader (e.g. ``nprocs``, ``unknown``).
 
@@ -127,14 +108,12 @@ def read_trace(path: str | os.PathLike, format: str | None = None, **options: An
         Unknown format, or a file the reader cannot read (the message names
         the file and, for text formats, the line).
     """
-    fmt = format or detect_format(path)
-    if fmt not in _READERS:
-        raise TraceError(f"{path}: unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
-    return _READERS[fmt](path, **options)
+    fmt = trace_format(format, path) if format else trace_format(detect_format(path), path)
+    return fmt.read(path, **options)
 
 
 def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None, **options: Any) -> Path:
-    """Write ``trace`` as ``format`` (default: from the extension; ``.npz`` when there is none).
+    """Write ``trace`` as ``format`` (default: from the extension; ``.npz`` when no format owns it).
 
     Returns the file to read back with :func:`read_trace`: the trace file, a
     TIT index, or the OTF2 archive's anchor file.
@@ -145,7 +124,7 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
         A format perfmod cannot write (DUMPI is read-only).
     """
     p = Path(path)
-    fmt = format or _EXTENSIONS.get(p.suffix.lower(), "npz")
-    if fmt not in _WRITERS:
-        raise TraceError(f"{p}: cannot write format {fmt!r}; writable: {', '.join(_WRITERS)}")
-    return Path(_WRITERS[fmt](trace, p, **options))
+    if format is None:
+        owner = format_of_extension(p.suffix)
+        format = owner.name if owner is not None else "npz"
+    return Path(trace_format(format, p, writing=True).write(trace, p, **options))

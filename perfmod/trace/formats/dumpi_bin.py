@@ -41,20 +41,23 @@ with :meth:`~perfmod.trace.core.Trace.validate`, 81 bytes per event).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..core import Call, Trace, TraceError
-from .dumpi import DUMPI_TYPE_SIZES
+from .dumpi import DUMPI_TYPE_SIZES, read_dumpi
 from .dumpi_bin_comms import comm_table, rank_sides
 from .dumpi_bin_files import find_files, rank_files
 from .dumpi_bin_layout import LABEL, RECORDS
 from .dumpi_bin_scan import ERR, H, layout_tokens, scan
+from .registry import TraceFormat, first_line
 
-__all__ = ["DumpiBinError", "read_dumpi_bin", "DUMPI_MAGIC", "MIN_VERSION"]
+__all__ = ["DumpiBinError", "read_dumpi_bin", "DUMPI_MAGIC", "MIN_VERSION", "TRACE_FORMAT"]
 
 DUMPI_MAGIC = 0xFFAADD44554D5049  #: first and index-record magic of a DUMPI ``.bin`` file
 MIN_VERSION = (0, 6, 9)  #: oldest DUMPI format version read (the record layouts of sst-dumpi since 2016)
@@ -328,3 +331,25 @@ def _other_names(cols: Mapping[str, np.ndarray]) -> tuple[str, ...]:
     cols["peer"][other] = index[labels]
     return tuple(RECORDS[int(u)][0] for u in uniq)
 
+
+def _read_any_dumpi(path: str | os.PathLike, **options: Any) -> Trace:
+    """DUMPI binary (``.bin`` files present) by the native reader, else the ``dumpi2ascii`` text reader."""
+    p = Path(path)
+    where = p if p.is_dir() else p.parent
+    binary = p.suffix == ".bin" or (p.suffix in (".meta", "") and any(where.glob("*.bin")))
+    return read_dumpi_bin(path, **options) if binary else read_dumpi(path, **options)
+
+
+_TEXT_CALL = re.compile(rb"^MPI_\w+ (?:entering|returning) at walltime ", re.MULTILINE)
+
+
+def _is_dumpi(path: Path, head: bytes) -> bool:
+    if path.is_dir():
+        return any(path.glob("*.meta")) or any(path.glob("*.bin")) or any(path.glob("*.txt"))
+    # a dumpi2ascii file may open with its header (version=, hostname=, ...): look for a call line anywhere
+    return first_line(head).startswith("MPI_") or "dumpi" in path.name or bool(_TEXT_CALL.search(head))
+
+
+TRACE_FORMAT = TraceFormat(
+    name="dumpi", files="DUMPI `.meta`, directory, `.bin` or `dumpi2ascii` text", extensions=(".meta", ".bin"),
+    guess_can_open=_is_dumpi, read=_read_any_dumpi, module=__name__)

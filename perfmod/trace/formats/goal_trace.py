@@ -41,10 +41,11 @@ import os
 
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, Call, Trace, TraceError
-from perfmod.trace.formats.goal import GoalOp, GoalSchedule, read_goal
+from perfmod.trace.formats.goal import GoalOp, GoalSchedule, read_goal, write_goal
+from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError
 
-__all__ = ["goal_to_trace", "read_goal_trace"]
+__all__ = ["goal_to_trace", "read_goal_trace", "TRACE_FORMAT"]
 
 
 def _rank_order(ops: list[GoalOp], requires: list[tuple[str, str, bool]], source: str, rank: int) -> list[tuple]:
@@ -179,3 +180,9 @@ def goal_to_trace(schedule: GoalSchedule, time_unit: float = 1e-9) -> Trace:
 def read_goal_trace(path: str | os.PathLike, time_unit: float = 1e-9) -> Trace:
     """Read a GOAL schedule and turn it into a replayable trace (:func:`read_goal`, then :func:`goal_to_trace`)."""
     return goal_to_trace(read_goal(path), time_unit=time_unit)
+
+
+TRACE_FORMAT = TraceFormat(
+    name="goal", files="GOAL schedule (LogGOPSim, Schedgen)", extensions=(".goal",),
+    guess_can_open=lambda path, head: first_line(head, comments=("#", "//")).startswith("num_ranks"),
+    read=read_goal_trace, write=write_goal, module=__name__)

@@ -22,9 +22,10 @@ import numpy as np
 
 from perfmod.core.io import atomic_path
 from perfmod.trace.core import COLUMNS, OPTIONAL_COLUMNS, Trace, TraceError
+from perfmod.trace.formats.registry import TraceFormat
 from perfmod.trace.requests import validate_trace
 
-__all__ = ["FORMAT", "VERSION", "write_npz", "read_npz"]
+__all__ = ["FORMAT", "VERSION", "TRACE_FORMAT", "write_npz", "read_npz"]
 
 FORMAT = "perfmod-trace"
 VERSION = 1
@@ -99,3 +100,9 @@ def read_npz(path: str | os.PathLike, validate: bool = True) -> Trace:
     if validate:
         validate_trace(trace)  # errors start with the file name (the trace's source)
     return trace
+
+
+TRACE_FORMAT = TraceFormat(
+    name="npz", files="perfmod's own `.npz`", extensions=(".npz",),
+    guess_can_open=lambda path, head: head.startswith(b"PK\x03\x04"),  # a zip archive
+    read=read_npz, write=write_npz, module=__name__)

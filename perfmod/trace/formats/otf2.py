@@ -68,9 +68,10 @@ from perfmod.trace.core import (
     TraceError,
     TraceWarning,
 )
+from perfmod.trace.formats.registry import TraceFormat
 from perfmod.trace.requests import resolve_requests
 
-__all__ = ["OTF2_AVAILABLE", "read_otf2", "write_otf2", "require_otf2"]
+__all__ = ["OTF2_AVAILABLE", "TRACE_FORMAT", "read_otf2", "write_otf2", "require_otf2"]
 
 _UNDEF32 = 0xFFFFFFFF  # OTF2_UNDEFINED_UINT32: wildcard source/tag, no root
 _NS = 1_000_000_000
@@ -550,3 +551,16 @@ class _ReadState:
                 b.append(r, **row)
         meta = {"format": "otf2", "timer_resolution": self.res, "unknown_calls": dict(self.unknown_calls)}
         return b.build(meta=meta)
+
+
+def _is_otf2_anchor(path: Path, head: bytes) -> bool:
+    """An OTF2 file as the otf2 library writes it (a chunk header, then ``OTF2\\0``), or text naming an anchor."""
+    if b"OTF2\x00" in head[:8]:
+        return True
+    text = head.decode("utf-8", errors="replace")
+    return "OTF2" in text[:200] and "anchor" in text.lower()
+
+
+TRACE_FORMAT = TraceFormat(
+    name="otf2", files="OTF2 anchor file (`.otf2`)", extensions=(".otf2",),
+    guess_can_open=_is_otf2_anchor, read=read_otf2, write=write_otf2, module=__name__)

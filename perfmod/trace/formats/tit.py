@@ -57,6 +57,7 @@ from tqdm.auto import tqdm
 from perfmod.core.io import atomic_path
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError, TraceWarning
+from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
 from perfmod.trace.formats.tit_actions import (
     DEFAULT_FLOP_RATE,
@@ -71,7 +72,7 @@ from perfmod.trace.formats.tit_actions import (
 )
 from perfmod.trace.requests import resolve_requests
 
-__all__ = ["TIT_TYPE_SIZES", "DEFAULT_FLOP_RATE", "read_tit", "write_tit"]
+__all__ = ["TIT_TYPE_SIZES", "DEFAULT_FLOP_RATE", "TRACE_FORMAT", "read_tit", "write_tit"]
 
 def _files(path: Path) -> list[Path]:
     """A trace file, or an index file listing one trace file per line (relative to the index)."""
@@ -344,3 +345,15 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
     return dest
 
 
+def _is_tit(path: Path, head: bytes) -> bool:
+    words = first_line(head).split()
+    if len(words) >= 2 and (words[0].isdigit() or words[0].startswith("p")):
+        return True  # <rank> <action> ...
+    # an index: one per-rank file name per line, relative to the directory SMPI's replay runs in (its
+    # examples' split_traces) or, as perfmod writes them, to the index
+    return len(words) == 1 and ((path.parent / words[0]).is_file() or Path(words[0]).is_file())
+
+
+TRACE_FORMAT = TraceFormat(
+    name="tit", files="SimGrid time-independent trace or its index", extensions=(".tit",),
+    guess_can_open=_is_tit, read=read_tit, write=write_tit, module=__name__)
