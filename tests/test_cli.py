@@ -199,3 +199,11 @@ def test_list_models_names_every_registered_model(capsys):
     assert main(["list", "models"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "communication models:" and [ln.split()[0] for ln in lines[1:]] == list(model_names())
+
+
+def test_run_out_onto_a_file_is_a_clear_error(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("")
+    assert main(["run", "choi2020_what_if", "--smoke", "--out", str(f)]) == 2
+    assert capsys.readouterr().err.strip() == (f"perfmod run: --out {f}: is a file, not a directory; give a directory "
+                                               "for the run's outputs")

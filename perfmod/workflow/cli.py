@@ -102,6 +102,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         executed = None
     else:
         run_dir = (Path(args.out).resolve() if args.out else default_run_dir(nb.stem))
+        if run_dir.exists() and not run_dir.is_dir():
+            raise CLIError(f"--out {args.out}: is a file, not a directory; give a directory for the run's outputs")
         params = place_outputs(declared, given, run_dir, args.smoke, nb.stem) | given
         run_dir.mkdir(parents=True, exist_ok=True)
         executed = run_dir / nb.name
