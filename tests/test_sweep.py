@@ -132,7 +132,7 @@ def test_measuring_notebooks_are_exclusive_and_analytic_ones_are_not():
 def test_exclusive_points_wait_for_the_measuring_lock(tmp_path, monkeypatch):
     from perfmod.workflow.sweep import host_lock
 
-    monkeypatch.setenv("PERFMOD_DATA", str(tmp_path))
+    monkeypatch.setenv("PERFMOD_LOCK_FILE", str(tmp_path / "measure.lock"))
     monkeypatch.delenv("PERFMOD_MEASURE_LOCK", raising=False)
     holder = subprocess.Popen([sys.executable, "-m", "perfmod.measure.lock", "--", sys.executable, "-c",
                                "import time; time.sleep(3)"], env={**__import__("os").environ})
