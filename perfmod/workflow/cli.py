@@ -94,6 +94,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise CLIError(f"{nb.name} has no parameter {name!r}; parameters: {', '.join(declared)}")
         given[name] = check_type(name, value, declared[name])
     given = resolve_paths(given)
+    if not args.smoke:
+        _quiet_machine(nb, args.force)
     if args.canonical:
         if given or args.smoke or args.out:
             raise CLIError("--canonical runs a study with its defaults into data/processed and figures; "
@@ -114,6 +116,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if name in params:
             print(f"{name}: {params[name]}")
     return 0
+
+
+def _measures(nb: Path) -> bool:
+    """Whether the notebook measures this machine (metadata ``perfmod.exclusive``), read without nbformat."""
+    import json
+
+    try:
+        meta = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {})
+    except (OSError, ValueError):
+        return False
+    return bool(meta.get("perfmod", {}).get("exclusive", False))
+
+
+def _quiet_machine(nb: Path, force: bool) -> None:
+    """Before a measuring study: wait (bounded) for other processes to leave the machine, or stop saying so."""
+    if not _measures(nb):
+        return
+    from perfmod.measure.busy import MachineBusy, wait_until_quiet
+
+    try:
+        wait_until_quiet(nb.stem, force=force)
+    except MachineBusy as err:
+        raise CLIError(str(err)) from None
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -182,6 +207,8 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
     from perfmod.workflow.repeat import figures_of, repeat
 
     nb = resolve_notebook(args.study)
+    if not args.smoke:
+        _quiet_machine(nb, args.force)
     ds = repeat(nb, args.n, out=args.out, smoke=args.smoke, canonical=args.canonical, resume=args.resume,
                 progress=not args.quiet)
     print(f"{nb.stem}: headline figures over {ds.sizes['run']} run(s)")
@@ -279,6 +306,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--canonical", action="store_true",
                      help="write the canonical outputs (data/processed, figures, data/platforms); used by make")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--force", action="store_true",
+                     help="measure even when other processes keep the machine busy (the runs are flagged)")
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser("replay", help="replay an MPI trace (any format read_trace reads)",
                          describe=_replay_description)
@@ -321,6 +350,8 @@ def _parser() -> argparse.ArgumentParser:
     rpt.add_argument("--canonical", action="store_true",
                      help="also write data/processed/repeat_<study>.nc once all runs are done; used by make")
     rpt.add_argument("-q", "--quiet", action="store_true", help="no progress bar within a run")
+    rpt.add_argument("--force", action="store_true",
+                     help="measure even when other processes keep the machine busy (the runs are flagged)")
     rpt.set_defaults(func=_cmd_repeat)
     cal = sub.add_parser("calibrate", help="fit a platform from a ping-pong file, or measure one (local_calibration)",
                          description="With PINGPONG.nc: fit the postal (and max-rate) parameters per protocol from "
