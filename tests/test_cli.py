@@ -207,3 +207,19 @@ def test_run_out_onto_a_file_is_a_clear_error(tmp_path, capsys):
     assert main(["run", "choi2020_what_if", "--smoke", "--out", str(f)]) == 2
     assert capsys.readouterr().err.strip() == (f"perfmod run: --out {f}: is a file, not a directory; give a directory "
                                                "for the run's outputs")
+
+
+def test_show_and_run_help_list_the_study_parameters_with_types_defaults_and_comments(capsys):
+    from perfmod.workflow.notebooks import declared_parameters
+    from perfmod.workflow.show import parameters
+
+    params = parameters(FIXTURE)
+    assert [p.name for p in params] == list(declared_parameters(FIXTURE))  # the same cell, read the same way
+    assert params[2] == type(params[2])("a", "float", "1.0", "slope")
+    assert main(["show", str(FIXTURE)]) == 0
+    out = capsys.readouterr().out
+    assert "  label         str    = \"ab\"  # a string result (its length varies between points)" in out
+    assert "smoke set (--smoke): n=2" in out and "no measurement" in out
+    assert main(["run", "local_calibration", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--smoke" in out and "measures this machine" in out and "\n  max_breaks " in out

@@ -141,6 +141,13 @@ def _quiet_machine(nb: Path, force: bool) -> None:
         raise CLIError(str(err)) from None
 
 
+def _cmd_show(args: argparse.Namespace) -> int:
+    from perfmod.workflow.show import describe_study
+
+    print(describe_study(resolve_notebook(args.study)))
+    return 0
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
     import numpy as np
@@ -309,6 +316,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="measure even when other processes keep the machine busy (the runs are flagged)")
     run.set_defaults(func=_cmd_run)
+    shw = sub.add_parser("show", help="a study's parameters: types, defaults, comments; its smoke set",
+                         description="Print a study's parameters (types, defaults and their comments) and smoke set.")
+    shw.add_argument("study", help="study name or notebook path (perfmod list studies)")
+    shw.set_defaults(func=_cmd_show)
     rep = sub.add_parser("replay", help="replay an MPI trace (any format read_trace reads)",
                          describe=_replay_description)
     rep.add_argument("trace", nargs="?", help="trace file or directory")
@@ -384,8 +395,34 @@ def _report(cmd: str, err: BaseException, debug: bool) -> None:
         print("  (rerun with --debug for the traceback)", file=sys.stderr)
 
 
+def _run_help_study(argv: list[str]) -> str | None:
+    """The study of ``perfmod run STUDY ... --help`` (None for any other command line)."""
+    at = argv.index("run") if "run" in argv else -1
+    if at < 0 or at + 1 >= len(argv) or argv[at + 1].startswith("-") or not {"-h", "--help"} & set(argv):
+        return None
+    return argv[at + 1]
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    ap = _parser()
+    action = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfmod`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    study = _run_help_study(argv)
+    if study is not None:  # perfmod run STUDY --help: the command's options, then the study's parameters
+        from perfmod.workflow.show import describe_study
+
+        print(_subparser("run").format_help())
+        try:
+            print(describe_study(resolve_notebook(study)))
+        except (CLIError, ValueError, OSError) as err:
+            print(f"perfmod run: {err}", file=sys.stderr)
+            return 2
+        return 0
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
