@@ -40,11 +40,13 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 
 
 MODULES = _modules()
+#: above every layer: the root package (the public API) and ``python -m perfmod`` (the command line)
+TOP = ("perfmod", "perfmod.__main__")
 
 
 def layer_of(module: str) -> int:
-    """Index into :data:`LAYERS` (the root package ``perfmod`` is above them all)."""
-    if module == "perfmod":
+    """Index into :data:`LAYERS` (the root package ``perfmod`` and ``perfmod.__main__`` are above them all)."""
+    if module in TOP:
         return len(LAYERS)
     top = module.split(".")[1]
     if top not in LAYERS:
@@ -90,7 +92,7 @@ GRAPH = {m: imports_of(m) for m in MODULES}
 
 
 def test_every_module_is_in_a_layer_and_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
-    rows = [(m, "api" if m == "perfmod" else LAYERS[layer_of(m)]) for m in MODULES]
+    rows = [(m, "api" if m in TOP else LAYERS[layer_of(m)]) for m in MODULES]
     with capsys.disabled():
         print("\nlayer     module")
         for m, layer in sorted(rows, key=lambda r: (layer_of(r[0]), r[0])):
@@ -99,14 +101,14 @@ def test_every_module_is_in_a_layer_and_prints_it(capsys: pytest.CaptureFixture[
 
 
 def test_imports_go_down_the_layers() -> None:
-    bad = [f"{m} ({LAYERS[layer_of(m)] if m != 'perfmod' else 'api'}) imports {t} ({LAYERS[layer_of(t)]})"
+    bad = [f"{m} ({LAYERS[layer_of(m)] if m not in TOP else 'api'}) imports {t} ({LAYERS[layer_of(t)]})"
            for m, deps in GRAPH.items() for t in sorted(deps)
            if t != "perfmod" and layer_of(t) > layer_of(m)]
     assert not bad, "imports from a higher layer:\n" + "\n".join(bad)
 
 
 def test_no_module_imports_the_root_package() -> None:
-    bad = [m for m, deps in GRAPH.items() if "perfmod" in deps and m != "perfmod"]
+    bad = [m for m, deps in GRAPH.items() if "perfmod" in deps and m not in TOP]
     assert not bad, f"import from the root package (import the module itself instead): {bad}"
 
 

@@ -223,3 +223,24 @@ def test_show_and_run_help_list_the_study_parameters_with_types_defaults_and_com
     assert main(["run", "local_calibration", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--smoke" in out and "measures this machine" in out and "\n  max_breaks " in out
+
+
+def test_a_missing_extra_is_one_line_naming_it(capsys):
+    from perfmod.workflow.cli import _report
+
+    _report("sweep", ModuleNotFoundError("No module named 'yaml'", name="yaml"), False)
+    assert capsys.readouterr().err == ("perfmod sweep: needs the notebooks extra (no module 'yaml'): "
+                                       "pip install 'perfmod[notebooks]'\n")
+
+
+def test_version_and_python_dash_m(capsys):
+    import subprocess
+    import sys
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    version = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"perfmod \S+", version)
+    out = subprocess.run([sys.executable, "-m", "perfmod", "--version"], capture_output=True, text=True, check=True,
+                         cwd=repo_root())
+    assert out.stdout.strip() == version

@@ -44,6 +44,9 @@ from perfmod.workflow.params import (
 
 __all__ = ["CLIError", "resolve_notebook", "main"]
 
+#: Modules of the ``notebooks`` extra (papermill, the kernel, dask, YAML); a missing one names the extra.
+NOTEBOOK_EXTRA = frozenset({"yaml", "papermill", "nbformat", "nbclient", "jupyter_client", "ipykernel", "distributed",
+                            "dask"})
 RUN_TIMES = ("comm_time", "send_time", "recv_time", "wait_time", "collective_time", "compute_time", "total_time")
 
 
@@ -97,6 +100,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.smoke:
         _quiet_machine(nb, args.force)
     if args.canonical:
+        from perfmod.core.paths import in_checkout
+
+        if not in_checkout():
+            raise CLIError("--canonical writes a checkout's data/processed and figures, and perfmod runs from an "
+                           "installed package; drop --canonical (the outputs go to a run directory)")
         if given or args.smoke or args.out:
             raise CLIError("--canonical runs a study with its defaults into data/processed and figures; "
                            "drop -p/-f/--smoke/--out, or drop --canonical to write a run directory")
@@ -298,9 +306,19 @@ def _replay_description() -> str:
     return f"Replay a trace in any registered format, detected from the file ({names})."
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("perfmod")
+    except PackageNotFoundError:
+        return "(not installed: a source tree)"
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="perfmod", description=__doc__.splitlines()[0])
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    ap.add_argument("--version", action="version", version=f"perfmod {_version()}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="run a study notebook (papermill)",
                          description="Run a study notebook. Without --canonical, outputs go to a run directory.")
@@ -388,6 +406,10 @@ def _report(cmd: str, err: BaseException, debug: bool) -> None:
 
     if debug:
         print(notebook_traceback(err), file=sys.stderr)
+    if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] in NOTEBOOK_EXTRA:
+        print(f"perfmod {cmd}: needs the notebooks extra (no module {err.name!r}): pip install 'perfmod[notebooks]'",
+              file=sys.stderr)
+        return
     expected = isinstance(err, CLIError | ValueError | OSError | LookupError) and not hasattr(err, "ename")
     text = (str(err).strip() or type(err).__name__) if expected else describe(err)
     print(f"perfmod {cmd}: {text}", file=sys.stderr)

@@ -55,8 +55,11 @@ class NotebookShapeError(ValueError):
 
 
 def notebooks_dir() -> Path:
-    """Return ``<repo>/notebooks``."""
-    return repo_root() / "notebooks"
+    """Return ``<repo>/notebooks`` in a checkout, else the copy an installed wheel ships (``perfmod/notebooks``)."""
+    checkout = repo_root() / "notebooks"
+    if checkout.is_dir():
+        return checkout
+    return Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def study_notebooks() -> list[Path]:
