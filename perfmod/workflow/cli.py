@@ -108,8 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if given or args.smoke or args.out:
             raise CLIError("--canonical runs a study with its defaults into data/processed and figures; "
                            "drop -p/-f/--smoke/--out, or drop --canonical to write a run directory")
-        params: dict[str, Any] = {}
-        executed = None
+        return _run_canonical(nb, args.quiet)
     else:
         run_dir = (Path(args.out).resolve() if args.out else default_run_dir(nb.stem))
         if run_dir.exists() and not run_dir.is_dir():
@@ -123,6 +122,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for name in ("dataset_path", "figures_dir", "platform_out"):
         if name in params:
             print(f"{name}: {params[name]}")
+    return 0
+
+
+def _run_canonical(nb: Path, quiet: bool) -> int:
+    """The study with its defaults, its outputs staged and swapped in together at the end
+    (:mod:`perfmod.workflow.staging`): an interrupted or failed run leaves the previous complete set."""
+    from perfmod.core.paths import repo_root
+    from perfmod.workflow.staging import staged_outputs, swap_in
+
+    final = repo_root() / "build" / "executed" / nb.name
+    start = time.monotonic()
+    with staged_outputs(nb, final) as (params, staged_nb, moves):
+        run_notebook(nb, params, output=staged_nb, progress=not quiet)
+        written = swap_in(moves)
+    print(f"executed notebook: {final} ({time.monotonic() - start:.0f} s)")  # the make all budget, per study
+    for path in written:
+        if path != final:
+            print(f"wrote {path}")
     return 0
 
 
