@@ -263,3 +263,30 @@ def test_a_point_that_another_process_runs_is_not_started_again(tmp_path):
     assert time.monotonic() - t0 < 2 and rec["status"] == "failed"
     assert rec["error"].startswith("already running in another process ({'pid': 12345")
     assert not (d / "status.json").exists()
+
+
+def test_in_process_points_give_the_papermill_dataset(tmp_path):
+    """choi2020_what_if's run() in the worker gives the same sweep as one papermill process per point."""
+    from perfmod.workflow.inprocess import study_module
+
+    nb = NOTEBOOKS / "choi2020_what_if.ipynb"
+    assert study_module(nb) == "perfmod.studies.choi2020_what_if"
+    grid = {"product": {"models": [["postal"], ["maxrate"]]}}
+    fast = sweep(nb, grid, out=tmp_path / "in", workers=2, smoke=True, progress=False)
+    slow = sweep(nb, grid, out=tmp_path / "pm", workers=2, smoke=True, progress=False, inprocess=False)
+    assert (fast.status == "ok").all() and (slow.status == "ok").all()
+    assert not list((tmp_path / "in").glob("*/*.ipynb")) and len(list((tmp_path / "pm").glob("*/*.ipynb"))) == 2
+    xr.testing.assert_identical(fast.drop_vars(["elapsed", "point_dir"]), slow.drop_vars(["elapsed", "point_dir"]))
+    assert fast.elapsed.max() < slow.elapsed.min()
+
+
+def test_an_in_process_failure_names_the_study_line_and_gets_its_notebook(tmp_path):
+    nb = NOTEBOOKS / "choi2020_what_if.ipynb"
+    ds = sweep(nb, {"product": {"platform": ["lassen", "frontier"]}}, out=tmp_path / "sw", workers=1, smoke=True,
+               progress=False)
+    assert list(ds.status.values) == ["failed", "ok"]  # sorted: frontier, lassen
+    error = str(ds.error.sel(platform="frontier").item())
+    assert "unknown platform 'frontier'" in error, error
+    point = Path(str(ds.point_dir.sel(platform="frontier").item()))
+    assert (point / "choi2020_what_if.ipynb").is_file()  # --notebooks failed: rendered for the failed point
+    assert not (Path(str(ds.point_dir.sel(platform="lassen").item())) / "choi2020_what_if.ipynb").exists()

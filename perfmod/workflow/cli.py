@@ -226,7 +226,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     nb = resolve_notebook(args.notebook)
     ds = sweep(nb, args.grid, out=args.out, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
-               smoke=args.smoke, progress=not args.quiet)
+               smoke=args.smoke, progress=not args.quiet, notebooks=args.notebooks,
+               inprocess=False if args.papermill else None)
     status = ds["status"].values.ravel()
     ok = int((status == "ok").sum())
     print(f"{ok} of {status.size} points ok; combined dataset: {Path(args.out) / 'sweep.nc'}")
@@ -371,8 +372,10 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("-o", "--output", help="write the per-rank dataset here (netCDF)")
     rep.set_defaults(func=_cmd_replay)
     swp = sub.add_parser("sweep", help="sweep a study notebook over a parameter grid (dask.distributed)",
-                         description="Run one papermill process per grid point on dask workers; combine the "
-                                     "points' datasets into DIR/sweep.nc with the swept parameters as dimensions.")
+                         description="Run every grid point on dask workers (an analytic study's run() in the "
+                                     "worker, a measuring one in its own papermill process under the measuring "
+                                     "lock); combine the points' datasets into DIR/sweep.nc with the swept "
+                                     "parameters as dimensions, status and error per point.")
     swp.add_argument("notebook", help="notebook path or study name")
     swp.add_argument("--grid", required=True, help="YAML grid: fixed parameters, product: and zip: blocks")
     swp.add_argument("--out", required=True, help="sweep directory (one subdirectory per point, sweep.nc)")
@@ -381,6 +384,12 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler")
     swp.add_argument("--resume", action="store_true", help="skip points already done with the same key")
     swp.add_argument("--smoke", action="store_true", help="start every point from the smoke parameters")
+    swp.add_argument("--notebooks", choices=("failed", "all", "none"), default="failed",
+                     help="points that get an executed notebook (default failed; all runs every point under "
+                          "papermill)")
+    swp.add_argument("--papermill", action="store_true",
+                     help="one papermill process per point even for an analytic study (default: its run() "
+                          "in the dask worker, about a second a point)")
     swp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     swp.set_defaults(func=_cmd_sweep)
     rpt = sub.add_parser("repeat", help="run a measuring study N times from scratch: headline median and range",

@@ -329,7 +329,7 @@ def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path
 
 def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLike, *, out: str | os.PathLike,
           scheduler: str | None = None, workers: int | None = None, resume: bool = False, smoke: bool = False,
-          progress: bool = True) -> xr.Dataset:
+          progress: bool = True, notebooks: str = "failed", inprocess: bool | None = None) -> xr.Dataset:
     """Sweep ``notebook`` over ``grid``; write ``out/<point>/`` per point and ``out/sweep.nc``.
 
     Parameters
@@ -348,6 +348,16 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
         Skip points that already finished ``ok`` with the same key.
     smoke : bool
         Start every point from the notebook's smoke parameters.
+    notebooks : {"failed", "all", "none"}
+        Which points get an executed notebook (``point_dir/<notebook>``):
+        the failed ones (default), all (every point runs under papermill),
+        none.
+    inprocess : bool, optional
+        Run the study's ``run`` in the worker's process
+        (:mod:`perfmod.workflow.inprocess`; about a second a point) instead
+        of a papermill process per point.  Default: in-process for an
+        analytic study of the standard shape unless ``notebooks="all"``;
+        never for a measuring study.
 
     Returns
     -------
@@ -367,6 +377,16 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
                 raise SweepError(f"{where}: {nb.name} has no parameter {k!r}; parameters: {', '.join(declared)}")
             check_type(k, v, declared[k])
     exclusive = bool(nbformat.read(str(nb), as_version=4).metadata.get("perfmod", {}).get("exclusive", False))
+    if notebooks not in ("failed", "all", "none"):
+        raise SweepError(f"--notebooks {notebooks!r}: choose failed, all or none")
+    from perfmod.workflow.inprocess import study_module
+
+    module = study_module(nb) if not exclusive and notebooks != "all" else None
+    if inprocess and module is None:
+        raise SweepError(f"{nb.name}: cannot run in-process (a measuring study, notebooks='all', or not the shape "
+                         "'ds = study.run(**study_parameters(study.run, globals())); write_dataset(ds, dataset_path)')")
+    if inprocess is False:
+        module = None
     if workers is not None and workers < 1:
         raise SweepError(f"--workers {workers}: give at least 1 worker process (or leave it out for one per core)")
     root = writable_dir(out)
@@ -383,7 +403,8 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
     try:
         with _terminate_as_interrupt():
             if todo:
-                _run_points(nb, points, dirs, records, todo, smoke, exclusive, scheduler, workers, progress)
+                _run_points(nb, points, dirs, records, todo, smoke, exclusive, scheduler, workers, progress, module,
+                            notebooks)
     except KeyboardInterrupt:
         stop_points([dirs[i] for i in todo if records[i] is None])
         _write(nb, g, points, records, dirs, root, scheduler, workers)  # the completed points and their status
@@ -393,24 +414,41 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
 
 def _run_points(nb: Path, points: list[Point], dirs: list[Path], records: list[dict[str, Any] | None],
                 todo: list[int], smoke: bool, exclusive: bool, scheduler: str | None, workers: int | None,
-                progress: bool) -> None:
+                progress: bool, module: str | None = None, notebooks: str = "failed") -> None:
     from distributed import as_completed
     from tqdm.auto import tqdm
 
+    from perfmod.workflow.inprocess import run_point_inprocess
+
+    def submit(i: int, papermill: bool) -> Any:
+        if papermill:
+            return client.submit(run_point, str(nb), points[i].params, str(dirs[i]), smoke, exclusive,
+                                 pure=False, key=f"point-{dirs[i].name}-papermill")
+        return client.submit(run_point_inprocess, module, str(nb), points[i].params, str(dirs[i]), smoke,
+                             pure=False, key=f"point-{dirs[i].name}")
+
     with _client(scheduler, workers) as client:
-        futs = {client.submit(run_point, str(nb), points[i].params, str(dirs[i]), smoke, exclusive,
-                              pure=False, key=f"point-{dirs[i].name}"): i for i in todo}
+        futs = {submit(i, module is None): i for i in todo}
         bar = tqdm(total=len(todo), desc=f"sweep {nb.stem}", disable=not progress)
         try:
-            for fut in as_completed(futs):
+            ac = as_completed(futs)
+            for fut in ac:
                 i = futs[fut]
                 try:
-                    records[i] = fut.result()
+                    rec = fut.result()
                 except Exception as err:  # a worker lost mid-point: recorded, the others go on
-                    records[i] = {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed": np.nan}
+                    rec = {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed": np.nan}
+                if module is not None and rec.get("mode") == "in-process" and rec["status"] != "ok" \
+                        and notebooks == "failed":  # its executed notebook shows where it failed
+                    again = submit(i, True)
+                    futs[again] = i
+                    ac.add(again)
+                    records[i] = rec
+                    continue
+                records[i] = rec
                 bar.update()
         except KeyboardInterrupt:  # stop the points' processes before the cluster goes (it would orphan them)
-            stop_points([dirs[i] for i in todo if records[i] is None])
+            stop_points([dirs[i] for i in todo])
             raise
         finally:
             bar.close()
