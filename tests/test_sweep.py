@@ -290,3 +290,22 @@ def test_an_in_process_failure_names_the_study_line_and_gets_its_notebook(tmp_pa
     point = Path(str(ds.point_dir.sel(platform="frontier").item()))
     assert (point / "choi2020_what_if.ipynb").is_file()  # --notebooks failed: rendered for the failed point
     assert not (Path(str(ds.point_dir.sel(platform="lassen").item())) / "choi2020_what_if.ipynb").exists()
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/usage.md"])
+def test_the_documented_grid_is_a_valid_what_if_grid(doc):
+    import re
+
+    import yaml
+
+    from perfmod.workflow.notebooks import declared_parameters
+    from perfmod.workflow.params import check_type
+
+    text = (Path(__file__).parents[1] / doc).read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    points = grid_points(yaml.safe_load(__import__("textwrap").dedent(block)), doc)
+    declared = declared_parameters(NOTEBOOKS / "choi2020_what_if.ipynb")
+    assert len(points) == 4 * (2 if "zip:" in block else 1)
+    for p in points:
+        for k, v in p.params.items():
+            check_type(k, v, declared[k])
