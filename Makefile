@@ -67,6 +67,7 @@ anger-skeletons: $(PROCESSED)/anger_skeletons.nc ## paper 004: region models, sk
 .PHONY: help setup all test test-all bench lint clean $(STUDIES)
 
 all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, figures in figures/)
+	@$(PERFMOD) check  # one table of every study's state; fails when a measuring study has no headline
 
 # every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
 $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)

@@ -173,6 +173,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from perfmod.workflow.check import format_states, study_states
+
+    notebooks = [resolve_notebook(s) for s in args.studies] if args.studies else study_notebooks()
+    states = study_states(notebooks)
+    print(format_states(states))
+    missing = [s.study for s in states if s.headline_missing]
+    if missing:
+        print(f"perfmod check: no headline for {', '.join(missing)} (see the detail above; a busy machine flags "
+              "every run: rerun the study on a quiet one)", file=sys.stderr)
+    return 1 if missing else 0
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
     import numpy as np
@@ -352,6 +365,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="measure even when other processes keep the machine busy (the runs are flagged)")
     run.set_defaults(func=_cmd_run)
+    chk = sub.add_parser("check", help="every study's state: fitted, not fitted (why), computed, not run",
+                         description="Read each study's canonical dataset and print one table of their states; "
+                                     "exit 1 when a measuring study has no headline figures (not run, or not "
+                                     "fitted).")
+    chk.add_argument("studies", nargs="*", help="studies to check (default: all)")
+    chk.set_defaults(func=_cmd_check)
     shw = sub.add_parser("show", help="a study's parameters: types, defaults, comments; its smoke set",
                          description="Print a study's parameters (types, defaults and their comments) and smoke set.")
     shw.add_argument("study", help="study name or notebook path (perfmod list studies)")
