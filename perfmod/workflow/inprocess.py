@@ -35,6 +35,7 @@ import yaml
 from perfmod.core.io import write_dataset
 from perfmod.workflow.errors import describe
 from perfmod.workflow.params import resolve_paths
+from perfmod.workflow.pointlock import point_lock
 from perfmod.workflow.show import parameters
 
 __all__ = ["study_module", "notebook_namespace", "run_point_inprocess"]
@@ -90,7 +91,6 @@ def run_point_inprocess(module: str, notebook: str, params: dict[str, Any], poin
                         ) -> dict[str, Any]:
     """Run one point in this process: the study's ``run``, the point's dataset, its ``status.json``."""
     from perfmod.workflow.notebooks import study_parameters
-    from perfmod.workflow.sweep import point_lock
 
     d = Path(point_dir)
     d.mkdir(parents=True, exist_ok=True)

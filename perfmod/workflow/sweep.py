@@ -34,7 +34,6 @@ dimensions.  A failed point is NaN in every result variable, never dropped.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import itertools
 import json
@@ -58,6 +57,7 @@ from perfmod.core.io import annotate, read_dataset, write_dataset
 from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.notebooks import declared_parameters
 from perfmod.workflow.params import check_type
+from perfmod.workflow.pointlock import point_lock
 
 __all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "point_lock",
            "run_point", "stop_points", "plain", "writable_dir", "sweep"]
@@ -164,23 +164,6 @@ def _describe_failure(proc: subprocess.CompletedProcess | subprocess.Popen, stde
     if proc.returncode is not None and proc.returncode < 0:
         return f"perfmod run was killed by {signal.Signals(-proc.returncode).name}"
     return stderr.strip()[-2000:] or f"perfmod run exited with status {proc.returncode}"
-
-
-@contextlib.contextmanager
-def point_lock(point_dir: Path) -> Iterator[int | None]:
-    """Hold ``point_dir/.lock`` (``flock``, not waiting): yields its descriptor, or None when another process
-    runs this point (a sweep resumed beside an earlier one that still runs).  The descriptor is passed to the
-    point's ``perfmod run`` process, so the lock lasts as long as that process, even if the worker dies."""
-    fd = os.open(point_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield None
-            return
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def run_point(notebook: str, params: dict[str, Any], point_dir: str, smoke: bool, exclusive: bool,
