@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from perfmod.core.io import write_dataset
+from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.errors import describe
 from perfmod.workflow.params import resolve_paths
 from perfmod.workflow.pointlock import point_lock
@@ -102,10 +103,11 @@ def run_point_inprocess(module: str, notebook: str, params: dict[str, Any], poin
                     "error": "already running in another process", "host": os.uname().nodename}
         error = ""
         try:
-            ns = notebook_namespace(notebook, params, smoke)
-            study = importlib.import_module(module)
-            ds = study.run(**study_parameters(study.run, ns))
-            write_dataset(ds, d / f"{Path(notebook).stem}.nc")
+            with measuring_lock(shared=True, quiet=True):  # never beside a measurement on this host
+                ns = notebook_namespace(notebook, params, smoke)
+                study = importlib.import_module(module)
+                ds = study.run(**study_parameters(study.run, ns))
+                write_dataset(ds, d / f"{Path(notebook).stem}.nc")
         except Exception as err:  # noqa: BLE001 - the point failed: recorded, the sweep goes on
             error = describe(err) + _where(err)
         record = {"status": "failed" if error else "ok", "elapsed": time.perf_counter() - t0, "attempts": 1,

@@ -1,4 +1,5 @@
-"""Parameter sweeps of a study notebook on dask.distributed: one papermill process per point.
+"""Parameter sweeps of a study notebook on dask.distributed: the study's ``run()`` in the worker, or a papermill
+process per point.
 
 A grid file is papermill's parameter file plus two blocks::
 
@@ -10,7 +11,10 @@ A grid file is papermill's parameter file plus two blocks::
       models: [[postal], [maxrate]]
       base_device: [Tesla V100, Tesla P100]
 
-Each point runs ``perfmod run NOTEBOOK -f <point>/parameters.yaml --out
+An analytic study of the standard shape runs each point's ``run()`` in the
+dask worker's process (:mod:`perfmod.workflow.inprocess`: about a second a
+point; executed notebooks only for the points asked for, ``notebooks=``).
+Any other point runs ``perfmod run NOTEBOOK -f <point>/parameters.yaml --out
 <point>`` in its own process on a dask worker (papermill is not thread-safe
 with a working directory, and kernels started side by side sometimes fail
 with "Address already in use": such start failures are retried).  A point's
@@ -26,9 +30,16 @@ by default) or an existing cluster's scheduler.
 
 The result is one :class:`xarray.Dataset`: the points' datasets combined
 with the swept parameters as dimensions (a ``zip`` block is one dimension,
-``zip``, with its parameters as coordinates), plus ``status`` (``ok`` or
-``failed``), ``error``, ``elapsed`` (s) and ``point_dir`` over the same
-dimensions.  A failed point is NaN in every result variable, never dropped.
+``zip``, with its parameters as coordinates), plus ``status`` (``ok``,
+``failed``, or ``missing`` after an interrupt), ``error`` (the exception,
+whole, and the cell or line it came from), ``elapsed`` (s) and
+``point_dir`` over the same dimensions.  A failed point is NaN in every
+numeric result and the empty string in every text result, never dropped, and
+``out/sweep.nc`` equals the returned Dataset (no point's on-disk encoding is
+kept: :func:`plain`).  SIGINT or SIGTERM stops every running point's
+processes (:func:`stop_points`) and writes what completed; a point runs under
+a lock of its own (:func:`point_lock`), so a resumed sweep never runs a point
+twice at once.
 """
 
 from __future__ import annotations
