@@ -271,10 +271,16 @@ def test_in_process_points_give_the_papermill_dataset(tmp_path):
 
     nb = NOTEBOOKS / "choi2020_what_if.ipynb"
     assert study_module(nb) == "perfmod.studies.choi2020_what_if"
-    grid = {"product": {"models": [["postal"], ["maxrate"]]}}
+    # gpus_per_node is also a dimension of the study's dataset: the sweep's dimension is swept_gpus_per_node
+    grid = {"models": ["maxrate"], "product": {"gpus_per_node": [[1, 4], [2, 4]]}}
     fast = sweep(nb, grid, out=tmp_path / "in", workers=2, smoke=True, progress=False)
     slow = sweep(nb, grid, out=tmp_path / "pm", workers=2, smoke=True, progress=False, inprocess=False)
     assert (fast.status == "ok").all() and (slow.status == "ok").all()
+    assert fast.sizes["swept_gpus_per_node"] == 2 and fast.sizes["gpus_per_node"] == 3  # 1, 2, 4 (outer join)
+    assert list(fast.swept_gpus_per_node.values) == ["[1, 4]", "[2, 4]"]
+    from perfmod.core.io import read_dataset
+
+    xr.testing.assert_identical(read_dataset(tmp_path / "in" / "sweep.nc"), fast)
     assert not list((tmp_path / "in").glob("*/*.ipynb")) and len(list((tmp_path / "pm").glob("*/*.ipynb"))) == 2
     xr.testing.assert_identical(fast.drop_vars(["elapsed", "point_dir"]), slow.drop_vars(["elapsed", "point_dir"]))
     assert fast.elapsed.max() < slow.elapsed.min()

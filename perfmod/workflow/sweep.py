@@ -30,7 +30,9 @@ by default) or an existing cluster's scheduler.
 
 The result is one :class:`xarray.Dataset`: the points' datasets combined
 with the swept parameters as dimensions (a ``zip`` block is one dimension,
-``zip``, with its parameters as coordinates), plus ``status`` (``ok``,
+``zip``, with its parameters as coordinates; a parameter whose name the
+points' datasets use themselves, such as a dimension ``gpus_per_node``, is
+the dimension ``swept_<name>``), plus ``status`` (``ok``,
 ``failed``, or ``missing`` after an interrupt), ``error`` (the exception,
 whole, and the cell or line it came from), ``elapsed`` (s) and
 ``point_dir`` over the same dimensions.  A failed point is NaN in every
@@ -71,7 +73,7 @@ from perfmod.workflow.params import check_type
 from perfmod.workflow.pointlock import point_lock
 
 __all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "point_lock",
-           "run_point", "stop_points", "plain", "writable_dir", "sweep"]
+           "run_point", "stop_points", "plain", "swept_name", "writable_dir", "sweep"]
 
 #: Substrings of a failed run's output that mean the kernel did not start (worth a retry).
 START_FAILURES = ("Address already in use", "Kernel died before replying", "Kernel didn't respond",
@@ -293,17 +295,29 @@ def plain(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
+def swept_name(name: str, taken: set[str]) -> str:
+    """The sweep dimension of parameter ``name``: its own name, or ``swept_<name>`` where the points' datasets
+    already use that name for a dimension or variable (``gpus_per_node`` in choi2020_what_if)."""
+    return f"swept_{name}" if name in taken else name
+
+
 def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path], stem: str) -> xr.Dataset:
-    dims = list(points[0].index)
-    parts = []
-    for p, rec, d in zip(points, records, dirs, strict=True):
+    loaded = []
+    for rec, d in zip(records, dirs, strict=True):
         nc = d / f"{stem}.nc"
-        ds = read_dataset(nc) if rec["status"] == "ok" and nc.is_file() else xr.Dataset()
-        ds = ds.drop_attrs(deep=False).drop_encoding()
+        ds = rec.get("dataset")  # an in-process point's, as it came back
+        if ds is None:
+            ds = read_dataset(nc) if rec["status"] == "ok" and nc.is_file() else xr.Dataset()
+        loaded.append(ds.drop_attrs(deep=False).drop_encoding())
+    taken = {str(n) for ds in loaded for n in (*ds.dims, *ds.variables)}
+    rename = {k: swept_name(k, taken) for k in points[0].index}
+    dims = list(rename.values())
+    parts = []
+    for p, rec, d, ds in zip(points, records, dirs, loaded, strict=True):
         extra = {"status": rec["status"], "error": rec["error"], "elapsed": rec["elapsed"], "point_dir": str(d)}
         ds = ds.assign({k: ((), v) for k, v in extra.items()})
         parts.append(ds.expand_dims({"point": [len(parts)]}).assign_coords(
-            {k: ("point", [v]) for k, v in p.index.items()}))
+            {rename[k]: ("point", [v]) for k, v in p.index.items()}))
     combined = xr.concat(parts, dim="point", join="outer", data_vars="all", coords="minimal",
                          compat="equals", fill_value={"status": "missing", "error": "", "point_dir": ""})
     if dims:  # the swept parameters become the dimensions, sorted (one level is a MultiIndex too)
