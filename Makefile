@@ -13,10 +13,6 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.perfmod-installed
 PERFMOD    := $(VENV)/bin/perfmod
 LOCK       := $(PY) -m perfmod.measure.lock
-# studies that measure on this machine: each holds the measuring lock exclusively (one at a time, even
-# under make -j); the others hold it shared (beside each other, never beside a measurement)
-MEASURING  := local_calibration sharif_gol sharif_triton local_jacobi2d sasidharan_sedov sasidharan_quicksilver \
-              anger_skeletons
 PROCESSED  := data/processed
 LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
@@ -24,10 +20,10 @@ PLATFORMS  := $(wildcard data/platforms/*.toml)
 DEVICES    := $(wildcard data/devices/*.csv)
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@printf "  \033[36m%-16s\033[0m %s\n" "repeat-<study>" "run a measuring study REPEAT=$(REPEAT) times from scratch; \
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-24s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@printf "  \033[36m%-24s\033[0m %s\n" "repeat-<study>" "run a measuring study REPEAT=$(REPEAT) times from scratch; \
 	headline figures of each run, median and range in $(PROCESSED)/repeat_<study>.nc (not part of all)"
-	@printf "  %-16s %s\n" "" "<study>: $(MEASURING)"
+	@printf "  %-24s %s\n" "" "<study>: $(MEASURING)"
 
 setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
 
@@ -37,34 +33,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# One line per study: the make target, its dataset, what it shows.  `all` runs every one.
-STUDIES :=
-STUDIES += comm-models
-comm-models: $(PROCESSED)/choi2020_comm_models.nc ## paper 000 Tables 2-5 and Figures 5, 7, 10 (model side)
-STUDIES += calibration
-calibration: $(PROCESSED)/local_calibration.nc ## ping-pong on this machine, fitted local platform
-STUDIES += sharif-gol
-sharif-gol: $(PROCESSED)/sharif_gol.nc ## paper 003 BSP model: Game of Life proxy fitted and validated here
-STUDIES += sharif-triton
-sharif-triton: $(PROCESSED)/sharif_triton.nc ## paper 003 TRITON study: flood proxy, K_w from one coarse run
-STUDIES += end-to-end
-end-to-end: $(PROCESSED)/choi2020_end_to_end.nc ## paper 000 QRoof kernels and per-iteration model (Figures 6, 8, 9, 11-13)
-STUDIES += choi2020-traces
-choi2020-traces: $(PROCESSED)/choi2020_traces.nc ## paper 000 Table 5 and Figures 7, 10 from the authors' Lassen traces (set PERFMOD_CHOI2020_TRACES)
-STUDIES += what-if
-what-if: $(PROCESSED)/choi2020_what_if.nc ## paper 000 §6 what-if studies (Figures 14, 15)
-STUDIES += choi2019-minife
-choi2019-minife: $(PROCESSED)/choi2019_minife.nc ## paper 002 MiniFE CG-loop model on Lassen and Bridges
-STUDIES += local-jacobi2d
-local-jacobi2d: $(PROCESSED)/local_jacobi2d.nc ## paper 000 end to end on Jacobi2D here: calibrated, profiled, validated; H100 kernels vs QRoof
-STUDIES += sasidharan-sedov
-sasidharan-sedov: $(PROCESSED)/sasidharan_sedov.nc ## paper 001 §5: Models A, B, C and Tables 5-7 on the Sedov proxy
-STUDIES += sasidharan-quicksilver
-sasidharan-quicksilver: $(PROCESSED)/sasidharan_quicksilver.nc ## paper 001 §6: Models 1, 2 on the Quicksilver proxy
-STUDIES += anger-skeletons
-anger-skeletons: $(PROCESSED)/anger_skeletons.nc ## paper 004: region models, skeletons of the HPCCG/MiniMD proxies, replay at scale
+# The studies: the notebooks' metadata is the one list (perfmod.workflow.catalog; a study is its module, its
+# notebook and its note).  build/studies.mk, remade whenever a notebook changes, defines STUDIES, MEASURING (the
+# studies that measure this machine: each holds the measuring lock exclusively, one at a time even under make -j;
+# the others hold it shared, beside each other, never beside a measurement), ALIASES (older target names) and one
+# target per study, named as its notebook: make sharif_gol.
+STUDIES_MK := build/studies.mk
+$(STUDIES_MK): notebooks $(wildcard notebooks/*.ipynb) perfmod/workflow/catalog.py  # the folder: a notebook removed
+	@mkdir -p $(@D)
+	@PYTHONPATH=$(CURDIR) $(PYTHON_SYS) -m perfmod.workflow.catalog make > $@.tmp && mv $@.tmp $@
+include $(STUDIES_MK)
 
-.PHONY: help setup all test test-all bench lint clean $(STUDIES)
+.PHONY: help setup all test test-all bench lint clean $(STUDIES) $(ALIASES)
 
 all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, figures in figures/)
 	@$(PERFMOD) check  # one table of every study's state; fails when a measuring study has no headline
@@ -76,7 +56,7 @@ $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEV
 # after calibration (it writes data/platforms/local.toml, the platform this study predicts with); the H100 data
 $(PROCESSED)/local_jacobi2d.nc: $(PROCESSED)/local_calibration.nc $(wildcard data/raw/gpu-h100/*.json)
 
-# repeats of the measuring studies (issue 15): make repeat-sharif_gol REPEAT=5.  Each run is the whole study from
+# repeats of the measuring studies (issue 15): make repeat-sharif_gol REPEAT=5 (repeat-<study>, as the notebook).  Each run is the whole study from
 # scratch in build/repeat/<study>/run<i>-<key>/ (never data/processed, figures or local.toml); perfmod repeat holds
 # the measuring lock itself.  An interrupted repeat resumes its completed runs (same code); delete
 # build/repeat/<study> to measure all of them afresh.  Not part of `all`: a repeat takes REPEAT times a study.

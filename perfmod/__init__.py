@@ -7,7 +7,9 @@ hand.  The package is layered (``docs/architecture.md``): :mod:`perfmod.core`,
 :mod:`perfmod.apps`, :mod:`perfmod.replay`, :mod:`perfmod.measure`,
 :mod:`perfmod.viz`, :mod:`perfmod.studies`, :mod:`perfmod.workflow`.
 
-The names below are the curated public API, grouped as in :data:`API`.  They
+The names below are the curated public API, grouped as in :data:`API`: every
+layer but :mod:`perfmod.studies`, whose modules are used whole
+(``perfmod.studies.<study>``, one per study notebook or shared table).  They
 are imported on first use, so ``import perfmod`` stays cheap (MPI ranks
 started by the benchmarks import it too).
 """
@@ -67,6 +69,9 @@ API: dict[str, dict[str, str]] = {
     "measure": {
         "run_pingpong": "perfmod.measure.bench.pingpong",
         "run_mpi": "perfmod.measure.runner",
+    },
+    "viz": {
+        "plot_validation": "perfmod.viz.validation",
     },
     "workflow": {
         "run_notebook": "perfmod.workflow.notebooks",

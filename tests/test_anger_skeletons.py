@@ -204,7 +204,7 @@ def _small_run(tmp_path):
 
 
 def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monkeypatch):
-    from perfmod.studies.records import validity_note
+    from perfmod.campaign.records import validity_note
 
     bad = {(5, 1, 0), (7, 1, 0), (7, 1, 1)}
     monkeypatch.setattr(study, "measure_native", _fake_measure(bad))
@@ -221,6 +221,7 @@ def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monk
                                rtol=1e-12)
     assert np.isnan(ds.runtime_error.sel(app="hpccg", size=3)).all()
     assert np.isfinite(ds.runtime_predicted.sel(app="hpccg")).all()
+    assert ds.skeleton_clipped.dims == ds.runtime_predicted.dims and int(ds.skeleton_clipped.sum()) == 0
     # the region models saw clean calls only: Eiger recovers the exact law at the disturbed size 5
     i = list(ds.region.values).index("hpccg.sparsemv")
     eiger = float(ds.region_time_predicted[i, 1].sel({"method": "eiger"}))
@@ -239,7 +240,7 @@ def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monk
 
 
 def test_run_with_too_few_clean_training_runs_reports_no_prediction(tmp_path, monkeypatch):
-    from perfmod.studies.records import validity_note
+    from perfmod.campaign.records import validity_note
 
     bad = {(s, 1, r) for s in (5, 6, 8) for r in range(2)}
     monkeypatch.setattr(study, "measure_native", _fake_measure(bad))

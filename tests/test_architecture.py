@@ -1,4 +1,9 @@
-"""The package's layers (docs/architecture.md): each module imports only from its own layer or below, no circles.
+"""The package's floors (docs/architecture.md): a layer package imports only from floors below, no circles.
+
+A floor holds layer packages side by side: a package may import from its own
+package and from every floor below, never from another package of its own
+floor (``apps``, ``replay`` and ``measure`` know nothing of one another) and
+never from a floor above.
 
 Every import counts, including those inside functions (only ``if TYPE_CHECKING:``
 blocks are left out, as they never run).  There is no exceptions list.
@@ -15,19 +20,18 @@ import perfmod
 
 ROOT = Path(perfmod.__file__).parent
 
-#: Bottom to top.  A module may import from its own layer and the layers before it.
-LAYERS = [
-    "core",  # datasets, paths, paper tables, argument checks, the result protocol
-    "machine",  # rank mapping, Cartesian grids, platforms, devices
-    "trace",  # the Trace, requests, recorder, file formats
-    "models",  # comm, roofline, regression, bsp, endtoend, compute
-    "apps",  # Jacobi2D, MiniFE, MiniMD: decompositions, kernel counts, synthetic traces
-    "replay",  # trace-driven replay
-    "measure",  # benchmarks, proxies, power, running MPI programs
-    "viz",  # figures
-    "studies",  # one module per study notebook
-    "workflow",  # running notebooks, the command line
+#: Bottom to top: each floor's layer packages, side by side.
+FLOORS = [
+    ["core"],  # datasets, paths, paper tables, argument checks, the result protocol
+    ["machine", "trace"],  # rank mapping, grids, platforms, devices | the Trace, recorder, file formats
+    ["models"],  # comm, roofline, regression, bsp, endtoend, compute
+    ["apps", "replay", "measure", "viz"],  # paper applications | trace replay | running on the machine | figures
+    ["campaign"],  # what measuring studies share: run orders, raw records, validity flags, headline figures
+    ["studies"],  # one module per study notebook; papers/: what one paper's studies share
+    ["workflow"],  # running notebooks, the command line
 ]
+LAYERS = [p for floor in FLOORS for p in floor]
+FLOOR = {p: i for i, floor in enumerate(FLOORS) for p in floor}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -44,14 +48,29 @@ MODULES = _modules()
 TOP = ("perfmod", "perfmod.__main__")
 
 
-def layer_of(module: str) -> int:
-    """Index into :data:`LAYERS` (the root package ``perfmod`` and ``perfmod.__main__`` are above them all)."""
+def package_of(module: str) -> str:
+    """The layer package of ``module`` (``"api"`` for the root package ``perfmod`` and ``perfmod.__main__``,
+    above every floor)."""
     if module in TOP:
-        return len(LAYERS)
+        return "api"
     top = module.split(".")[1]
     if top not in LAYERS:
         raise AssertionError(f"{module}: not inside a layer package (one of {', '.join(LAYERS)})")
-    return LAYERS.index(top)
+    return top
+
+
+def floor_of(module: str) -> int:
+    """Index into :data:`FLOORS` (the root package ``perfmod`` is above them all)."""
+    top = package_of(module)
+    return len(FLOORS) if top == "api" else FLOOR[top]
+
+
+def forbidden(module: str, target: str) -> bool:
+    """True when ``module`` may not import ``target``: a floor above, or another package of its floor."""
+    if target == "perfmod":
+        return module != "perfmod"
+    a, b = package_of(module), package_of(target)
+    return FLOOR[b] > floor_of(module) or (a != b and FLOOR[b] == floor_of(module))
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -91,20 +110,43 @@ def imports_of(module: str) -> set[str]:
 GRAPH = {m: imports_of(m) for m in MODULES}
 
 
-def test_every_module_is_in_a_layer_and_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
-    rows = [(m, "api" if m in TOP else LAYERS[layer_of(m)]) for m in MODULES]
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which layer packages each layer package imports (its own left out)."""
+    out: dict[str, set[str]] = {p: set() for p in [*LAYERS, "api"]}
+    for m, deps in graph.items():
+        for t in deps:
+            if package_of(t) != package_of(m):
+                out[package_of(m)].add(package_of(t))
+    return out
+
+
+def test_every_module_is_in_a_layer_and_prints_the_graph(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [(m, package_of(m)) for m in MODULES]
+    pg = package_graph(GRAPH)
     with capsys.disabled():
-        print("\nlayer     module")
-        for m, layer in sorted(rows, key=lambda r: (layer_of(r[0]), r[0])):
-            print(f"{layer:<9} {m}")
-    assert {layer for _, layer in rows} >= set(LAYERS) - {"workflow"} | {"api"}
+        print("\nfloor  package    imports")
+        for i, floor in enumerate(FLOORS):
+            for p in floor:
+                print(f"{i:<6} {p:<10} {', '.join(sorted(pg[p], key=LAYERS.index)) or '-'}")
+        print("\nfloor  package    module")
+        for m, p in sorted(rows, key=lambda r: (floor_of(r[0]), r[1], r[0])):
+            print(f"{floor_of(m):<6} {p:<10} {m}")
+    assert {p for _, p in rows} >= set(LAYERS) - {"workflow"} | {"api"}
 
 
-def test_imports_go_down_the_layers() -> None:
-    bad = [f"{m} ({LAYERS[layer_of(m)] if m not in TOP else 'api'}) imports {t} ({LAYERS[layer_of(t)]})"
+def test_the_floor_rule_flags_sideways_and_upward_imports() -> None:
+    assert forbidden("perfmod.apps.x", "perfmod.replay.y") and forbidden("perfmod.measure.x", "perfmod.apps.y")
+    assert forbidden("perfmod.replay.x", "perfmod.measure.y") and forbidden("perfmod.machine.x", "perfmod.trace.y")
+    assert forbidden("perfmod.models.x", "perfmod.apps.y") and forbidden("perfmod.core.x", "perfmod.machine.y")
+    assert not forbidden("perfmod.apps.x", "perfmod.models.y") and not forbidden("perfmod.apps.x", "perfmod.apps.y")
+    assert not forbidden("perfmod.studies.x", "perfmod.measure.y") and not forbidden("perfmod", "perfmod.viz.y")
+
+
+def test_imports_go_down_the_floors_never_sideways() -> None:
+    bad = [f"{m} (floor {floor_of(m)}) imports {t} (floor {floor_of(t)})"
            for m, deps in GRAPH.items() for t in sorted(deps)
-           if t != "perfmod" and layer_of(t) > layer_of(m)]
-    assert not bad, "imports from a higher layer:\n" + "\n".join(bad)
+           if t != "perfmod" and forbidden(m, t)]
+    assert not bad, "imports from a higher floor or a neighbour on the same floor:\n" + "\n".join(bad)
 
 
 def test_no_module_imports_the_root_package() -> None:
@@ -157,3 +199,44 @@ def test_no_import_circles() -> None:
 def test_cycle_finder_finds_a_planted_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ---- the floor plan of studies/ (perfmod/studies/__init__.py) --------------------------------------------------
+
+def floor_plan_errors(graph: dict[str, set[str]], studies: set[str]) -> list[str]:
+    """Breaches of the studies' floor plan in an import graph.
+
+    ``studies`` are the study modules (one per notebook).  A study module imports no other study module; a
+    paper module (``perfmod.studies.papers.*``) imports no study module; any other module under
+    ``perfmod.studies`` is one study's helper: it imports no study module and at most one study imports it.
+    """
+    inside = {m for m in graph if m.startswith("perfmod.studies.") and m != "perfmod.studies.papers"}
+    bad = [f"{m} imports the study module {t}" for m in sorted(inside) for t in sorted(graph[m] & studies)]
+    for helper in sorted(inside - studies):
+        if helper.startswith("perfmod.studies.papers."):
+            continue
+        users = sorted(m for m in studies if helper in graph[m])
+        if len(users) > 1:
+            bad.append(f"{helper} is used by {', '.join(users)}: move it to the module of their paper "
+                       "(perfmod.studies.papers) or to perfmod.campaign")
+    return bad
+
+
+def test_no_study_module_imports_another() -> None:
+    from perfmod.workflow.catalog import studies
+
+    names = {s.module for s in studies()}
+    assert names <= set(MODULES), f"a study notebook without its module: {sorted(names - set(MODULES))}"
+    assert not floor_plan_errors(GRAPH, names), "\n".join(floor_plan_errors(GRAPH, names))
+
+
+def test_floor_plan_finds_planted_breaches() -> None:
+    s = "perfmod.studies."
+    graph = {f"{s}a": {f"{s}b", f"{s}h"}, f"{s}b": {f"{s}h", f"{s}papers.p"}, f"{s}h": set(),
+             f"{s}papers.p": {f"{s}a"}}
+    assert floor_plan_errors(graph, {f"{s}a", f"{s}b"}) == [
+        f"{s}a imports the study module {s}b", f"{s}papers.p imports the study module {s}a",
+        f"{s}h is used by {s}a, {s}b: move it to the module of their paper (perfmod.studies.papers) or to "
+        "perfmod.campaign"]
+    assert floor_plan_errors({f"{s}a": {f"{s}papers.p"}, f"{s}b": {f"{s}papers.p"}, f"{s}papers.p": set()},
+                             {f"{s}a", f"{s}b"}) == []

@@ -9,7 +9,8 @@ import pytest
 import xarray as xr
 
 from perfmod.apps.registry import app_kernels
-from perfmod.models.roofline import devices_dataset, predict, qroof_time, read_devices
+from perfmod.machine.devices import devices_dataset, read_devices
+from perfmod.models.roofline import predict, qroof_time
 
 
 @pytest.mark.bench

@@ -7,9 +7,10 @@ from perfmod.apps.traces import synthetic
 from perfmod.machine.platforms import PARAM_NAMES, PROTOCOLS, Params, PlatformError, load, param_tables
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.fitting import fit_maxrate, fit_maxrate2, fit_postal
+from perfmod.models.comm.krules import k_rule
 from perfmod.models.comm.message import message_time
-from perfmod.models.comm.models import FORMULAS, evaluate, maxrate, maxrate2, postal
-from perfmod.models.comm.registry import CommModel, comm_model, model_names, one_pair_k, register, unregister
+from perfmod.models.comm.models import evaluate, maxrate, maxrate2, postal
+from perfmod.models.comm.registry import CommModel, comm_model, model_names, register, unregister
 from perfmod.replay import replay
 
 SUMMIT = load("summit")
@@ -34,8 +35,10 @@ def test_shipped_models():
         m = comm_model(name)
         for p in PROTOCOLS:  # the registry reads the platform table's names, it does not copy them
             assert m.param_names(p) is PARAM_NAMES[(m.table, p)]
-    assert one_pair_k("postal") == {} and one_pair_k("maxrate") == {"k": 1}
-    assert one_pair_k("kmodel") == {"k": 1, "k_inter": 1, "k_total": 1, "k_prime": 1}
+    def one_pair(name):
+        return k_rule(comm_model(name).k).one_pair
+    assert one_pair("postal") == {} and one_pair("maxrate") == {"k": 1}
+    assert one_pair("kmodel") == {"k": 1, "k_inter": 1, "k_total": 1, "k_prime": 1}
 
 
 def test_unknown_model_lists_the_registered_ones():
@@ -48,7 +51,7 @@ def test_unknown_model_lists_the_registered_ones():
 def test_evaluate_passes_k_only_to_formulas_that_take_it():
     p = {"alpha": 1e-6, "r_cb": 1e9, "r_ci": 5e8, "alpha_se": 1.0}
     assert evaluate(maxrate, 1e6, 3, p) == 1e-6 + 3 * 1e6 / (1e9 + 2 * 5e8)
-    assert evaluate(FORMULAS["postal"], 100.0, 7, {"alpha": 1e-6, "beta": 1e-9}) == 1e-6 + 1e-9 * 100.0
+    assert evaluate(postal, 100.0, 7, {"alpha": 1e-6, "beta": 1e-9}) == 1e-6 + 1e-9 * 100.0
 
 
 def test_kmodel_costs_a_collective_step_as_maxrate_at_k1():
@@ -151,3 +154,14 @@ def test_bad_entries_are_refused(entry, match):
 def test_a_formula_takes_nbytes_first():
     with pytest.raises(TypeError, match="first argument is nbytes"):
         register(CommModel("bad", "postal", dict.fromkeys(PROTOCOLS, lambda n, alpha, beta: alpha + beta * n)))
+
+
+def test_the_replay_does_not_import_the_fitting_stack():
+    """``import perfmod.replay`` leaves scipy.stats and scipy.optimize (calibration, fitting) unimported (issue 23)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, perfmod.replay; from perfmod.models.comm.registry import comm_model; "
+            "comm_model('kmodel'); print(sorted(m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

@@ -1,6 +1,8 @@
 """Tests of perfmod.models.compute (paper 004 §IV, §VI): pool, VARIMAX, Eiger pipeline and files, perfmod mode."""
 
 import math
+import os
+import stat
 
 import numpy as np
 import pandas as pd
@@ -194,6 +196,9 @@ def test_eiger_model_round_trips_text_and_json(tmp_path):
     assert text.splitlines()[:3] == ["2", "n", "nb"] and "Model 1" in text
     write_eiger_model(read_eiger_model(tmp_path / "m.model"), tmp_path / "again.model")
     assert (tmp_path / "again.model").read_text() == text
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "again.model").stat().st_mode) == 0o666 & ~umask  # not mkstemp's 0600
 
 
 @pytest.mark.parametrize(

@@ -6,21 +6,22 @@ import numpy as np
 import pytest
 
 from perfmod.core.io import check_conventions
+from perfmod.machine.devices import DEVICE_COLUMNS, read_devices
 from perfmod.measure.bench import devicebench as db
 from perfmod.measure.bench.xp import BackendUnavailable, array_module, cupy_available, synchronize, to_host
-from perfmod.models.roofline import DEVICE_COLUMNS, read_devices
+from perfmod.models.roofline.traffic import traffic_bytes
 
 SMALL = {"dram": 4096, "dram_inner": 1, "l2": 1024, "l2_inner": 2, "fma": 256, "fma_iters": 4}
 
 
 def test_traffic_rule_closed_form():
     # triad on a CPU: 3 reads, 2 writes, 1 write-allocate read per element
-    assert db.traffic_bytes(1000, 8, 3, 2, 1, True) == 48_000
-    assert db.traffic_bytes(1000, 8, 3, 2, 1, False) == 40_000
+    assert traffic_bytes(1000, 8, 3, 2, 1, True) == 48_000
+    assert traffic_bytes(1000, 8, 3, 2, 1, False) == 40_000
     with pytest.raises(ValueError, match="allocating <= writes"):
-        db.traffic_bytes(10, 8, 1, 1, 2, True)
+        traffic_bytes(10, 8, 1, 1, 2, True)
     with pytest.raises(ValueError, match="non-negative"):
-        db.traffic_bytes(-1, 8, 1, 1, 0, True)
+        traffic_bytes(-1, 8, 1, 1, 0, True)
 
 
 def test_triad_counts_and_result():

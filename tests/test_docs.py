@@ -20,6 +20,7 @@ import pytest
 import xarray as xr
 
 from perfmod.core.paths import repo_root
+from perfmod.workflow import catalog
 from perfmod.workflow.notebooks import study_notebooks
 
 ROOT = repo_root()
@@ -27,6 +28,7 @@ DOCS = ROOT / "docs"
 EXT = DOCS / "_ext"
 # hand-written pages: the generated study pages (docs/studies) and API stubs (docs/api) are left out
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *sorted((DOCS / "study_notes").glob("*.md"))]
+STUDIES = catalog.studies()
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
@@ -47,17 +49,20 @@ def test_readme_is_short_and_self_contained():
     assert "../shared" not in text, "a clone has no ../shared/"
     code = "\n".join(m.group(1) for m in BLOCK.finditer(text))
     assert "..." not in code and not re.search(r"\b(df|new)\b", code), "placeholders in the README's code"
-    for nb in study_notebooks():
-        assert f"`{nb.stem}`" in text, f"study {nb.stem} missing from the README's table"
 
 
-def test_every_study_has_a_page():
-    table = (DOCS / "studies.md").read_text()
-    for nb in study_notebooks():
-        notes = DOCS / "study_notes" / f"{nb.stem}.md"
-        assert notes.is_file(), f"{notes} missing: every study notebook needs its notes"
-        assert f"{{perfmod-study}} {nb.stem}" in notes.read_text()
-        assert f"(studies/{nb.stem})" in table, f"study {nb.stem} missing from docs/studies.md"
+def test_study_tables_are_rendered_from_the_notebooks():
+    """README's and docs/studies.md's study tables are the catalogue's (python -m perfmod.workflow.catalog tables)."""
+    assert catalog.stale_tables() == [], "run: python -m perfmod.workflow.catalog tables --write"
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=lambda s: s.name)
+def test_every_study_has_its_note_and_its_rows(study):
+    notes = DOCS / "study_notes" / f"{study.name}.md"
+    assert notes.is_file(), f"{notes} missing: every study notebook needs its notes"
+    assert f"{{perfmod-study}} {study.name}" in notes.read_text()
+    assert f"[`{study.name}`](docs/study_notes/{study.name}.md)" in (ROOT / "README.md").read_text()
+    assert f"[`{study.name}`](studies/{study.name})" in (DOCS / "studies.md").read_text()
 
 
 def test_architecture_lists_the_docs():

@@ -7,13 +7,14 @@ import xarray as xr
 from perfmod.apps.kernels import APP_KERNELS
 from perfmod.apps.minimd import minimd_border_atoms
 from perfmod.apps.registry import analytic_comm, app_counts, app_kernels
+from perfmod.machine.devices import DEVICE_COLUMNS, devices_dataset, read_devices
 from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import comm_from_replay, end_to_end, kernel_time
-from perfmod.models.roofline import DEVICE_COLUMNS, devices_dataset, predict, read_devices
+from perfmod.models.roofline import predict
 from perfmod.studies.choi2019_minife import cg_iteration
-from perfmod.studies.choi2020_comm import weak_scaling_comm
-from perfmod.studies.choi2020_end_to_end import ITERATIONS, kernel_predictions, paper_overhead, per_iteration
+from perfmod.studies.choi2020_end_to_end import kernel_predictions, per_iteration
 from perfmod.studies.choi2020_what_if import device_sweep, gpus_per_node_sweep
+from perfmod.studies.papers.choi2020 import ITERATIONS, paper_overhead, weak_scaling_comm
 
 
 def test_paper_overheads():

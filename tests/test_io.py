@@ -1,6 +1,8 @@
 """perfmod.core.io: conventions, provenance and atomic writes."""
 
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -64,6 +66,22 @@ def test_failed_write_leaves_nothing(tmp_path):
         tmp.write_text("partial")
         raise RuntimeError("boom")
     assert not dest.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_atomic_writes_get_the_umask_mode_not_mkstemps_0600(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        text = io.write_text_atomic(tmp_path / "t.txt", "x\n")
+        nc = io.write_dataset(_ds(), tmp_path / "d.nc")
+    finally:
+        os.umask(old)
+    assert text.read_text() == "x\n"
+    for p in (text, nc):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask, p
+    with pytest.raises(FileExistsError, match="t.txt"):
+        io.write_text_atomic(text, "y", overwrite=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.nc", "t.txt"]
 
 
 def test_git_commit_is_a_sha_or_unknown():

@@ -9,6 +9,7 @@ import xarray as xr
 from perfmod.machine.platforms import from_dict
 from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES
 from perfmod.models.comm.message import message_time
+from perfmod.models.comm.network import Network
 from perfmod.models.roofline import qroof_time
 from perfmod.studies import jacobi2d_gpu as gpu
 from perfmod.studies import local_jacobi2d as st
@@ -41,12 +42,12 @@ def test_rank_counts_average_over_the_grid():
 
 def test_comm_terms_are_the_postal_model():
     plat = _platform()
-    t_ex, t_ar = st._comm(1000, 2, plat)
+    t_ex, t_ar = st._comm(1000, 2, Network(plat))
     assert t_ex == pytest.approx(float(message_time(8000, "intra_socket", plat)))  # one message per rank
     assert t_ar == pytest.approx(float(message_time(8, "intra_socket", plat)))  # one recursive-doubling step
-    assert st._comm(1000, 1, plat) == (0.0, 0.0)
+    assert st._comm(1000, 1, Network(plat)) == (0.0, 0.0)
     # four ranks on a two-core platform still share one node: no inter-node mode appears
-    t4, _ = st._comm(1000, 4, plat)
+    t4, _ = st._comm(1000, 4, Network(plat))
     assert t4 == pytest.approx(2 * float(message_time(8000, "intra_socket", plat)))
 
 
@@ -60,7 +61,7 @@ def _synthetic(blocks, nprocs, eff, overhead):
             counts = st.rank_counts(b, p)
             for kern in KERNELS:
                 data[kern][i, k] = st._qroof(counts[kern], ROWS[p]) * eff[kern]
-            data["exchange"][i, k], data["allreduce"][i, k] = st._comm(b, p, plat)
+            data["exchange"][i, k], data["allreduce"][i, k] = st._comm(b, p, Network(plat))
             data["d2h"][i, k] = overhead
             data["iter"][i, k] = sum(data[q][i, k] for q in PHASES)
     ds = xr.Dataset({f"t_{q}_measured": (("block", "nprocs", "rep"), v) for q, v in data.items()},

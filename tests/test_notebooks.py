@@ -13,8 +13,9 @@ import pytest
 
 from perfmod.core.io import check_conventions, read_dataset
 from perfmod.workflow import notebooks as nbs
+from perfmod.workflow.catalog import studies
 
-NOTEBOOKS = nbs.study_notebooks()
+NOTEBOOKS = [s.notebook for s in studies()]  # the list of studies (perfmod.workflow.catalog)
 
 
 def test_there_are_study_notebooks():

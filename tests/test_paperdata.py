@@ -14,7 +14,7 @@ import pytest
 from perfmod.core import paperdata
 from perfmod.core.paths import repo_root
 from perfmod.machine.platforms import MODES, PROTOCOLS, NotAvailable, load
-from perfmod.studies.choi2020_comm import table5_reproduction
+from perfmod.studies.papers.choi2020 import table5_reproduction
 
 PAPERS = repo_root().parent / "shared" / "papers"
 PAPER_000 = PAPERS / "000_95042cffe07dd549.txt"

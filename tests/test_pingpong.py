@@ -16,6 +16,7 @@ import xarray as xr
 
 from perfmod.core.io import annotate, check_conventions, read_dataset
 from perfmod.machine.platforms import NotAvailable, load
+from perfmod.measure import host
 from perfmod.measure.bench import pingpong
 from perfmod.measure.bench.pingpong import run_pingpong, summarize
 from perfmod.models.comm.calibration import calibrate, calibration_dataset
@@ -105,9 +106,9 @@ def test_bad_arguments(tmp_path, monkeypatch):
         run_pingpong(sizes=[8], pairs=[0], write=False)
     with pytest.raises(ValueError, match="reps"):
         run_pingpong(sizes=[8], reps=0, write=False)
-    monkeypatch.setattr(pingpong.sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setattr(host.sys, "executable", str(tmp_path / "bin" / "python"))
     with pytest.raises(FileNotFoundError, match="mpiexec not found"):
-        pingpong.mpiexec_path()
+        host.mpiexec_path()
 
 
 def test_cli_help(capsys):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from perfmod.measure.bench.pingpong import mpiexec_path
+from perfmod.measure.host import mpiexec_path
 from perfmod.replay import replay
 from perfmod.trace import ANY_SOURCE, ANY_TAG, Call, resolve_requests
 from perfmod.trace.formats.otf2 import read_otf2

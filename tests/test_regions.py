@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import textwrap
@@ -173,6 +174,10 @@ def test_exports_lwperf_csv_extrap_jsonl_and_xarray(tmp_path):
     row = [float(v) for v in lines[2].split(",")]
     assert row[:3] == [2.0, 16.0, 432.0] and row[3] == pytest.approx(store.calls("spmv")["time"].iloc[1])
     out = to_extrap_jsonl(store, tmp_path / "x.jsonl")
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in [*paths, out]:  # the shared atomic writer: the usual file mode, not mkstemp's 0600
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask, p
     recs = [json.loads(s) for s in out.read_text().splitlines()]
     spmv = [r for r in recs if r["callpath"] == "solve->spmv"]
     assert len(recs) == 4 and len(spmv) == 2

@@ -10,6 +10,7 @@ from perfmod.machine.platforms import load
 from perfmod.models.comm.collectives import collective_time
 from perfmod.models.comm.message import message_time
 from perfmod.models.comm.models import maxrate, postal
+from perfmod.models.comm.network import Network
 from perfmod.models.comm.phase import message_times, phase_time
 from perfmod.replay import DeadlockError, ReplayError, ReplayWarning, replay
 from perfmod.trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, TraceBuilder
@@ -94,7 +95,7 @@ def test_uniform_halo_exchange_equals_the_k_model_expression():
     ph = phase_time(ex, SUMMIT, "kmodel")
     assert ph.t_rank.sel(rank=1).item() == pytest.approx(2 * t_inter + 2 * t_intra, rel=1e-12)
     assert ds.comm_time.max().item() == pytest.approx(ph.t_phase.item(), rel=1e-12)
-    times, _ = message_times(ex, SUMMIT, "kmodel")
+    times, _ = message_times(ex, Network(SUMMIT, "kmodel"))
     np.testing.assert_allclose(ds.comm_time.values, _halo_expected(ex, times), rtol=1e-12)
     assert ph.t_rank.values == pytest.approx(_halo_expected(ex, times, own_only=True), rel=1e-12)
     assert ds.wait_time.sum().item() == pytest.approx(ds.comm_time.sum().item())
@@ -366,7 +367,7 @@ def test_two_messages_per_pair_with_one_tag_match_in_order():
     tr = synthetic("jacobi2d", 4, 2, periodic=True, allreduces=0, block=4096)  # 32 KiB: eager
     ds = replay(tr, SUMMIT, "postal")
     ex = exchange("jacobi2d", 4, periodic=True, block=4096)
-    times, _ = message_times(ex, SUMMIT, "postal")
+    times, _ = message_times(ex, Network(SUMMIT, "postal"))
     # rank 1 sends its two messages to rank 0 after its two to rank 3 (on the other socket)
     expect = _halo_expected(ex, times)
     assert expect[0] == pytest.approx(2 * T(32768, "inter_socket") + 2 * T(32768, "intra_socket"))

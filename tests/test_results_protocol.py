@@ -94,7 +94,7 @@ def _bsp() -> Case:
 def _perfmod() -> Case:
     y = _line(2e-6, 1e-9, 1e-7)
     f = fit_perfmod({"n": X, "time": y}, exponents=(1,), functions=("linear",), log_powers=(0,), relative=False,
-                    segments="none")
+                    segments="none", bootstrap=0)  # the textbook t intervals (bootstrap: test_normal_form)
     return Case(f, lambda i, lv: f.predict({"n": X0}, interval=i, level=lv), "line", y, ("1", "|n|^1"))
 
 

@@ -4,19 +4,17 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.models.roofline import (
+from perfmod.machine.devices import (
     DEVICE_COLUMNS,
     DeviceError,
-    KernelInputError,
     default_devices_path,
     devices_dataset,
     get_device,
-    qroof,
-    qroof_time,
     read_devices,
     scale_device,
     write_devices,
 )
+from perfmod.models.roofline import KernelInputError, qroof, qroof_time
 
 # ekondis/gpuroofperf-toolkit README ("Typical usage example"): matrixMul kernel parameters as printed
 MATMUL = dict(compute_ops=1048576000, dram_bytes=72716160, dominant_op="fp_32", opmix_efficiency=1.0,

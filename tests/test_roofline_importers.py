@@ -7,16 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perfmod.machine.devices import get_device, read_devices
 from perfmod.models.roofline import (
     KernelInputError,
     ProfileError,
     from_flops_bytes,
     from_instruction_counts,
-    get_device,
     kernel_table,
     predict,
     qroof_time,
-    read_devices,
     read_kernel_table,
     read_ncu,
     read_nvprof_metrics,

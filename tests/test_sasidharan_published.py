@@ -9,7 +9,7 @@ from scipy import stats
 
 from perfmod.core import paperdata
 from perfmod.core.paths import repo_root
-from perfmod.studies import sasidharan_published as sp
+from perfmod.studies.papers import sasidharan_published as sp
 
 # shared/papers sits beside the checkout, or further up (a worktree in a subfolder)
 PAPER = next((d / "shared" / "papers" / "001_10099451130f018d.txt" for d in repo_root().parents

@@ -4,11 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import perfmod.campaign as campaign
 from perfmod.core.io import check_conventions, provenance_attrs, write_dataset
 from perfmod.models.regression import lm
-from perfmod.studies import sasidharan_common as sc
 from perfmod.studies import sasidharan_quicksilver as qs
 from perfmod.studies import sasidharan_sedov as sedov
+from perfmod.studies.papers import sasidharan as sc
 
 
 def test_model_c_has_table_1_terms_and_model_2_table_9_count():
@@ -49,7 +50,7 @@ def test_small_sedov_measurement_round_trip(tmp_path):
     fr = sedov.model_frame(ds)
     assert len(fr) == 4 and (fr.X3 > 0).all() and (fr.time > 0).all()
     assert sorted(set(fr.config)) == ["4x4x4/1/x", "4x4x4/2/x"]  # repetitions share their configuration
-    path = sc.save_raw(ds, "sasidharan_sedov", "t", {"a": 1}, "measurement: test", tmp_path)
+    path = campaign.save_raw(ds, "sasidharan_sedov", "t", {"a": 1}, "measurement: test", tmp_path)
     assert path.parent == tmp_path and path.name.startswith("sasidharan_sedov-t-")
     with pytest.raises(FileExistsError):  # a measurement is never overwritten
         write_dataset(ds.assign_attrs(**provenance_attrs("s", "t")), path, overwrite=False)

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from perfmod.measure.bench.pingpong import mpiexec_path
+from perfmod.measure.host import mpiexec_path
 from perfmod.measure.proxies.hpccg import generate_matrix, run_hpccg
 from perfmod.measure.proxies.lulesh import run_lulesh
 from perfmod.measure.proxies.minimd_lj import run_minimd
@@ -314,3 +314,13 @@ def test_cli_model_mode_uses_the_model_files_and_prints_a_probe_report(tmp_path,
     rep = out["interference"]
     assert set(rep) == set(FIELDS) and len(rep["wall_s"]) == 1 and rep["wall_s"][0] >= out["time"] > 0
     assert classify(rep, cores=1).reason  # a report the runner can classify
+
+
+def test_a_negative_prediction_is_clipped_counted_and_warned():
+    from perfmod.models.compute import ExtrapolationWarning
+
+    sk = Skeleton("model", {"r": lambda p: 1e-3 - 1e-4 * p["n"]}, interval=None)
+    assert sk.predict("r", {"n": 5}) == pytest.approx((5e-4,) * 3) and sk.stats["r"].clipped == 0
+    with pytest.warns(ExtrapolationWarning, match=r"region 'r': the model predicts -0.001 s .* clipped to 0"):
+        assert sk.predict("r", {"n": 20}) == (0.0, 0.0, 0.0)
+    assert sk.stats["r"].clipped == 1 and "clipped" in sk.summary().columns

@@ -1,4 +1,4 @@
-"""The study contract (issue 10 item 4) for the analytic studies, called directly (no kernel).
+"""The study contract (issue 10 item 4) for the analytic studies (those of the catalogue that measure nothing).
 
 Each ``perfmod.studies.<notebook>`` exposes ``run(**params)`` returning a
 dataset with units on every variable and the provenance attributes, and
@@ -20,8 +20,9 @@ import xarray as xr
 
 from perfmod.core.io import REQUIRED_GLOBAL_ATTRS, check_conventions
 from perfmod.workflow import notebooks as nbs
+from perfmod.workflow.catalog import studies
 
-ANALYTIC = ["choi2020_comm_models", "choi2020_end_to_end", "choi2020_what_if", "choi2019_minife", "choi2020_traces"]
+ANALYTIC = [s.name for s in studies() if not s.measuring]  # the notebooks' metadata (perfmod.workflow.catalog)
 OUTPUTS = {"dataset_path", "figures_dir"}
 
 

@@ -1,4 +1,4 @@
-"""The study contract (issue 10 item 4) of the seven measuring studies; their interleaved run orders (issue 13 item 3).
+"""The study contract (issue 10 item 4) of the measuring studies; their interleaved run orders (issue 13 item 3).
 
 Each ``perfmod.studies.<x>.run(**smoke)`` (smoke parameters from the notebook's
 metadata, output paths redirected to a temporary directory, run from
@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from perfmod.campaign.design import interleaved_order, position_of
 from perfmod.core.io import REQUIRED_GLOBAL_ATTRS, check_conventions
 from perfmod.measure.interference import usable_cores
-from perfmod.studies.design import interleaved_order, position_of
 from perfmod.workflow import notebooks as nbs
+from perfmod.workflow.catalog import studies
 
-#: study -> launches MPI ranks with its smoke parameters
-STUDIES = {"local_calibration": False, "sharif_gol": True, "sharif_triton": True, "local_jacobi2d": True,
-           "sasidharan_sedov": False, "sasidharan_quicksilver": False, "anger_skeletons": True}
+#: measuring study -> launches MPI ranks with its smoke parameters (the notebooks' metadata: perfmod.workflow.catalog)
+STUDIES = {s.name: s.smoke_mpi for s in studies() if s.measuring}
 
 
 def _params(name: str, tmp_path) -> dict:
@@ -138,8 +138,8 @@ def test_gol_design_interleaves_training_and_held_out_runs(results, tmp_path_fac
 
 
 def test_sasidharan_order_is_the_shared_design():
-    from perfmod.studies import sasidharan_common as sc
     from perfmod.studies import sasidharan_sedov as sedov
+    from perfmod.studies.papers import sasidharan as sc
 
     cfg = (sedov.design([(4, 4, 4), (5, 5, 5)], [1, 2], ["z"], label="train", reps=3)
            + sedov.design([(6, 6, 6)], [1, 2], ["z"], label="test", reps=1))
@@ -168,7 +168,7 @@ def test_measuring_study_flags_interfered_runs(name, results, tmp_path_factory, 
     assert "clean_runs_missing" in ds.attrs and isinstance(ds.attrs["clean_runs_missing"], str)
     for a in ("runs_interfered", "runs_dropped", "runs_dropped_reason"):
         assert a in ds.attrs, a
-    from perfmod.studies.records import FLAG_FIELDS, validity_note
+    from perfmod.campaign.records import FLAG_FIELDS, validity_note
     assert "clean" in validity_note(ds)
     for f in FLAG_FIELDS:
         assert ds[f].dims == ds.interfered.dims, f
@@ -307,8 +307,8 @@ def _sedov_runs(interfered=()) -> xr.Dataset:
     """Shared-memory Sedov runs of an exact Model-A law (ms, MB) plus a little noise; training: 5 sizes x 3 chunk
     counts x 2 axes x 2 reps; validation: 2 sizes x 1 chunk count x 2 axes x 1 rep.  ``interfered``: run indices
     flagged (their time x 20)."""
-    from perfmod.studies import sasidharan_common as sc
     from perfmod.studies import sasidharan_sedov as sedov
+    from perfmod.studies.papers import sasidharan as sc
 
     rng = np.random.default_rng(1)
     rows = []
@@ -335,8 +335,8 @@ def _sedov_runs(interfered=()) -> xr.Dataset:
 
 
 def test_sedov_fits_and_scores_clean_runs_only():
-    from perfmod.studies import sasidharan_common as sc
     from perfmod.studies import sasidharan_sedov as sedov
+    from perfmod.studies.papers import sasidharan as sc
 
     raw = _sedov_runs()
     n_train = int((raw.set == "train").sum())
@@ -363,8 +363,8 @@ def test_sedov_fits_and_scores_clean_runs_only():
 def _quicksilver_runs(interfered=(), threads=(1, 2), over=()) -> xr.Dataset:
     """Quicksilver runs of an exact Model-1 law (s, MB): training 4 meshes x 3 particle counts x 2 thread counts x
     2 reps, validation 2 x 1 x 2 x 1."""
-    from perfmod.studies import sasidharan_common as sc
     from perfmod.studies import sasidharan_quicksilver as qs
+    from perfmod.studies.papers import sasidharan as sc
 
     rng = np.random.default_rng(2)
     rows = []
@@ -393,9 +393,9 @@ def _quicksilver_runs(interfered=(), threads=(1, 2), over=()) -> xr.Dataset:
 
 
 def test_quicksilver_fits_and_scores_clean_runs_only():
-    from perfmod.studies import sasidharan_common as sc
+    from perfmod.campaign.records import validity_note
     from perfmod.studies import sasidharan_quicksilver as qs
-    from perfmod.studies.records import validity_note
+    from perfmod.studies.papers import sasidharan as sc
 
     raw = _quicksilver_runs()
     n_train = int((raw.set == "train").sum())
@@ -449,8 +449,8 @@ def _pingpong(bad_reps=(), reps: int = 5) -> xr.Dataset:
 
 
 def test_calibration_fits_clean_sweeps_and_says_when_it_cannot(tmp_path):
+    from perfmod.campaign.records import validity_note
     from perfmod.studies import local_calibration as lc
-    from perfmod.studies.records import validity_note
 
     path = tmp_path / "pp.nc"
     _pingpong([1, 3]).to_netcdf(path)

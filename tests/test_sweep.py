@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from perfmod.workflow.sweep import SweepError, grid_points, sweep
+from perfmod.workflow.sweep import SweepError, grid_points, read_grid, sweep
 
 FIXTURE = Path(__file__).parent / "data" / "notebooks" / "sweep_fixture.ipynb"
 NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
@@ -315,3 +315,22 @@ def test_the_documented_grid_is_a_valid_what_if_grid(doc):
     for p in points:
         for k, v in p.params.items():
             check_type(k, v, declared[k])
+
+
+def test_grid_and_parameter_files_share_one_yaml_reader(tmp_path):
+    """read_grid and the CLI's -f file both go through params.read_yaml_mapping: same checks, own error type."""
+    from perfmod.workflow.cli import CLIError, _read_param_file
+
+    good = tmp_path / "g.yaml"
+    good.write_text("block: 64\nproduct:\n  nprocs: [1, 2]\n")
+    assert read_grid(good) == {"block": 64, "product": {"nprocs": [1, 2]}}
+    assert _read_param_file(str(good), {}) == {"block": 64, "product": {"nprocs": [1, 2]}}
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    (tmp_path / "bad.yaml").write_text("a: [1,\n")
+    for reader, error in ((read_grid, SweepError), (lambda p: _read_param_file(p, {}), CLIError)):
+        with pytest.raises(error, match=r"list\.yaml: expected a mapping"):
+            reader(str(tmp_path / "list.yaml"))
+        with pytest.raises(error, match=r"bad\.yaml: not valid YAML"):
+            reader(str(tmp_path / "bad.yaml"))
+        with pytest.raises(error, match=r"nope\.yaml: cannot read"):
+            reader(str(tmp_path / "nope.yaml"))

@@ -12,7 +12,7 @@ from perfmod.apps.registry import exchange, kmodel_counts
 from perfmod.machine.cart import cart_coords, cart_rank, cart_shift, dims_create
 from perfmod.machine.mapping import mode_names, node_of, pair_modes, socket_of
 from perfmod.models.comm.kmodel import kmodel_counts_from
-from perfmod.studies.choi2020_comm import TABLE5_CONFIGS, table5_reproduction
+from perfmod.studies.papers.choi2020 import TABLE5_CONFIGS, table5_reproduction
 
 SUMMIT = types.SimpleNamespace(name="summit", ranks_per_node=6, sockets_per_node=2)
 LASSEN = types.SimpleNamespace(name="lassen", ranks_per_node=4, sockets_per_node=2)

@@ -23,8 +23,8 @@ from perfmod.apps.exchange import Exchange
 from perfmod.core.checks import positive_int
 from perfmod.machine.platforms import Platform, as_platform
 from perfmod.models.comm.kmodel import KCounts, phase_counts
+from perfmod.models.comm.network import Network, bind
 from perfmod.models.comm.phase import phase_time
-from perfmod.models.comm.registry import comm_model
 from perfmod.models.roofline.metrics import kernel_table
 
 __all__ = [
@@ -207,7 +207,7 @@ def app_kernels(app: str, **size: int) -> pd.DataFrame:
 
 def analytic_comm(
     app: str,
-    platform: Platform | str,
+    platform: Platform | str | Network,
     nprocs: int,
     model: str = "kmodel",
     overlap: str = "serial",
@@ -217,14 +217,13 @@ def analytic_comm(
 
     The sum over the app's communication phases (:attr:`Application.phases
     <perfmod.apps.application.Application.phases>`) of the slowest rank's phase
-    time (:func:`perfmod.models.comm.phase.phase_time`), the K counts of each
-    phase counted from its own message list.  ``options`` go to
-    :func:`perfmod.apps.registry.exchange` (problem sizes).
+    time (:func:`perfmod.models.comm.phase.phase_time` on the network bound
+    once here; the model's k rule counts k from each phase's own message list).
+    ``options`` go to :func:`perfmod.apps.registry.exchange` (problem sizes).
     """
-    plat = as_platform(platform)
+    net = bind(platform, model)
     total = 0.0
     for phase in application(app, "decompose").phases:
         ex = exchange(app, nprocs, **{**options, **phase.options})
-        counts = kmodel_counts(ex, plat, nprocs) if comm_model(model).k == "kmodel" else None
-        total += float(phase_time(ex, plat, model=model, counts=counts, overlap=overlap)["t_phase"])
+        total += float(phase_time(ex, net, model=net.model.name, overlap=overlap)["t_phase"])
     return total

@@ -1,4 +1,4 @@
-"""Dataset conventions and I/O helpers (DESIGN.md, "Datasets").
+"""Dataset conventions and I/O helpers: the one home of the conventions below.
 
 Every dataset perfmod writes carries ``units`` and ``long_name`` on each
 variable and the global attributes ``perfmod_version``, ``git_commit``,
@@ -31,6 +31,7 @@ __all__ = [
     "annotate",
     "check_conventions",
     "atomic_path",
+    "write_text_atomic",
     "write_dataset",
     "read_dataset",
 ]
@@ -74,7 +75,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def provenance_attrs(study: str, source: str, parameters: Mapping[str, Any] | None = None) -> dict:
-    """Return the global attributes required by DESIGN.md.
+    """Return the global attributes every dataset carries (this module's docstring).
 
     Parameters
     ----------
@@ -162,6 +163,16 @@ def atomic_path(path: str | os.PathLike, overwrite: bool = True) -> Iterator[Pat
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, overwrite: bool = True) -> Path:
+    """Write ``text`` to ``path`` through :func:`atomic_path` (the one atomic file writer); returns the path.
+
+    The file gets the usual mode (``0666`` less the umask), as ``open`` gives.
+    """
+    with atomic_path(path, overwrite=overwrite) as tmp:
+        tmp.write_text(text)
+    return Path(path)
 
 
 def write_dataset(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = True) -> Path:

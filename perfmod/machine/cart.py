@@ -6,6 +6,8 @@ Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
   against ``mpi4py``'s ``MPI.Compute_dims`` in the tests).
 - :func:`cart_coords`, :func:`cart_rank`, :func:`cart_shift`: the row-major
   Cartesian topology of ``MPI_Cart_create`` without reordering.
+- :func:`compass_neighbours`: a 2-D grid's neighbours named by direction
+  (:data:`COMPASS`), as the Jacobi2D proxy and its model name them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ __all__ = [
     "cart_coords",
     "cart_rank",
     "cart_shift",
+    "COMPASS",
+    "compass_neighbours",
 ]
+
+#: A 2-D grid's directions: north (row above, dim 0 lower), south, west (dim 1 lower), east.
+COMPASS = ("north", "south", "west", "east")
 
 
 @cache
@@ -122,3 +129,15 @@ def cart_shift(
     step = np.zeros(len(dims), dtype=np.int64)
     step[direction] = disp
     return cart_rank(c - step, dims, periods), cart_rank(c + step, dims, periods)
+
+
+def compass_neighbours(rank: int, dims: tuple[int, int], periodic: bool = False) -> dict[str, int]:
+    """Neighbour rank per direction of :data:`COMPASS` (-1 at the global boundary).
+
+    Dim 0 is north/south, dim 1 west/east (row-major: dim 0 indexes the rows).
+    """
+    out = {}
+    for direction, (lo, hi) in enumerate((("north", "south"), ("west", "east"))):
+        src, dst = cart_shift(np.array([rank]), dims, direction, 1, periodic)
+        out[lo], out[hi] = int(src[0]), int(dst[0])
+    return out

@@ -34,6 +34,7 @@ __all__ = [
     "DEVICE_COLUMNS",
     "TIME_COLUMNS",
     "UNIT_SCALE",
+    "DEVICE_SI",
     "DeviceError",
     "DeviceTable",
     "default_devices_path",
@@ -62,6 +63,17 @@ TIME_COLUMNS: tuple[str, ...] = tuple(c for c in DEVICE_COLUMNS if c != "GBSEC -
 
 UNIT_SCALE = 1e9
 """Toolkit units (G.../s) to SI (.../s)."""
+
+DEVICE_SI: dict[str, tuple[str, str, str]] = {
+    "GFLOPS - SP": ("flops_sp", "flop/s", "single-precision peak"),
+    "GFLOPS - DP": ("flops_dp", "flop/s", "double-precision peak"),
+    "GIOPS - MAD": ("iops_mad", "op/s", "integer multiply-add rate (a MAD counts 2)"),
+    "GBSEC - DRAM": ("dram_bandwidth", "B/s", "DRAM bandwidth"),
+    "GBSEC - L2": ("l2_bandwidth", "B/s", "L2 bandwidth"),
+    "GOPS - SHMEM": ("shmem_ops", "op/s", "shared-memory load/store rate"),
+    "GIOPS - ADD": ("iops_add", "op/s", "integer add rate"),
+}
+"""Toolkit column -> (dataset variable, SI unit, long name): how every dataset names a device column."""
 
 
 class DeviceError(ValueError):

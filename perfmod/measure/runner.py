@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from perfmod.measure.bench.pingpong import mpiexec_path
+from perfmod.measure.host import mpiexec_path
 from perfmod.measure.interference import classify, usable_cores
 from perfmod.measure.lock import measuring_lock
 

@@ -1,6 +1,6 @@
 """What a study needs to keep measurements honest: raw-file provenance, flags per run, clean-run statistics.
 
-DESIGN.md, "Measurement validity": every timed run records what could have
+docs/architecture.md, "Measurement validity": every timed run records what could have
 disturbed it, is flagged ``interfered`` or ``oversubscribed`` where it was,
 and studies fit and score clean runs only.  The helpers here turn
 :func:`perfmod.measure.runner.run_mpi` results into those records:
@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from perfmod.core.paths import host_name
-from perfmod.measure.bench.pingpong import cpu_model, socket_count
+from perfmod.measure.host import cpu_model, socket_count
 from perfmod.measure.interference import OFF_CPU_THRESHOLD, usable_cores
 from perfmod.measure.lock import LOCK_ENV
 

@@ -10,17 +10,18 @@ times the iteration time (000 §5.1-5.3).
 
 The pieces:
 
-- kernel time per iteration: the sum over kernels of the QRoof predictions
-  (:func:`perfmod.models.roofline.predict` on a per-iteration kernel table such as
-  :func:`perfmod.apps.registry.app_kernels`);
-- communication time per iteration, either analytic
-  (:func:`analytic_comm`: the proxies' halo exchanges from
-  :mod:`perfmod.apps`, costed by
-  :func:`perfmod.models.comm.phase.phase_time` with the postal, max-rate or
-  K-model) or from a replay (:func:`comm_from_replay`: any Dataset with a
-  ``comm_time`` variable over ``rank``; the slowest rank is the
+- kernel time per iteration (:func:`kernel_time`): the sum over kernels of
+  the QRoof predictions (:func:`perfmod.models.roofline.predict.predict` on a
+  per-iteration kernel table such as :func:`perfmod.apps.registry.app_kernels`);
+- communication time per iteration, given by the caller: analytic
+  (:func:`perfmod.apps.registry.analytic_comm`, the applications' halo
+  exchanges costed by :func:`perfmod.models.comm.phase.phase_time` with the
+  postal, max-rate or K-model; ``apps`` is the floor above, so this module
+  does not call it) or from a replay (:func:`comm_from_replay`: any Dataset
+  with a ``comm_time`` variable over ``rank``; the slowest rank is the
   representative process of 000 §5);
-- the measured overhead (:func:`paper_overhead`, ``data/paper/overheads.csv``).
+- the measured overhead, a number the caller gives (the papers' values are
+  ``perfmod/data/paper/overheads.csv``, read by the Choi et al. studies).
 
 All three are xarray objects or numbers and broadcast: a sweep (nodes,
 platform, device, model) is a dimension of the result.

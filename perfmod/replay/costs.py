@@ -1,7 +1,8 @@
 """Message and collective times of a trace on a platform (paper 000 §2.1, §3.1, §3.2).
 
-Every point-to-point message gets its time from
-:func:`perfmod.models.comm.message.message_time`: the mode from the rank mapping
+Every point-to-point message gets its time from the bound network
+(:class:`perfmod.models.comm.network.Network`, which the replay binds once
+from the platform, the model and the mapping): the mode from the rank mapping
 (:func:`perfmod.machine.mapping.pair_modes`), the protocol from its size, and the
 model's k from the trace itself, per communication phase:
 
@@ -12,8 +13,8 @@ model's k from the trace itself, per communication phase:
   rank is the same phase (a synthetic MiniMD iteration holds the forward
   and the reverse exchange, which doubles K_inter and the counted K_total
   and leaves k unchanged);
-- models whose k rule is ``"default"`` (:mod:`perfmod.models.comm.registry`;
-  ``"maxrate"``): k = the most ranks of one node (inter-node messages) or
+- the model's k rule (:mod:`perfmod.models.comm.krules`) counts k per
+  phase: rule ``"default"`` (``"maxrate"``): k = the most ranks of one node (inter-node messages) or
   of one socket (intra- and inter-socket messages) that send in the phase,
   the processes communicating at once of Eq. 2-3;
 - k rule ``"kmodel"`` (``"kmodel"``): K_inter and K_total of the phase
@@ -36,24 +37,19 @@ and scatter by binomial trees carrying the subtree's data (``d * n`` bytes
 at distance d), allgather and reduce-scatter by a ring (P - 1 steps of n
 bytes).  Each step costs its slowest message, the mode of every pair from
 the mapping; under the max-rate and K-models one pair per node
-communicates per step (k = 1, :func:`perfmod.models.comm.registry.one_pair_k`),
+communicates per step (k = 1, :attr:`perfmod.models.comm.krules.KRule.one_pair`),
 as in :mod:`perfmod.models.comm.collectives`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from perfmod.machine.mapping import node_of, pair_modes, socket_of
-from perfmod.machine.platforms import MODES, Platform
-from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, collective_time
-from perfmod.models.comm.kmodel import kmodel_counts_from
-from perfmod.models.comm.message import message_time
-from perfmod.models.comm.registry import comm_model, one_pair_k
+from perfmod.machine.platforms import MODES
+from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, steps_time
+from perfmod.models.comm.network import Network
 from perfmod.replay.matching import Collectives, Matching
 from perfmod.trace.core import COLLECTIVES, Call, Trace, code_set
 
@@ -102,84 +98,44 @@ class MessageCosts:
     phases: dict[str, np.ndarray]
 
 
-def _mapping_kw(plat: Platform, nprocs: int, mapping: str) -> dict[str, Any]:
-    return {"nnodes": math.ceil(nprocs / plat.ranks_per_node)} if mapping == "round_robin" else {}
-
-
-def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int) -> np.ndarray:
-    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase."""
-    key = np.unique(phase * (int(src.max(initial=0)) + 1) + src)
-    ph, s = key // (int(src.max(initial=0)) + 1), key % (int(src.max(initial=0)) + 1)
-    g = group[s]
-    gk, cnt = np.unique(ph * (int(group.max(initial=0)) + 1) + g, return_counts=True)
-    out = np.zeros(nph, dtype=np.int64)
-    np.maximum.at(out, gk // (int(group.max(initial=0)) + 1), cnt)
-    return out
-
-
-def message_costs(trace: Trace, match: Matching, plat: Platform, model: str = "kmodel", mapping: str = "block",
-                  k_total_rule: str = "counted", stencil: int | None = None) -> MessageCosts:
-    """Times of every matched and unmatched message sent in ``trace`` (see the module docstring)."""
-    rule = comm_model(model).k
+def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str = "counted",
+                  stencil: int | None = None) -> MessageCosts:
+    """Times of every matched and unmatched message sent in ``trace`` on ``net`` (see the module docstring)."""
     n = len(trace)
     p = trace.nprocs
     ev, src, dst = match.send_events, match.src, match.dst
     nbytes = np.maximum(match.nbytes, 1).astype(np.float64)
-    kw = _mapping_kw(plat, p, mapping)
-    modes = pair_modes(src, dst, plat.ranks_per_node, plat.sockets_per_node, mapping=mapping, **kw)
+    modes = net.modes(src, dst, p)
     phase_all = event_phases(trace)
     phase = phase_all[ev]
     nph = int(phase.max(initial=-1)) + 1
     times = np.zeros(ev.size)
-    info: dict[str, np.ndarray] = {}
-    extra: dict[str, np.ndarray] = {}
-    if rule == "kmodel" and ev.size:
-        ki, kt, kp = np.zeros(nph), np.ones(nph), np.full(nph, float(min(plat.ranks_per_node, p)))
-        order = np.argsort(phase, kind="stable")
-        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
-        for f in np.flatnonzero(np.diff(bounds)).tolist():
-            sel = order[bounds[f]:bounds[f + 1]]
-            c = kmodel_counts_from(src[sel], dst[sel], p, plat.ranks_per_node, mapping=mapping, stencil=stencil,
-                                   k_total_rule=k_total_rule)
-            ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
-        info = {"k_inter": ki, "k_total": kt, "k_prime": kp, "k": ki / kt * kp}
-        extra = {"k_inter": ki[phase], "k_total": kt[phase], "k_prime": kp[phase]}
-    elif rule == "default" and ev.size:
-        nodes = node_of(np.arange(p), plat.ranks_per_node, mapping, **kw)
-        sockets = socket_of(np.arange(p), plat.ranks_per_node, plat.sockets_per_node, mapping, **kw)
-        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph), 1)
-        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph), 1)
-        info = {"k_node": k_node, "k_socket": k_sock}
+    info, kw_of = net.rule.trace_k(net, phase, src, dst, nph, p, k_total_rule, stencil)
     for code, mode in enumerate(MODES):
         sel = modes == code
         if not sel.any():
             continue
-        mkw: dict[str, Any] = {k: v[sel] for k, v in extra.items()}
-        if rule == "default":
-            mkw["k"] = (info["k_node"] if mode == "inter_node" else info["k_socket"])[phase[sel]].astype(float)
-        times[sel] = message_time(nbytes[sel], mode, plat, model=model, **mkw)
+        times[sel] = net.message_time(nbytes[sel], mode, **kw_of(mode, sel))
     time = np.zeros(n)
     time[ev] = times
     rndv = np.zeros(n, dtype=bool)
-    rndv[ev] = match.nbytes > plat.eager_max_bytes
+    rndv[ev] = match.nbytes > net.platform.eager_max_bytes
     rndv |= np.isin(trace.call, code_set({Call.SSEND, Call.ISSEND}))
     return MessageCosts(time, rndv, modes, phase, info)
 
 
-def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, plat: Platform,
-               model: str, mapping: str, nprocs: int) -> float:
+def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, net: Network,
+               nprocs: int) -> float:
     """Sum over steps of the slowest message; ``pairs`` = (src, dst, nbytes) in communicator ranks."""
-    kw = _mapping_kw(plat, nprocs, mapping)
     total = 0.0
-    one_pair = one_pair_k(model)
     for s, d, nb in pairs:
         if s.size == 0:
             continue
-        modes = pair_modes(members[s], members[d], plat.ranks_per_node, plat.sockets_per_node, mapping=mapping, **kw)
+        modes = net.modes(members[s], members[d], nprocs)
         worst = 0.0
         for code in np.unique(modes).tolist():
             sel = modes == code
-            t = message_time(np.maximum(nb[sel], 1).astype(float), MODES[code], plat, model=model, **one_pair)
+            t = net.one_pair_time(np.maximum(nb[sel], 1).astype(float), MODES[code])
             worst = max(worst, float(np.max(t)))
         total += worst
     return total
@@ -213,8 +169,7 @@ def _steps(op: int, size: int, nbytes: int, counts: np.ndarray | None) -> list:
     return [(a, b, full(a)) for a, b in steps]
 
 
-def collective_costs(trace: Trace, coll: Collectives, plat: Platform, model: str = "kmodel",
-                     mapping: str = "block") -> np.ndarray:
+def collective_costs(trace: Trace, coll: Collectives, net: Network) -> np.ndarray:
     """Seconds of each collective instance (see the module docstring for the algorithms)."""
     cost = np.zeros(coll.call.size)
     cache: dict[tuple[int, int, int], float] = {}
@@ -225,17 +180,14 @@ def collective_costs(trace: Trace, coll: Collectives, plat: Platform, model: str
             continue
         if op == Call.ALLTOALLV:
             counts = _alltoallv_counts(trace, coll, k)
-            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), plat, model, mapping,
-                                 trace.nprocs)
+            cost[k] = _step_cost(_steps(op, size, nb, counts), trace.comm_ranks(comm), net, trace.nprocs)
             continue
         key = (op, nb, comm)
         if key not in cache:
-            if comm == 0 and op in names and mapping == "block":  # collective_time maps ranks in blocks
-                cache[key] = float(collective_time(names[Call(op)], float(max(nb, 1)), size, plat, model=model,
-                                                   mapping=mapping))
+            if comm == 0 and op in names and net.mapping == "block":  # collective_time maps ranks in blocks
+                cache[key] = float(steps_time(ALGORITHMS[names[Call(op)]](size), float(max(nb, 1)), net))
             else:
-                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), plat, model, mapping,
-                                        trace.nprocs)
+                cache[key] = _step_cost(_steps(op, size, nb, None), trace.comm_ranks(comm), net, trace.nprocs)
         cost[k] = cache[key]
     return cost
 

@@ -25,8 +25,8 @@ import numpy as np
 import xarray as xr
 
 from perfmod.core.io import provenance_attrs
-from perfmod.machine.platforms import MODES, Platform, as_platform
-from perfmod.models.comm.registry import comm_model
+from perfmod.machine.platforms import MODES, Platform
+from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
 from perfmod.replay.loggops import replay_loggops
@@ -153,7 +153,7 @@ def _unknown_calls(trace: Trace) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, mapping: str = "block",
+def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmodel", *, mapping: str = "block",
            compute: Callable[[Trace], np.ndarray] | float | np.ndarray | None = None, unknown: str = "skip",
            k_total_rule: str = "counted", stencil: int | None = None, validate: bool = True) -> xr.Dataset:
     """Replay ``trace`` on ``platform`` with a node-aware communication model.
@@ -162,9 +162,11 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     ----------
     trace : Trace
         The events (:mod:`perfmod.trace`).
-    platform : Platform or str
+    platform : Platform, str or Network
         A platform or its name (:func:`perfmod.machine.platforms.load`): ranks per
-        node and socket, protocol thresholds, model parameters.
+        node and socket, protocol thresholds, model parameters; or a
+        :class:`~perfmod.models.comm.network.Network` bound to ``model`` and
+        ``mapping`` already (the replay binds one otherwise, once).
     model : str
         Point-to-point model, any of :func:`perfmod.models.comm.registry.model_names`
         ("kmodel", "postal", "maxrate", "loggp", "loggp_nic", ...; :mod:`perfmod.replay.costs` says how
@@ -212,8 +214,7 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
         Truncated messages, mismatched collectives, or unknown calls with
         ``unknown="error"``.
     """
-    plat = as_platform(platform)
-    spec = comm_model(model)  # an unknown model fails here, before any work
+    net = bind(platform, model, mapping, trace.nprocs)  # an unknown model fails here, before any work
     if unknown not in ("skip", "error"):
         raise ValueError(f"unknown must be 'skip' or 'error', got {unknown!r}")
     if validate:
@@ -230,12 +231,12 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     reqs = resolve_requests(trace)
     match = match_messages(trace)
     coll = collective_instances(trace)
-    costs = message_costs(trace, match, plat, model, mapping, k_total_rule, stencil)
+    costs = message_costs(trace, match, net, k_total_rule, stencil)
     n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
     iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
     rank_ptr = trace.rank_ptr
-    if spec.replay == "loggops":
-        res = replay_loggops(trace, plat, model, mapping, comp, reqs, n_iter, iteration)
+    if net.model.replay == "loggops":
+        res = replay_loggops(trace, net, comp, reqs, n_iter, iteration)
         clock, acc, iter_comm = res.clock, res.acc, res.iter_comm
         if not res.ok:
             pc = rank_ptr[1:].copy()
@@ -246,7 +247,7 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
             dyn = match.dynamic.sgrp >= 0
             match.pdst[dyn] = res.pdst[dyn]
     else:
-        inst_cost = collective_costs(trace, coll, plat, model, mapping)
+        inst_cost = collective_costs(trace, coll, net)
         status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
             rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
             coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
@@ -263,8 +264,8 @@ def replay(trace: Trace, platform: Platform | str, model: str = "kmodel", *, map
     if reqs.never_completed.size:
         warnings.warn(f"{trace.source or 'trace'}: {reqs.never_completed.size} requests are never waited for "
                       f"(first: {trace._at(int(reqs.never_completed[0]))})", ReplayWarning, stacklevel=2)
-    return _dataset(trace, plat, model, mapping, acc, clock, iter_comm if n_iter else None, match, costs,
-                    unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
+    return _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, match,
+                    costs, unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
 
 
 def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,

@@ -43,57 +43,65 @@ rank's last call, count in ``wait_time``, so ``comm_time + compute_time
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import xarray as xr
 from numba import njit
 
-from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform
-from perfmod.models.comm.registry import comm_model
-from perfmod.replay.graph import SEND, Graph, build_graph
+from perfmod.core.io import provenance_attrs
+from perfmod.core.jit import first_call
+from perfmod.core.memory import check_fits
+from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
+from perfmod.models.comm.network import Network
+from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_kernel import STATUS_OK, run_loggops
 from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
+from perfmod.trace.formats.goal_scan import GoalGraph
+from perfmod.trace.formats.goal_trace import as_written
 
-__all__ = ["LogGOPSResult", "message_params", "replay_loggops"]
+__all__ = ["LogGOPSResult", "message_params", "replay_goal", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
+#: what the event loop allocates per node (rows, parameters, results, queue) and the graph built from a trace
+#: takes per event at most (measured peaks: about 250 and 1,170 bytes; issue 23), for the check before allocating
+_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
 
 
-def message_params(graph: Graph, plat: Platform, model: str, mapping: str, nprocs: int) -> tuple[np.ndarray, ...]:
+def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, ...]:
     """``(o, g, L, (n - 1) G, rendezvous)`` of every send node, times in int64 picoseconds (0 elsewhere).
 
-    The parameters of the message's mode and protocol from the platform's
-    table of ``model`` (derived from the postal ones where it has none, as
-    :func:`~perfmod.models.comm.message.message_time` does); a zero-byte
+    The parameters of the message's mode and protocol as the bound network
+    resolved them (:meth:`~perfmod.models.comm.network.Network.loggp_params`:
+    the platform's table of the model, derived from the postal ones where it
+    has none); a zero-byte
     message counts as one byte; rendezvous above ``eager_max_bytes`` and for
     synchronous sends.
     """
-    spec = comm_model(model)
+    plat = net.platform
     nn = len(graph)
     out = [np.zeros(nn, dtype=np.int64) for _ in range(4)]
     rndv = np.zeros(nn, dtype=bool)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
         return (*out, rndv)
-    kw = {"nnodes": -(-nprocs // plat.ranks_per_node)} if mapping == "round_robin" else {}
-    modes = pair_modes(graph.rank[sends], graph.peer[sends], plat.ranks_per_node, plat.sockets_per_node,
-                       mapping=mapping, **kw)
+    modes = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
     nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
-    protos = plat.protocol(nbytes)
-    for code, mode in enumerate(MODES):
-        for proto in np.unique(protos[modes == code]).tolist():
-            sel = (modes == code) & (protos == proto)
-            p = (plat.params(spec.table, mode, proto) if plat.has(spec.table, mode, proto)
-                 else spec.derive(plat, mode, proto) if spec.derive is not None
-                 else plat.params(spec.table, mode, proto))
-            idx = sends[sel]
-            out[0][idx] = round(p["o"] * _PS)
-            out[1][idx] = round(p["g"] * _PS)
-            out[2][idx] = round(p["L"] * _PS)
-            out[3][idx] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
+    # the protocol as Platform.protocol gives it, by code (a sort of the object array of names is slow)
+    pcode = np.where(nbytes <= plat.short_max_bytes, 0, np.where(nbytes <= plat.eager_max_bytes, 1, 2))
+    cls = modes.astype(np.int64) * 3 + pcode
+    present = np.bincount(cls, minlength=3 * len(MODES))
+    for c in np.flatnonzero(present).tolist():
+        sel = cls == c
+        p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
+        idx = sends[sel]
+        out[0][idx] = round(p["o"] * _PS)
+        out[1][idx] = round(p["g"] * _PS)
+        out[2][idx] = round(p["L"] * _PS)
+        out[3][idx] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
     rndv[sends] = (graph.size[sends] > plat.eager_max_bytes) | graph.sync[sends]
     return (*out, rndv)
 
@@ -157,13 +165,130 @@ class LogGOPSResult:
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
 
 
-def replay_loggops(trace: Trace, plat: Platform, model: str, mapping: str, compute: np.ndarray, reqs: Any,
-                   n_iter: int, iteration: np.ndarray) -> LogGOPSResult:
-    """Replay ``trace`` under LogGOPS (see the module docstring)."""
+def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int) -> tuple:
+    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)
+    on the bound network ``net``."""
+    check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
+    o, gap, lat, gn, rndv = message_params(graph, net, nprocs)
+    recv = graph.kind == RECV
+    rndv[recv] = graph.size[recv] > net.platform.eager_max_bytes  # LogGOPSim: see run_loggops
+    calc = graph.kind == CALC
+    size = graph.size.copy()
+    size[calc] = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
+    with first_call("the LogGOPS event loop"):
+        return run_loggops(nprocs, graph.rank, graph.kind, size, graph.peer, graph.tag, graph.ndeps,
+                           graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc, o, gap, lat, gn, rndv, True)
+
+
+def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
+                time_unit: float = 1e-9, progress: bool = False) -> xr.Dataset:
+    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job without a :class:`Trace`.
+
+    :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, then :func:`run_goal_graph`; the same finishing
+    times as ``replay(read_trace(path), platform, "loggp")``, at a fraction of its time and memory for large
+    schedules (no per-rank sequence is built).  Returns over ``rank``: ``total_time`` (LogGOPSim's finishing
+    time), ``compute_time`` (its calcs) and ``comm_time`` (the rest), in seconds.
+
+    Raises
+    ------
+    ReplayError
+        Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank.
+    """
+    from perfmod.replay.matching import ReplayError
+    from perfmod.trace.formats.goal_scan import read_goal_graph
+
+    net = Network(platform, model, mapping)
+    plat = net.platform
+    if net.model.replay != "loggops":
+        raise ReplayError(f"replay_goal runs LogGOPS models (loggp), not {model!r}")
+    graph = read_goal_graph(path, progress=progress)
+    bad = np.flatnonzero((graph.cpu != 0) | (graph.nic != 0))
+    if bad.size:
+        raise ReplayError(f"{path}:{int(graph.line[bad[0]])}: cpu {int(graph.cpu[bad[0]])} nic "
+                          f"{int(graph.nic[bad[0]])}: perfmod's replay models one CPU and one network interface "
+                          "per rank (cpu 0, nic 0)")
+    msg = graph.kind != CALC
+    out = msg & ((graph.peer >= graph.num_ranks) | (graph.peer < 0) & ~((graph.kind == RECV) & (graph.peer == -1)))
+    if out.any():
+        v = int(np.flatnonzero(out)[0])
+        raise ReplayError(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
+                          f"outside 0..{graph.num_ranks - 1}")
+    p = graph.num_ranks
+    status, done, _, _, nexto, _ = run_goal_graph(graph, time_unit, net, p)
+    if status != STATUS_OK:
+        stuck = np.flatnonzero(done < 0)
+        first = {}
+        for v in stuck.tolist():
+            first.setdefault(int(graph.rank[v]), v)
+        lines = [f"rank {r}: line {int(graph.line[v])}" for r, v in list(first.items())[:8]]
+        raise ReplayError(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
+                            + "; ".join(lines), [{"rank": r, "line": int(graph.line[v])} for r, v in first.items()])
+    calc = graph.kind == CALC
+    comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
+    total = nexto / _PS
+    ds = xr.Dataset({"total_time": ("rank", total, {"units": "s", "long_name": "finishing time (LogGOPSim's)"}),
+                     "compute_time": ("rank", comp, {"units": "s", "long_name": "calc time"}),
+                     "comm_time": ("rank", total - comp, {"units": "s",
+                                                           "long_name": "the rest of the finishing time"})},
+                    coords={"rank": np.arange(p)})
+    ds.attrs.update(provenance_attrs("replay", f"LogGOPS replay of the GOAL schedule {path}",
+                                     {"model": model, "platform": plat.name, "mapping": mapping,
+                                      "time_unit": time_unit, "operations": len(graph)}))
+    ds.attrs.update(model=model, platform=plat.name, operations=len(graph))
+    return ds
+
+
+def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Network,
+                       n_iter: int) -> LogGOPSResult:
+    """The ``loggp`` replay of a GOAL trace on the file's graph (:func:`~perfmod.trace.formats.goal_trace.as_written`).
+
+    A rank's time is its CPU's finishing time; ``compute_time`` its calcs, the rest ``wait_time`` (the
+    trace's sequence is not what ran, so its calls are not timed one by one).
+    """
+    p = trace.nprocs
+    status, done, _, mate, nexto, _ = run_goal_graph(graph, time_unit, net, p)
+    calc = graph.kind == CALC
+    comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
+    clock = nexto / _PS
+    acc = np.zeros((p, 5))
+    acc[:, ACC_COMPUTE] = comp
+    acc[:, ACC_WAIT] = np.maximum(clock - comp, 0.0)
+    # node -> trace event: each operation is one Isend, Irecv or compute event of its rank and line
+    ops = np.flatnonzero(np.isin(trace.call, [int(Call.ISEND), int(Call.IRECV), int(Call.COMPUTE)]))
+    span = int(max(trace.line.max(initial=0), graph.line.max(initial=0))) + 1
+    ekey = trace.rank[ops].astype(np.int64) * span + trace.line[ops]
+    order = np.argsort(ekey, kind="stable")
+    event = ops[order][np.searchsorted(ekey[order], graph.rank * span + graph.line)]
+    n = len(trace)
+    sdone = np.full(n, np.nan)
+    pdst = np.full(n, -1, dtype=np.int64)
+    sends = np.flatnonzero(graph.kind == SEND)
+    hit = sends[done[sends] >= 0]
+    sdone[event[hit]] = done[hit] / _PS
+    m = mate[sends]
+    pdst[event[sends[m >= 0]]] = event[m[m >= 0]]
+    blocked: dict[int, int] = {}
+    if status != STATUS_OK:
+        for v in np.flatnonzero(done < 0).tolist():
+            blocked.setdefault(int(graph.rank[v]), int(event[v]))
+    return LogGOPSResult(status == STATUS_OK, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst)
+
+
+def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
+                   iteration: np.ndarray) -> LogGOPSResult:
+    """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
+    with its own compute runs the file's graph as written (:func:`_replay_as_written`)."""
+    written = as_written(trace)
+    if written is not None and compute is trace.compute:
+        return _replay_as_written(trace, *written, net, n_iter)
+    check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
-    o, gap, lat, gn, rndv = message_params(g, plat, model, mapping, trace.nprocs)
-    status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
-                                                g.ndeps, g.succ_ptr, g.succ, o, gap, lat, gn, rndv)
+    o, gap, lat, gn, rndv = message_params(g, net, trace.nprocs)
+    none = np.zeros(len(g) + 1, dtype=np.int64)
+    with first_call("the LogGOPS event loop"):
+        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
+                                                    g.ndeps, g.succ_ptr, g.succ, none, none[:0], o, gap, lat, gn,
+                                                    rndv, False)
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

@@ -32,6 +32,13 @@ time and a sequence number (``ts``, the order of creation) and processed in
 
 Times are int64 picoseconds, so equal times compare equal (LogGOPSim uses
 integer nanoseconds).
+
+Layout, for speed: what an event reads of its node (rank, type, size, peer,
+tag, matching-queue link, open dependencies, protocol) is one 64-byte row,
+a send's message parameters another; the event queue is a binary heap of
+``(time, sequence, key)`` rows, where an event that only moves in time (a
+resource busy) or a send that becomes its message replaces the top instead
+of a pop and a push (sequences are unique, so the order is unchanged).
 """
 
 from __future__ import annotations
@@ -45,112 +52,130 @@ STATUS_OK = 0
 STATUS_DEADLOCK = 1
 _SEND, _RECV, _CALC = 1, 2, 3
 _WILD = -1
+# columns of the kernel's node rows (what one event reads of its node, in one cache line)
+_C_RANK, _C_KIND, _C_SIZE, _C_PEER, _C_TAG, _C_LINK, _C_NDEPS, _C_RNDV = range(8)
+_NCOL = 8  # one cache line per node
+# columns of a send's message parameters
+_P_O, _P_G, _P_L, _P_GN = range(4)
 
 
-@njit(cache=True)
-def _before(ht, hs, a, b):
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
-
-
-@njit(cache=True)
-def _push(ht, hs, hk, size, t, ts, key):
+@njit(cache=True, inline="always")
+def _push(hp, size, t, ts, key):
+    """Push ``(t, ts, key)`` on the binary heap ``hp`` (rows ``(time, sequence, key)``, least first)."""
     i = size[0]
-    ht[i], hs[i], hk[i] = t, ts, key
     while i > 0:
-        p = (i - 1) // 2
-        if not _before(ht, hs, i, p):
+        p = (i - 1) >> 1
+        pt = hp[p, 0]
+        if pt < t or (pt == t and hp[p, 1] < ts):
             break
-        ht[i], ht[p] = ht[p], ht[i]
-        hs[i], hs[p] = hs[p], hs[i]
-        hk[i], hk[p] = hk[p], hk[i]
+        hp[i, 0], hp[i, 1], hp[i, 2] = pt, hp[p, 1], hp[p, 2]
         i = p
+    hp[i, 0], hp[i, 1], hp[i, 2] = t, ts, key
     size[0] += 1
 
 
-@njit(cache=True)
-def _pop(ht, hs, hk, size):
-    n = size[0] - 1
-    t, ts, k = ht[0], hs[0], hk[0]
-    ht[0], hs[0], hk[0] = ht[n], hs[n], hk[n]
-    size[0] = n
+@njit(cache=True, inline="always")
+def _sift_down(hp, n, lt, ls, lk):
+    """Put ``(lt, ls, lk)`` at the root of the heap of ``n`` rows and sift it down."""
     i = 0
     while True:
-        a, b, m = 2 * i + 1, 2 * i + 2, i
-        if a < n and _before(ht, hs, a, m):
-            m = a
-        if b < n and _before(ht, hs, b, m):
-            m = b
-        if m == i:
+        c = 2 * i + 1
+        if c >= n:
             break
-        ht[i], ht[m] = ht[m], ht[i]
-        hs[i], hs[m] = hs[m], hs[i]
-        hk[i], hk[m] = hk[m], hk[i]
-        i = m
-    return t, ts, k
+        if c + 1 < n and (hp[c + 1, 0] < hp[c, 0] or (hp[c + 1, 0] == hp[c, 0] and hp[c + 1, 1] < hp[c, 1])):
+            c += 1
+        if lt < hp[c, 0] or (lt == hp[c, 0] and ls < hp[c, 1]):
+            break
+        hp[i, 0], hp[i, 1], hp[i, 2] = hp[c, 0], hp[c, 1], hp[c, 2]
+        i = c
+    hp[i, 0], hp[i, 1], hp[i, 2] = lt, ls, lk
 
 
-@njit(cache=True)
-def _done(v, t, rr, done, nexto_h, ndeps, succ_ptr, succ, fbuf, nfree):
+@njit(cache=True, inline="always")
+def _pop(hp, size):
+    """Remove the least row of the heap (the caller has read it at ``hp[0]``)."""
+    n = size[0] - 1
+    size[0] = n
+    if n > 0:
+        _sift_down(hp, n, hp[n, 0], hp[n, 1], hp[n, 2])
+
+
+@njit(cache=True, inline="always")
+def _done(v, t, rr, done, nexto_h, nd, succ_ptr, succ, fbuf, nfree):
     """Mark node ``v`` done at ``t``; append the nodes it frees to ``fbuf``."""
     done[v] = t
     rr[v] = nexto_h
     for q in range(succ_ptr[v], succ_ptr[v + 1]):
         w = succ[q]
-        ndeps[w] -= 1
-        if ndeps[w] == 0:
+        nd[w, _C_NDEPS] -= 1
+        if nd[w, _C_NDEPS] == 0:
             fbuf[nfree] = w
             nfree += 1
     return nfree
 
 
-@njit(cache=True)
-def _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done, ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh):
+@njit(cache=True, inline="always")
+def _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree):
+    """Node ``v`` starts: append the nodes that only waited for its start (GOAL's ``irequires``) to ``fbuf``."""
+    for q in range(ssucc_ptr[v], ssucc_ptr[v + 1]):
+        w = ssucc[q]
+        nd[w, _C_NDEPS] -= 1
+        if nd[w, _C_NDEPS] == 0:
+            fbuf[nfree] = w
+            nfree += 1
+    return nfree
+
+
+@njit(cache=True, inline="always")
+def _match(v, m, t, h, mate, rz, nd, nexto, nextgs, rr, done, succ_ptr, succ, fbuf, nfree, fhost, nh):
     """Complete receive ``v`` (rank ``h``) with message ``m`` at ``t``.
 
-    A rendezvous send is done now too: its sender's CPU and send NIC are
+    A rendezvous (``rz``) send is done now too: its sender's CPU and send NIC are
     held until at least ``t`` and the sender is added to the hosts whose
     freed operations are queued (``fhost``; adding ``h`` is the caller's).
     Returns the new ``(nfree, nh)``.
     """
     mate[v], mate[m] = m, v
-    if rndv[m]:
-        s = rank[m]
+    if rz:
+        s = nd[m, _C_RANK]
         nexto[s] = max(nexto[s], t)
         nextgs[s] = max(nextgs[s], t)
-        nfree = _done(m, t, rr, done, nexto[s], ndeps, succ_ptr, succ, fbuf, nfree)
+        nfree = _done(m, t, rr, done, nexto[s], nd, succ_ptr, succ, fbuf, nfree)
         fhost[nh] = s
         nh += 1
-    nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
+    nfree = _done(v, t, rr, done, nexto[h], nd, succ_ptr, succ, fbuf, nfree)
     return nfree, nh
 
 
-@njit(cache=True)
-def _find(h, src, tag, head, tail, link, peer, tag_of, rank, is_recv_queue):
+@njit(cache=True, inline="always")
+def _find(h, src, tag, head, tail, nd, is_recv_queue):
     """Unlink and return the first entry of queue ``head[h]`` matching (src, tag) (-1: none)."""
     prev = -1
     y = head[h]
+    col = _C_PEER if is_recv_queue else _C_RANK
     while y >= 0:
-        ysrc = peer[y] if is_recv_queue else rank[y]
-        if (src == _WILD or ysrc == _WILD or ysrc == src) and (tag == _WILD or tag_of[y] == _WILD or tag_of[y] == tag):
+        ysrc = nd[y, col]
+        yt = nd[y, _C_TAG]
+        if (src == _WILD or ysrc == _WILD or ysrc == src) and (tag == _WILD or yt == _WILD or yt == tag):
             if prev < 0:
-                head[h] = link[y]
+                head[h] = nd[y, _C_LINK]
             else:
-                link[prev] = link[y]
+                nd[prev, _C_LINK] = nd[y, _C_LINK]
             if tail[h] == y:
                 tail[h] = prev
             return y
         prev = y
-        y = link[y]
+        y = nd[y, _C_LINK]
     return -1
 
 
-@njit(cache=True)
-def _append(h, x, head, tail, link):
-    link[x] = -1
+@njit(cache=True, inline="always")
+def _append(h, x, head, tail, nd):
+    nd[x, _C_LINK] = -1
     if head[h] < 0:
         head[h] = x
     else:
-        link[tail[h]] = x
+        nd[tail[h], _C_LINK] = x
     tail[h] = x
 
 
@@ -180,6 +205,10 @@ def _std_sort(a, n, key):
     ``2 lg n``) is not reproduced: there a stable sort is used, which cannot
     happen with three keys in practice.  Returns False if it did.
     """
+    if n <= 16:  # the introsort loop does nothing: only the insertion sort
+        for i in range(1, n):
+            _ins(a, key, 0, i, True)
+        return True
     exact = True
     stack_lo = np.empty(128, dtype=np.int64)
     stack_hi = np.empty(128, dtype=np.int64)
@@ -238,11 +267,18 @@ def _std_sort(a, n, key):
 
 
 @njit(cache=True)
-def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o, m_g, m_L, m_Gn, rndv):
+def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, ssucc_ptr, ssucc, m_o, m_g, m_L, m_Gn,
+                rndv, recv_decides):
     """Simulate the graph (see the module docstring).
 
-    ``ndeps`` is consumed (a copy is the caller's business); ``m_*`` are the
+    ``ndeps`` counts the requires plus irequires of each node; ``succ`` lists the nodes freed when a node is done,
+    ``ssucc`` those freed when it starts (GOAL's ``irequires``: LogGOPSim's
+    ``MarkNodeAsStarted``, before ``MarkNodeAsDone``); ``m_*`` are the
     send nodes' o, g, L and (n - 1) G in picoseconds, ``rndv`` their protocol.
+    With ``recv_decides``, a receive that finds its message already there
+    takes the protocol from its own ``rndv`` (its own size), as LogGOPSim
+    does (a rendezvous receive of an eager message marks that send done a
+    second time there, and so here); else from the send's.
     Returns ``(status, done, rr, mate, nexto, inexact)``: per node the time
     it was marked done (-1: never) and the CPU's time then (what requires it
     is queued at), the node it matched (sends and receives, -1 none), each
@@ -250,21 +286,24 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
     how many sorts could not follow ``std::sort`` (:func:`_std_sort`).
     """
     nn = kind.size
+    nd = np.empty((nn, _NCOL), dtype=np.int64)  # the node rows (_C_*): read together, so packed together
+    mp = np.empty((nn, 4), dtype=np.int64)  # a send's o, g, L, (n - 1) G
+    for v in range(nn):
+        nd[v, _C_RANK], nd[v, _C_KIND], nd[v, _C_SIZE], nd[v, _C_PEER] = rank[v], kind[v], size[v], peer[v]
+        nd[v, _C_TAG], nd[v, _C_LINK], nd[v, _C_NDEPS], nd[v, _C_RNDV] = tag[v], -1, ndeps[v], rndv[v]
+        mp[v, _P_O], mp[v, _P_G], mp[v, _P_L], mp[v, _P_GN] = m_o[v], m_g[v], m_L[v], m_Gn[v]
     nexto = np.zeros(nprocs, dtype=np.int64)
     nextgs = np.zeros(nprocs, dtype=np.int64)
     nextgr = np.zeros(nprocs, dtype=np.int64)
     done = np.full(nn, -1, dtype=np.int64)
     rr = np.full(nn, -1, dtype=np.int64)
     mate = np.full(nn, -1, dtype=np.int64)
-    link = np.full(nn, -1, dtype=np.int64)
     rq_head = np.full(nprocs, -1, dtype=np.int64)
     rq_tail = np.full(nprocs, -1, dtype=np.int64)
     uq_head = np.full(nprocs, -1, dtype=np.int64)
     uq_tail = np.full(nprocs, -1, dtype=np.int64)
     cap = 2 * nn + 16
-    ht = np.empty(cap, dtype=np.int64)
-    hs = np.empty(cap, dtype=np.int64)
-    hk = np.empty(cap, dtype=np.int64)
+    hp = np.empty((cap, 3), dtype=np.int64)
     hsize = np.zeros(1, dtype=np.int64)
     fbuf = np.empty(nn + 1, dtype=np.int64)  # nodes freed by the current event, in order
     fhost = np.empty(4, dtype=np.int64)
@@ -280,71 +319,90 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             stop += 1
         m = 0
         for v in range(start, stop):
-            if ndeps[v] == 0:
+            if nd[v, _C_NDEPS] == 0:
                 sbuf[m] = v
                 m += 1
         if not _std_sort(sbuf, m, kind):
             inexact += 1
         for q in range(m):
-            _push(ht, hs, hk, hsize, 0, aqtime, sbuf[q])
+            _push(hp, hsize, 0, aqtime, sbuf[q])
             aqtime += 1
         start = stop
     while hsize[0] > 0:
-        t, ts, key = _pop(ht, hs, hk, hsize)
+        # the least (time, sequence) event; an event that only moves in time, or a send that becomes its
+        # message, replaces it in place (sequences are unique, so the order of events is the same)
+        t, ts, key = hp[0, 0], hp[0, 1], hp[0, 2]
         nfree = 0
         nh = 0
         if key < nn:
             v = key
-            h = rank[v]
-            ty = kind[v]
+            h = nd[v, _C_RANK]
+            ty = nd[v, _C_KIND]
             if ty == _CALC:
                 if nexto[h] <= t:
-                    nexto[h] = t + size[v]
-                    nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
+                    _pop(hp, hsize)
+                    nexto[h] = t + nd[v, _C_SIZE]
+                    nfree = _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree)
+                    nfree = _done(v, t, rr, done, nexto[h], nd, succ_ptr, succ, fbuf, nfree)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _push(ht, hs, hk, hsize, nexto[h], ts, v)
+                    _sift_down(hp, hsize[0], nexto[h], ts, v)
             elif ty == _SEND:
                 avail = max(nexto[h], nextgs[h])
                 if avail <= t:
-                    nexto[h] = t + m_o[v]
-                    nextgs[h] = t + m_g[v] + m_Gn[v]
-                    _push(ht, hs, hk, hsize, t + m_o[v] + m_L[v], aqtime, nn + v)
+                    nfree = _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree)
+                    nexto[h] = t + mp[v, _P_O]
+                    nextgs[h] = t + mp[v, _P_G] + mp[v, _P_GN]
+                    _sift_down(hp, hsize[0], t + mp[v, _P_O] + mp[v, _P_L], aqtime, nn + v)
                     aqtime += 1
-                    if not rndv[v]:
-                        nfree = _done(v, t, rr, done, nexto[h], ndeps, succ_ptr, succ, fbuf, nfree)
+                    if not nd[v, _C_RNDV]:
+                        nfree = _done(v, t, rr, done, nexto[h], nd, succ_ptr, succ, fbuf, nfree)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _push(ht, hs, hk, hsize, avail, ts, v)
+                    _sift_down(hp, hsize[0], avail, ts, v)
             else:  # receive: posted at once
+                _pop(hp, hsize)
                 fhost[nh] = h
                 nh += 1
-                m = _find(h, peer[v], tag[v], uq_head, uq_tail, link, peer, tag, rank, False)
+                nfree = _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree)
+                m = _find(h, nd[v, _C_PEER], nd[v, _C_TAG], uq_head, uq_tail, nd, False)
                 if m >= 0:
-                    nfree, nh = _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done,
-                                       ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh)
+                    rz = nd[v, _C_RNDV] if recv_decides else nd[m, _C_RNDV]
+                    nfree, nh = _match(v, m, t, h, mate, rz != 0, nd, nexto, nextgs, rr, done, succ_ptr, succ, fbuf,
+                                       nfree, fhost, nh)
                 else:
-                    _append(h, v, rq_head, rq_tail, link)
+                    _append(h, v, rq_head, rq_tail, nd)
         else:  # a message arrives at its receiver
             m = key - nn
-            h = peer[m]
+            h = nd[m, _C_PEER]
             avail = max(nexto[h], nextgr[h])
             if avail <= t:
-                nexto[h] = t + m_o[m] + m_Gn[m]
-                nextgr[h] = t + m_g[m] + m_Gn[m]
-                v = _find(h, rank[m], tag[m], rq_head, rq_tail, link, peer, tag, rank, True)
+                _pop(hp, hsize)
+                nexto[h] = t + mp[m, _P_O] + mp[m, _P_GN]
+                nextgr[h] = t + mp[m, _P_G] + mp[m, _P_GN]
+                v = _find(h, nd[m, _C_RANK], nd[m, _C_TAG], rq_head, rq_tail, nd, True)
                 if v >= 0:
-                    nfree, nh = _match(v, m, t, h, mate, rndv, rank, nexto, nextgs, rr, done,
-                                       ndeps, succ_ptr, succ, fbuf, nfree, fhost, nh)
+                    nfree, nh = _match(v, m, t, h, mate, nd[m, _C_RNDV] != 0, nd, nexto, nextgs, rr, done, succ_ptr,
+                                       succ, fbuf, nfree, fhost, nh)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _append(h, m, uq_head, uq_tail, link)
+                    _append(h, m, uq_head, uq_tail, nd)
             else:
-                _push(ht, hs, hk, hsize, avail, ts, key)
+                _sift_down(hp, hsize[0], avail, ts, key)
         if nfree == 0:
+            continue
+        if nh == 1:  # one rank freed operations (the usual case): sort and queue them
+            h = fhost[0]
+            if not _std_sort(fbuf, nfree, kind):
+                inexact += 1
+            for q in range(nfree):
+                w = fbuf[q]
+                tw = max(nexto[h], nextgs[h]) if kind[w] == _SEND else nexto[h]
+                _push(hp, hsize, tw, aqtime, w)
+                aqtime += 1
             continue
         # queue the freed operations: ranks in increasing order, each sorted by type (stable)
         lo = -1
@@ -358,7 +416,7 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             lo = nxt
             m = 0
             for q in range(nfree):
-                if rank[fbuf[q]] == nxt:
+                if nd[fbuf[q], _C_RANK] == nxt:
                     sbuf[m] = fbuf[q]
                     m += 1
             if not _std_sort(sbuf, m, kind):
@@ -366,7 +424,7 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, m_o,
             for q in range(m):
                 w = sbuf[q]
                 tw = max(nexto[nxt], nextgs[nxt]) if kind[w] == _SEND else nexto[nxt]
-                _push(ht, hs, hk, hsize, tw, aqtime, w)
+                _push(hp, hsize, tw, aqtime, w)
                 aqtime += 1
     status = STATUS_OK
     for v in range(nn):

@@ -9,6 +9,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.machine.platforms import Platform, as_platform
+from perfmod.models.comm.network import Network
 from perfmod.replay.engine import replay
 from perfmod.trace.core import Trace
 
@@ -20,7 +21,7 @@ _VARS = ("comm_time", "send_time", "recv_time", "wait_time", "collective_time", 
 
 def sweep(trace: Trace, platforms: Sequence[Platform | str], models: Sequence[str] = ("postal", "maxrate", "kmodel"),
           progress: bool = True, **options: Any) -> xr.Dataset:
-    """:func:`perfmod.replay.replay` of ``trace`` for every platform and model.
+    """:func:`perfmod.replay.replay` of ``trace`` for every platform and model (each pair bound once).
 
     Parameters
     ----------
@@ -39,13 +40,14 @@ def sweep(trace: Trace, platforms: Sequence[Platform | str], models: Sequence[st
         ``rank``[, ``iteration``]), with the attributes of the first replay.
     """
     plats = [as_platform(p) for p in platforms]
+    mapping = options.pop("mapping", "block")
     rows = []
     bar = tqdm(total=len(plats) * len(models), disable=not progress, desc="replay")
     first: xr.Dataset | None = None
     for plat in plats:
         cols = []
         for model in models:
-            ds = replay(trace, plat, model, **options)
+            ds = replay(trace, Network(plat, model, mapping, trace.nprocs), model, mapping=mapping, **options)
             first = first if first is not None else ds
             cols.append(ds[[v for v in _VARS if v in ds]])
             bar.update()

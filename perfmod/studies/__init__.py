@@ -3,12 +3,15 @@
 The study contract (issue 10 item 4): the module of study ``<x>`` exposes
 ``run(**params) -> xarray.Dataset`` (all computation, units and provenance)
 and ``figures(ds) -> dict[str, Figure]`` (drawn from the dataset alone), and
-``notebooks/<x>.ipynb`` passes its parameters cell to ``run``.  Each notebook
-has a module of its own name, ``perfmod.studies.<x>``; modules without a
-notebook hold what several studies share:
+``notebooks/<x>.ipynb`` passes its parameters cell to ``run``.  The floor
+plan (tests/test_architecture.py checks it):
 
-- ``choi2020_comm``: communication-model computations of paper 000 (model
-  curves, weak-scaling communication, Table 5), used by
-  ``choi2020_comm_models`` (the study module of that notebook) and
-  ``choi2020_end_to_end``.
+- ``perfmod.studies.<x>``, one module per notebook (the list of studies is the notebooks' metadata,
+  :mod:`perfmod.workflow.catalog`); a study module imports no other study module;
+- ``perfmod.studies.papers.<paper>``: what the studies of one paper share (:mod:`perfmod.studies.papers`);
+- any other module here is one study's helper, imported by that study alone (``anger_skeleton_steps``,
+  ``jacobi2d_gpu``, ``local_jacobi2d_model``).
+
+What every measuring study shares (run orders, raw records, headline figures) is a layer below,
+:mod:`perfmod.campaign`.
 """

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import perfmod.campaign as campaign
 from perfmod.measure.proxies.hpccg import REGIONS as HPCCG_REGIONS
 from perfmod.measure.proxies.hpccg import run_hpccg
 from perfmod.measure.proxies.lulesh import REGIONS as LULESH_REGIONS
@@ -42,7 +43,6 @@ from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import run_flags
 from perfmod.models.compute import fit_compute_model
 from perfmod.replay import replay
-from perfmod.studies.design import interleaved_order
 from perfmod.trace.core import Call, Trace
 
 __all__ = ["AppSpec", "app_spec", "measure_native", "clean_runs", "training_frame", "clean_training_frames",
@@ -119,7 +119,7 @@ def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], r
     """Run the proxy in measure mode for every (size, nprocs, rep); region calls go to ``store``.
 
     The runs go in one seeded interleaved order
-    (:func:`perfmod.studies.design.interleaved_order`: training and held-out
+    (:func:`perfmod.campaign.design.interleaved_order`: training and held-out
     sizes mixed, repetitions spread over the whole measurement), and each
     carries the probe's verdict from :func:`perfmod.measure.runner.run_mpi`
     (an interfered run is re-run there up to a bounded number of times).
@@ -137,7 +137,7 @@ def measure_native(spec: AppSpec, sizes: Sequence[int], nprocs: Sequence[int], r
     """
     configs = [(int(s), int(p)) for s in sizes for p in nprocs]
     rows = []
-    for k, (c, rep) in enumerate(interleaved_order([reps] * len(configs), seed)):
+    for k, (c, rep) in enumerate(campaign.interleaved_order([reps] * len(configs), seed)):
         size, p = configs[c]
         if progress:
             progress(f"{spec.name} size {size} on {p} rank(s), rep {rep}")

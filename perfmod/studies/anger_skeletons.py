@@ -43,6 +43,7 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
+import perfmod.campaign as campaign
 from perfmod.core.paperdata import read_table
 from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.validity import clean_reduce
@@ -60,8 +61,6 @@ from perfmod.studies.anger_skeleton_steps import (
     skeleton_runtime,
     training_frame,
 )
-from perfmod.studies.headline import headline_figures
-from perfmod.studies.records import FLAG_FIELDS, flag_variables, new_flags, provenance, record_drops, save_raw
 
 __all__ = ["run", "figures", "summary", "training_range_masks", "headline", "native_runs", "measured_runtimes", "STUDY"]
 
@@ -178,11 +177,11 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     else:
         status = f"fitted on the clean training runs ({', '.join(apps)})"
     runs = pd.concat([p.runs for p in per_app], ignore_index=True)
-    record_drops(ds, xr.DataArray(runs["interfered"].to_numpy(bool), dims="run"),
-                 xr.DataArray(runs["oversubscribed"].to_numpy(bool), dims="run"),
-                 [m for p in per_app for m in p.missing], "native runs")
+    campaign.record_drops(ds, xr.DataArray(runs["interfered"].to_numpy(bool), dims="run"),
+                          xr.DataArray(runs["oversubscribed"].to_numpy(bool), dims="run"),
+                          [m for p in per_app for m in p.missing], "native runs")
     ds.attrs.update(speedup_method=speedup_method, platform=platform, comm_model=comm_model, fit_status=status)
-    return provenance(ds, STUDY, _SOURCE, params, [f for p in per_app for f in p.raw_files])
+    return campaign.provenance(ds, STUDY, _SOURCE, params, [f for p in per_app for f in p.raw_files])
 
 
 @dataclass
@@ -204,7 +203,7 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     store = raw / f"{app}-regions.sqlite"
     runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s), seed=seed)
     native = native_runs(runs, app, sizes, nprocs, nsize, reps)
-    raw_files = [str(save_raw(native, STUDY, f"{app}-native", params, _SOURCE, raw_out))]
+    raw_files = [str(campaign.save_raw(native, STUDY, f"{app}-native", params, _SOURCE, raw_out))]
     if raw_out:
         raw_files.append(str(store))
     bar.update()
@@ -220,17 +219,23 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     pred = np.full(shape, np.nan)
     wall = np.full((nsize, len(METHODS)), np.nan)
     replay_wall = np.full((nsize, len(METHODS)), np.nan)
+    clipped = np.full(shape, np.nan)
     if models is not None:
         for i, s in enumerate(sizes):
             for j, p in enumerate(nprocs):
                 for k, m in enumerate(METHODS):
                     res = skeleton_runtime(spec, s, p, models[m], platform, skeleton_reps, comm_model)
                     pred[i, j, k] = res.runtime
+                    clipped[i, j, k] = float(res.stats["clipped"].sum()) if "clipped" in res.stats else 0.0
                     if p == 1:
                         wall[i, k], replay_wall[i, k] = res.wall, res.replay_wall
     bar.update()
     app_ds, missing = _app_dataset(app, spec, native, sizes, held, nprocs, pred, wall, replay_wall, nsize, models,
                                    frames, speedup_method)
+    dims = app_ds["runtime_predicted"].dims
+    app_ds["skeleton_clipped"] = (dims, clipped.reshape(app_ds["runtime_predicted"].shape), {
+        "units": "1", "long_name": "model evaluations of the skeleton run whose negative prediction was clipped to 0 "
+                                   "(each warned; 0: none)"})
     if models is not None:
         scaled = scale_out(spec, scale_size, scale_nprocs, models["perfmod"], platform, comm_model=comm_model,
                            ranks_per_node=max(nprocs))
@@ -291,28 +296,28 @@ def native_runs(runs: pd.DataFrame, app: str, sizes: Sequence[int], nprocs: Sequ
     -------
     xarray.Dataset
         ``native_time``, ``native_cpu_time``, ``cpu_fraction``, ``run_index`` and the flags of
-        :data:`perfmod.studies.records.FLAG_FIELDS` over ``(size, nprocs, rep)``, the
+        :data:`perfmod.campaign.records.FLAG_FIELDS` over ``(size, nprocs, rep)``, the
         coordinates ``problem_size`` (size) and ``oversubscribed`` (nprocs), attribute ``app``.
     """
     sizes, nprocs = [int(s) for s in sizes], [int(p) for p in nprocs]
     shape = (nsize, len(nprocs), reps)
     vals = {k: np.full(shape, np.nan) for k in _NATIVE_META}
     vals["run_index"] = np.full(shape, -1.0)
-    flags = new_flags(shape)
+    flags = campaign.new_flags(shape)
     over = np.zeros(len(nprocs), bool)
     for row in runs.itertuples(index=False):
         idx = (sizes.index(int(row.size)), nprocs.index(int(row.nprocs)), int(row.rep))
         vals["native_time"][idx], vals["native_cpu_time"][idx] = row.time, row.cpu_time
         vals["cpu_fraction"][idx] = row.cpu_fraction
         vals["run_index"][idx] = getattr(row, "order", -1)
-        for f in FLAG_FIELDS:
+        for f in campaign.FLAG_FIELDS:
             flags[f][idx] = getattr(row, f)
         over[idx[1]] |= bool(getattr(row, "oversubscribed", False))
     size_vals = np.full(nsize, np.nan)
     size_vals[:len(sizes)] = sizes
     dims = ("size", "nprocs", "rep")
     data = {k: (dims, vals[k], {"units": u, "long_name": ln}) for k, (u, ln) in _NATIVE_META.items()}
-    return xr.Dataset(data | flag_variables(flags, dims),
+    return xr.Dataset(data | campaign.flag_variables(flags, dims),
                       coords={"size": np.arange(nsize), "nprocs": np.asarray(nprocs), "rep": np.arange(reps),
                               "problem_size": ("size", size_vals, {"units": "1", "long_name": "problem size"}),
                               "oversubscribed": ("nprocs", over, {"units": "1", "long_name": "more ranks than "
@@ -548,7 +553,7 @@ def summary(ds: xr.Dataset) -> pd.DataFrame:
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): skeleton error per method, and the speedup.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): skeleton error per method, and the speedup.
 
     The mean absolute relative error of the whole-application skeleton runtime on the
     held-out sizes with a clean measurement, every proxy run, per method (the
@@ -563,7 +568,7 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     figs["skeleton_speedup_mean"] = (float(speed.mean()) if speed.size else float("nan"), "1",
                                      f"mean skeleton speedup over the native run, 1 rank "
                                      f"({ds.attrs.get('speedup_method', '')} models)")
-    return headline_figures(ds, figs)
+    return campaign.headline_figures(ds, figs)
 
 
 def figures(ds: xr.Dataset) -> dict[str, Any]:

@@ -36,11 +36,12 @@ import xarray as xr
 from perfmod.apps.exchange import DOUBLE
 from perfmod.apps.registry import analytic_comm, app_kernels
 from perfmod.core.io import annotate
+from perfmod.machine.devices import read_devices
 from perfmod.machine.platforms import load
 from perfmod.models.comm.collectives import allreduce_recursive_doubling
 from perfmod.models.endtoend import end_to_end
-from perfmod.models.roofline import predict, read_devices
-from perfmod.studies.choi2020_end_to_end import ITERATIONS, paper_overhead
+from perfmod.models.roofline import predict
+from perfmod.studies.papers.choi2020 import ITERATIONS, paper_overhead
 
 __all__ = ["STUDY", "SOURCE", "DOTS_PER_ITERATION", "run", "figures", "cg_iteration", "plot_cg_iteration"]
 

@@ -8,7 +8,7 @@ postal, max-rate and K-models across weak-scaling sizes (the model side of
 Figures 5, 7 and 10).
 
 The notebook is named after the study, this module after the notebook; the
-computations it assembles live in :mod:`perfmod.studies.choi2020_comm`
+computations it assembles live in :mod:`perfmod.studies.papers.choi2020`
 (shared with the end-to-end study).  :func:`run` returns the dataset the
 notebook writes, :func:`figures` draws from that dataset alone.
 """
@@ -23,7 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from perfmod.core.io import annotate
-from perfmod.studies.choi2020_comm import model_curves, table5_reproduction, weak_scaling_comm
+from perfmod.studies.papers.choi2020 import model_curves, table5_reproduction, weak_scaling_comm
 from perfmod.viz.plots import plot_model_curves, plot_weak_scaling
 
 __all__ = ["STUDY", "SOURCE", "MODEL_ORDER", "run", "figures", "message_sizes", "table5_dataset"]
@@ -55,7 +55,7 @@ def table5_dataset(table5: pd.DataFrame) -> xr.Dataset:
     Parameters
     ----------
     table5 : pandas.DataFrame
-        :func:`perfmod.studies.choi2020_comm.table5_reproduction`.
+        :func:`perfmod.studies.papers.choi2020.table5_reproduction`.
     """
     t5 = table5.set_index(["app", "platform"])
     out = xr.Dataset.from_dataframe(t5[_TABLE5_COLUMNS])
@@ -98,10 +98,10 @@ def run(
     -------
     xarray.Dataset
         ``t_msg`` over (``platform``, ``model``, ``mode``, ``msg_bytes``)
-        (:func:`~perfmod.studies.choi2020_comm.model_curves`, postal and
+        (:func:`~perfmod.studies.papers.choi2020.model_curves`, postal and
         max-rate), ``t_comm_predicted`` with the K counts and ``nprocs`` over
         (``app``, ``platform``, ``nodes``[, ``model``])
-        (:func:`~perfmod.studies.choi2020_comm.weak_scaling_comm`) and the
+        (:func:`~perfmod.studies.papers.choi2020.weak_scaling_comm`) and the
         ``table5_*`` variables (:func:`table5_dataset`), merged (the
         ``model`` coordinate is their union, sorted); times in s;
         provenance attributes.

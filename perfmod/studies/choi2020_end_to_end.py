@@ -5,7 +5,7 @@ Figures 6, 8, 9, 11, 12, 13).
 Kernel parameters come from the algorithmic counts of :mod:`perfmod.apps.kernels`
 (the paper's nvprof profiles are not published), devices from
 ``data/devices/gpus.csv`` (the GPU of each platform is its Table 1 entry),
-communication from :func:`perfmod.studies.choi2020_comm.weak_scaling_comm`
+communication from :func:`perfmod.studies.papers.choi2020.weak_scaling_comm`
 (postal, max-rate and K-model, 000 §3.1), overheads from 000 §5.1-5.3 (200,
 165, 148 us, measured once and used on every platform, as the paper does).
 :func:`replay_comm` gives the same communication by replaying each app's
@@ -34,11 +34,13 @@ from perfmod.apps.registry import app_counts, app_kernels
 from perfmod.apps.traces import synthetic
 from perfmod.core.io import annotate
 from perfmod.core.paperdata import read_table
+from perfmod.machine.devices import read_devices
 from perfmod.machine.platforms import load
+from perfmod.models.comm.network import Network
 from perfmod.models.endtoend import comm_from_replay, end_to_end
-from perfmod.models.roofline import predict, read_devices
+from perfmod.models.roofline import predict
 from perfmod.replay import replay
-from perfmod.studies.choi2020_comm import nprocs_for, weak_scaling_comm
+from perfmod.studies.papers.choi2020 import ITERATIONS, nprocs_for, paper_overhead, weak_scaling_comm
 from perfmod.viz.roofline import plot_roofline
 
 __all__ = [
@@ -60,8 +62,6 @@ __all__ = [
     "replay_comm",
     "plot_kernels",
     "plot_per_iteration",
-    "paper_overhead",
-    "ITERATIONS",
 ]
 
 STUDY = "choi2020_end_to_end"
@@ -148,11 +148,11 @@ def replay_comm(apps: Sequence[str], platforms: Sequence[str], nodes: Sequence[i
     """
     t = np.full((len(apps), len(platforms), len(nodes)), np.nan)
     todo = [(a, p, n) for a in range(len(apps)) for p in range(len(platforms)) for n in range(len(nodes))]
+    nets = [Network(load(name), model) for name in platforms]  # bound once each
     for a, p, n in tqdm(todo, desc=f"replay ({model})", disable=not progress):
-        plat = load(platforms[p])
-        procs = nprocs_for(apps[a], nodes[n], plat.ranks_per_node)
+        procs = nprocs_for(apps[a], nodes[n], nets[p].platform.ranks_per_node)
         trace = synthetic(apps[a], procs, iterations, allreduces=allreduces)
-        t[a, p, n] = float(comm_from_replay(replay(trace, plat, model), iterations))
+        t[a, p, n] = float(comm_from_replay(replay(trace, nets[p], model), iterations))
     what = "halo exchange" if allreduces == 0 else "halo exchange and allreduce"
     return xr.DataArray(t, dims=("app", "platform", "nodes"),
                         coords={"app": list(apps), "platform": list(platforms), "nodes": list(nodes)},
@@ -385,34 +385,3 @@ def plot_per_iteration(ds: xr.Dataset) -> plt.Figure:
     axes[0][0].legend(fontsize=6, ncol=2)
     fig.tight_layout()
     return fig
-
-
-ITERATIONS: dict[str, int] = {"jacobi2d": 100, "minife": 200, "minimd": 100}
-"""Iterations of an end-to-end run (000 §4.2: Jacobi2D 100, MiniFE's CG loop 200, MiniMD 100 steps)."""
-
-def paper_overhead(app: str, platform: str | None = None, paper: str = "000") -> float:
-    """Measured per-iteration overhead (s) transcribed from the papers.
-
-    Parameters
-    ----------
-    app : {"jacobi2d", "minife", "minimd"}
-    platform : str, optional
-        Platform of the measurement; required where the paper has several
-        (002: MiniFE on ``"lassen"`` 820 us, ``"bridges"`` 1001 us).
-    paper : {"000", "002"}
-        Paper 000 (used for every platform: 200, 165, 148 us) or 002.
-
-    Raises
-    ------
-    KeyError
-        No such overhead; the message lists those available.
-    """
-    df = read_table("overheads")
-    sel = df[df["paper"].str.startswith(paper) & (df["app"] == app)]
-    if platform is not None and len(sel) > 1:
-        sel = sel[sel["platform"] == platform]
-    if len(sel) != 1:
-        have = ", ".join(f"{r.paper[:3]}/{r.app}/{r.platform}" for r in df.itertuples())
-        raise KeyError(f"no unique overhead for paper {paper}, app {app!r}, platform {platform!r}; "
-                       f"available: {have}")
-    return float(sel["overhead_s"].iloc[0])

@@ -36,7 +36,7 @@ What is counted and compared
 - An *exchange* is one halo exchange: MiniFE one per CG iteration (the 26
   neighbours of §4.2), MiniMD two per timestep (the forward and the reverse
   communication, 000 §4.2 phases 2 and 4), as in
-  :data:`perfmod.studies.choi2020_comm.PHASES_PER_ITERATION`.  The runs hold
+  :data:`perfmod.studies.papers.choi2020.PHASES_PER_ITERATION`.  The runs hold
   200 MiniFE and 100 MiniMD iterations (000 §4.2), the ``iterations``
   parameter.  A send belongs to exchange ``c // w``: ``c`` the completion
   calls (waits) its rank made before it, ``w`` the most waits of any rank
@@ -84,9 +84,10 @@ from perfmod.apps.registry import exchange, kmodel_counts
 from perfmod.core.io import annotate
 from perfmod.machine.platforms import load
 from perfmod.models.comm.kmodel import kmodel_counts_from
+from perfmod.models.comm.network import Network
 from perfmod.replay import replay
 from perfmod.replay.matching import collective_instances, match_messages
-from perfmod.studies.choi2020_comm import PHASES_PER_ITERATION, TABLE5_CONFIGS, comm_per_iteration
+from perfmod.studies.papers.choi2020 import PHASES_PER_ITERATION, TABLE5_CONFIGS, comm_per_iteration
 from perfmod.trace import TraceError, read_trace
 from perfmod.trace.core import COLLECTIVES, NO_TIME, NONBLOCKING, WAITS, Call, Trace, code_set
 from perfmod.trace.requests import resolve_requests
@@ -361,6 +362,7 @@ def run(
     if ranks_per_node:
         plat = plat.replace(ranks_per_node=int(ranks_per_node))
     rpn = plat.ranks_per_node
+    nets = [Network(plat, model) for model in models]  # bound once each
     root = trace_root(trace_dir)
     shape = (len(apps), len(nprocs))
     tr_vars = {k: np.full(shape, np.nan) for k in _TRACE_VARS}
@@ -376,10 +378,10 @@ def run(
             missing.append(f"{app}: no DUMPI .meta in {root / app}")
         for n, p in enumerate(nprocs):
             ex = exchange(app, int(p))
-            c = kmodel_counts(ex, plat, int(p))
+            c = kmodel_counts(ex, None, int(p), ranks_per_node=plat.ranks_per_node)
             dec["k_inter"][a, n], dec["k_total"][a, n], dec["k"][a, n] = c.k_inter, c.k_total, c.k
-            for m, model in enumerate(models):
-                analytic[a, n, m] = comm_per_iteration(app, ex, plat, model, c)
+            for m, net in enumerate(nets):
+                analytic[a, n, m] = comm_per_iteration(app, ex, net, c)
             if p in runs:
                 found[(a, n)] = runs[p]
             elif runs:
@@ -401,8 +403,8 @@ def run(
                   "t_late_recorded": rec["late"].mean(), "t_coll_recorded": rec["coll"].mean()}
         for name, v in values.items():
             tr_vars[name][a, n] = v
-        for m, model in enumerate(models):
-            t = predicted_comm(trace, plat, model, iters)
+        for m, net in enumerate(nets):
+            t = predicted_comm(trace, net, net.model.name, iters)
             pred[a, n, m], pred_max[a, n, m] = t.mean(), t.max()
     dims, dims_m = ("app", "nprocs"), ("app", "nprocs", "model")
     data: dict[str, Any] = {name: (dims, tr_vars[name], {"units": u, "long_name": ln})

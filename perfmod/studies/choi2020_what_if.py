@@ -31,11 +31,13 @@ import xarray as xr
 
 from perfmod.apps.registry import app_kernels, exchange, kmodel_counts
 from perfmod.core.io import annotate
+from perfmod.machine.devices import devices_dataset, get_device, scale_device
 from perfmod.machine.platforms import load
+from perfmod.models.comm.network import Network
 from perfmod.models.comm.phase import phase_time
 from perfmod.models.endtoend import end_to_end
-from perfmod.models.roofline import devices_dataset, get_device, predict, scale_device
-from perfmod.studies.choi2020_end_to_end import paper_overhead
+from perfmod.models.roofline import predict
+from perfmod.studies.papers.choi2020 import paper_overhead
 
 __all__ = ["STUDY", "SOURCE", "DEVICE_VARIANTS", "run", "split", "figures", "gpus_per_node_sweep", "device_variants",
            "device_sweep", "plot_gpus_per_node", "plot_device_sweep"]
@@ -64,17 +66,17 @@ def gpus_per_node_sweep(
     device: str = "Tesla V100",
 ) -> xr.Dataset:
     """Figure 14: communication and iteration time over (``gpus_per_node``, ``model``)."""
-    base = load(platform)
+    nets = [Network(load(platform), model) for model in models]  # bound once; the what-if changes the layout
     ex = exchange(app, total_gpus)
     t = np.zeros((len(gpus_per_node), len(models)))
     nodes = []
     for i, g in enumerate(gpus_per_node):
         if total_gpus % g:
             raise ValueError(f"total_gpus={total_gpus} is not a multiple of gpus_per_node={g}")
-        plat = base.replace(ranks_per_node=g, sockets_per_node=2, gpus_per_socket=ceil(g / 2))
         nodes.append(total_gpus // g)
-        for j, model in enumerate(models):
-            t[i, j] = float(phase_time(ex, plat, model=model)["t_phase"])
+        for j, net in enumerate(nets):
+            what_if = net.with_layout(ranks_per_node=g, sockets_per_node=2, gpus_per_socket=ceil(g / 2))
+            t[i, j] = float(phase_time(ex, what_if, model=net.model.name)["t_phase"])
     coords = {"gpus_per_node": list(gpus_per_node), "model": list(models)}
     t_comm = xr.DataArray(t, dims=("gpus_per_node", "model"), coords=coords)
     pred = predict(app_kernels(app), {device: get_device(device)})
@@ -106,8 +108,9 @@ def device_sweep(base: str = "Tesla V100", app: str = "minife", platform: str = 
     devices = devices_dataset(device_variants(base))
     pred = predict(app_kernels(app), devices)
     ex = exchange(app, nprocs)
-    plat = load(platform)
-    t_comm = float(phase_time(ex, plat, model="kmodel", counts=kmodel_counts(ex, plat, nprocs))["t_phase"])
+    net = Network(platform, "kmodel")
+    counts = kmodel_counts(ex, None, nprocs, ranks_per_node=net.platform.ranks_per_node)
+    t_comm = float(phase_time(ex, net, model="kmodel", counts=counts)["t_phase"])
     e2e = end_to_end(t_comm, pred, paper_overhead(app))
     out = pred[["t_predicted", "bound", "compute_bound", "flops_sp", "flops_dp", "dram_bandwidth"]].merge(e2e)
     out["device"].attrs.update(units="1", long_name="device (000 §6.2: A-D from Tesla V100)")

@@ -8,7 +8,7 @@ everything with provenance as one JSON file (plain JSON: the GPU machine need
 not have perfmod's netCDF stack).  The file is small and committed
 (``data/raw/<gpu-host>/jacobi2d_gpu-<UTC>.json``), so :func:`gpu_dataset`
 rebuilds the comparison anywhere: measured kernel times next to the kernel
-metrics of :func:`perfmod.measure.proxies.jacobi2d.kernel_counts` (no write-allocate,
+metrics of :func:`perfmod.apps.jacobi2d.proxy_kernel_counts` (no write-allocate,
 32 B sectors on a GPU) for the QRoof predictions.
 
 Command line (on the GPU machine):
@@ -31,12 +31,14 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from perfmod.apps.jacobi2d import proxy_kernel_counts
 from perfmod.core.paths import data_dir
-from perfmod.measure.bench.devicebench import BENCHES, DEVICE_COLUMNS
-from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_counts, kernel_times, run_jacobi
-from perfmod.models.roofline import get_device, qroof
+from perfmod.machine.devices import DEVICE_COLUMNS, DEVICE_SI, UNIT_SCALE, get_device
+from perfmod.measure.bench.devicebench import BENCHES
+from perfmod.measure.proxies.jacobi2d import KERNELS, PHASES, SerialComm, kernel_times, run_jacobi
+from perfmod.models.roofline import qroof
 
-__all__ = ["DEVICE_SI", "device_row_variables", "measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row",
+__all__ = ["device_row_variables", "measure_gpu", "read_gpu", "latest_gpu_file", "gpu_device_row",
            "gpu_dataset", "gpu_comparison",
            "gpu_iterations", "plot_gpu_kernels", "main"]
 
@@ -99,7 +101,7 @@ def gpu_dataset(rec: dict[str, Any]) -> xr.Dataset:
     blocks = sorted(int(b) for b in rec["kernels"])
     t = np.array([[np.median(rec["kernels"][str(b)][k]) for k in KERNELS] for b in blocks])
     tmin = np.array([[np.min(rec["kernels"][str(b)][k]) for k in KERNELS] for b in blocks])
-    counts = [kernel_counts(b, write_allocate=False, line_bytes=32) for b in blocks]
+    counts = [proxy_kernel_counts(b, write_allocate=False, line_bytes=32) for b in blocks]
     ops = np.array([[c[k]["compute_ops"] for k in KERNELS] for c in counts])
     dram = np.array([[c[k]["dram_bytes"] for k in KERNELS] for c in counts])
     it = rec.get("iterations", {})
@@ -139,7 +141,7 @@ def gpu_comparison(rec: dict[str, Any]) -> xr.Dataset:
     ds = gpu_dataset(rec).rename(block="gpu_block")
     rows = {f"{H100_SPEC} (datasheet)": dict(get_device(H100_SPEC)),
             "H100 (measured by devicebench)": gpu_device_row(rec)}
-    counts = kernel_counts(int(ds.gpu_block[0]), write_allocate=False, line_bytes=32)
+    counts = proxy_kernel_counts(int(ds.gpu_block[0]), write_allocate=False, line_bytes=32)
     dom = xr.DataArray([counts[k]["dominant_op"] for k in KERNELS], dims="kernel")
     mix = xr.DataArray([counts[k]["opmix_efficiency"] for k in KERNELS], dims="kernel")
     preds, bound = [], []
@@ -158,26 +160,15 @@ def gpu_comparison(rec: dict[str, Any]) -> xr.Dataset:
     return out.assign_coords(gpu_device=list(rows))
 
 
-#: Device-table column -> (variable name, SI unit, long name): the toolkit's columns are in 1e9 per second.
-DEVICE_SI = {
-    "GFLOPS - SP": ("flops_sp", "1/s", "single-precision floating-point operations per second (peak)"),
-    "GFLOPS - DP": ("flops_dp", "1/s", "double-precision floating-point operations per second (peak)"),
-    "GIOPS - MAD": ("iops_mad", "1/s", "integer multiply-adds per second (peak)"),
-    "GBSEC - DRAM": ("dram_bandwidth", "B/s", "DRAM bandwidth"),
-    "GBSEC - L2": ("l2_bandwidth", "B/s", "L2 bandwidth"),
-    "GOPS - SHMEM": ("shmem_ops", "1/s", "shared-memory (L1) operations per second"),
-    "GIOPS - ADD": ("iops_add", "1/s", "integer additions per second (peak)"),
-}
-
-
 def device_row_variables(rows: dict[Any, dict[str, float]], dim: str, prefix: str, what: str) -> dict[str, Any]:
     """Device rows (toolkit columns, 1e9 per second) as SI variables ``<prefix>_<name>`` over ``dim``.
 
     ``rows`` maps each value of ``dim`` to a row; the variables hold the rates
-    in per-second SI units (B/s, 1/s) and name the toolkit column in ``long_name``.
+    in per-second SI units and names of :data:`perfmod.machine.devices.DEVICE_SI` (the one table
+    of device columns) and name the toolkit column in ``long_name``.
     """
     keys = list(rows)
-    return {f"{prefix}_{name}": xr.DataArray([1e9 * rows[k][col] for k in keys], dims=dim,
+    return {f"{prefix}_{name}": xr.DataArray([UNIT_SCALE * rows[k][col] for k in keys], dims=dim,
                                              attrs={"units": unit, "long_name": f"{what}: {long} ({col})"})
             for col, (name, unit, long) in DEVICE_SI.items() if col in rows[keys[0]]}
 
@@ -201,7 +192,7 @@ def gpu_iterations(rec: dict[str, Any], profile_block: int = 8192) -> xr.Dataset
     blocks = sorted(int(b) for b in it)
     meas, pred = [], []
     for b in blocks:
-        c = kernel_counts(b, [], write_allocate=False, line_bytes=32)
+        c = proxy_kernel_counts(b, [], write_allocate=False, line_bytes=32)
         t_k = sum(float(qroof(c[k]["compute_ops"], c[k]["dram_bytes"], c[k]["dominant_op"], c[k]["opmix_efficiency"],
                               1.0, 0.0, {col: row[col] for col in DEVICE_COLUMNS})["time"])
                   for k in ("stencil", "reduce"))

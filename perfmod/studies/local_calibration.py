@@ -26,6 +26,7 @@ import numpy as np
 import tomli_w
 import xarray as xr
 
+import perfmod.campaign as campaign
 from perfmod.core.io import read_dataset
 from perfmod.machine import platforms
 from perfmod.measure.bench.pingpong import run_pingpong, summarize
@@ -36,8 +37,6 @@ from perfmod.models.comm.calibration import (
     calibration_dataset,
     clean_sweeps,
 )
-from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
-from perfmod.studies.records import flag_variables, new_flags, provenance, record_drops
 from perfmod.viz.plots import plot_calibration
 
 __all__ = ["run", "sweep_flags", "figures", "write_platform", "platform_of", "plot_pairs"]
@@ -75,7 +74,7 @@ def run(pingpong_path: str = "", sizes: Sequence[int] = (), pairs: Sequence[int]
         one-way times over ``msg_bytes``, postal parameters with standard errors, BIC), with
         ``t_oneway_median_pairs`` over (``pairs``, ``msg_bytes``) when several pairs ran; the
         fitted platform as TOML text (``platform_toml``), the max-rate fits (``maxrate_fits``,
-        JSON), the measurement's host, CPU, MPI library, date and binding; provenance and
+        JSON), the measurement's host, CPU, MPI library, date and binding; campaign.provenance and
         ``raw_files`` (the ping-pong file); every timed sweep's flags over (``pairs``, ``rep``),
         ``interfered`` among them, and what was dropped (:func:`sweep_flags`): the measured
         one-way times are medians of the clean sweeps.
@@ -104,24 +103,24 @@ def run(pingpong_path: str = "", sizes: Sequence[int] = (), pairs: Sequence[int]
         ds.attrs["maxrate_reason"] = str(cal.platform.entry("maxrate", cal.mode, next(iter(cal.fits))).reason)
     ds.attrs["platform_toml"] = tomli_w.dumps(platforms.to_dict(cal.platform))
     ds = sweep_flags(ds, pp, cal)
-    return provenance(ds, STUDY, f"measurement: {cal.platform.source}", parameters, [source_file])
+    return campaign.provenance(ds, STUDY, f"measurement: {cal.platform.source}", parameters, [source_file])
 
 
 def sweep_flags(ds: xr.Dataset, pp: xr.Dataset, cal: Calibration) -> xr.Dataset:
     """``ds`` with the ping-pong's flags per timed sweep over (``pairs``, ``rep``) and what was dropped.
 
-    The flags of :data:`perfmod.studies.records.FLAG_FIELDS` (a sweep is not
+    The flags of :data:`perfmod.campaign.records.FLAG_FIELDS` (a sweep is not
     re-run: ``attempts`` 1; ``load_before`` the run's), ``oversubscribed``;
     ``fit_status`` ("not fitted on clean runs" when the single pair had fewer
     than :data:`perfmod.models.comm.calibration.MIN_CLEAN_SWEEPS` clean sweeps and
     the platform was fitted on every sweep, provisionally) and the attributes of
-    :func:`perfmod.studies.records.record_drops`; ``clean_runs_missing`` names
+    :func:`perfmod.campaign.records.record_drops`; ``clean_runs_missing`` names
     the pair counts with no clean sweep.  A ping-pong file without flags
     (measured before sweeps were probed) counts as clean.
     """
     ok = clean_sweeps(pp)
     shape = (pp.sizes["pairs"], pp.sizes["rep"])
-    flags = new_flags(shape)
+    flags = campaign.new_flags(shape)
     flags["interfered"] = ~ok.transpose("pairs", "rep").values
     flags["attempts"] = np.ones(shape)
     flags["interfered_attempts"] = flags["interfered"].astype(float)
@@ -132,14 +131,14 @@ def sweep_flags(ds: xr.Dataset, pp: xr.Dataset, cal: Calibration) -> xr.Dataset:
     out = ds.drop_vars([v for v in ("interfered", "off_cpu") if v in ds]).assign_coords(
         pairs=pp.pairs, rep=pp.rep,
         oversubscribed=pp.oversubscribed if "oversubscribed" in pp.coords else ("pairs", np.zeros(shape[0], bool)))
-    out = out.assign(flag_variables(flags, ("pairs", "rep")))
+    out = out.assign(campaign.flag_variables(flags, ("pairs", "rep")))
     missing = [f"pairs={int(k)}" for k in pp.pairs.values if not bool(ok.sel(pairs=k).any())]
     out.attrs["fit_status"] = ("fitted on the clean sweeps" if 1 not in cal.provisional else
                                "not fitted on clean runs: fewer than "
                                f"{MIN_CLEAN_SWEEPS} timed sweeps of the single pair were clean, so the platform is "
                                "fitted on every sweep, interfered ones included (provisional; re-measure on a "
                                "quieter machine)")
-    return record_drops(out, out.interfered, out.oversubscribed, missing, "timed ping-pong sweeps")
+    return campaign.record_drops(out, out.interfered, out.oversubscribed, missing, "timed ping-pong sweeps")
 
 
 def platform_of(ds: xr.Dataset) -> platforms.Platform:
@@ -165,15 +164,15 @@ def plot_pairs(ds: xr.Dataset) -> plt.Figure:
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): one-way time error of the fit, and the latency.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): one-way time error of the fit, and the latency.
 
     Mean and largest absolute relative error of the postal fit against the measured
     one-way times (median per size, every size), and the fitted latency alpha of
     the smallest messages' protocol; NaN when nothing was fitted; then the run counts.
     """
-    mean, top = mean_max(abs_rel_errors(ds.t_oneway_measured, ds.t_oneway_predicted))
+    mean, top = campaign.mean_max(campaign.abs_rel_errors(ds.t_oneway_measured, ds.t_oneway_predicted))
     first = str(ds.fit_protocol.values[0])
-    return headline_figures(ds, {
+    return campaign.headline_figures(ds, {
         "t_oneway_error_mean": (mean, "1", "mean |relative error| of the postal fit over the message sizes"),
         "t_oneway_error_max": (top, "1", "largest |relative error| of the postal fit over the message sizes"),
         "latency": (ds.postal_estimate.sel(fit_protocol=first, parameter="alpha"), "s",

@@ -9,7 +9,7 @@ The method, step by step:
    (the CPU's counterpart of one GPU per rank: ranks share the memory
    bandwidth).
 2. **Profile** one small run per device (the paper's profiling run): the kernel
-   metrics come from the proxy's own counts (:func:`perfmod.measure.proxies.jacobi2d.kernel_counts`);
+   metrics come from the proxy's own counts (:func:`perfmod.apps.jacobi2d.proxy_kernel_counts`);
    the run gives each kernel's measured time and the overhead, the part of
    the iteration the model does not describe (host-device copies, the sum's
    transfer, the loop itself): ``t_iter - (kernels + exchange + allreduce)``.
@@ -73,13 +73,13 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
+import perfmod.campaign as campaign
 from perfmod.core.paths import host_name, platforms_dir, raw_dir
+from perfmod.machine.devices import DEVICE_SI
 from perfmod.machine.platforms import Platform
 from perfmod.measure.bench.devicebench import device_row, measure_devices, write_device_csv
 from perfmod.measure.runner import run_mpi
 from perfmod.studies import jacobi2d_gpu as gpu
-from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.headline import headline_figures
 from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof: used by the tests)
     COMPARED,
     KERNEL_MODELS,
@@ -97,16 +97,6 @@ from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof
     profile_each,
     profile_jacobi,
     rank_counts,
-)
-from perfmod.studies.records import (
-    FLAG_FIELDS,
-    flag_variables,
-    mask_interfered,
-    new_flags,
-    provenance,
-    record_drops,
-    record_flags,
-    save_raw,
 )
 
 __all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
@@ -174,7 +164,7 @@ def device_rows(nprocs: Sequence[int], reps: int = 10, raw_out: str | Path | Non
 
     With ``raw_out`` each measurement is written there (``devicebench-numpy-r<P>-<UTC>.nc``) with its
     row in the toolkit's CSV layout beside it (same name, ``.csv``), readable by
-    :func:`perfmod.models.roofline.read_devices`.
+    :func:`perfmod.machine.devices.read_devices`.
     """
     rows: dict[int, dict[str, float]] = {}
     for p in sorted({int(x) for x in nprocs}):
@@ -204,11 +194,11 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     """Run the proxy for every (block, nprocs) and repetition in one seeded random order.
 
     The profiled configurations and the held-out ones are interleaved and
-    repetitions spread (:func:`perfmod.studies.design.interleaved_order`).
+    repetitions spread (:func:`perfmod.campaign.design.interleaved_order`).
     Returns ``t_<phase>_measured`` (s per iteration, mean over ranks) over
     (``block``, ``nprocs``, ``rep``) for the nine phases and ``iter``,
     ``run_index``, each run's position in the order, and the flags of
-    :data:`perfmod.studies.records.FLAG_FIELDS` (``interfered``: disturbed by
+    :data:`perfmod.campaign.records.FLAG_FIELDS` (``interfered``: disturbed by
     another process, re-run and kept for the record by :func:`~perfmod.measure.runner.run_mpi`).
     """
     from perfmod.measure.proxies.jacobi2d import PHASES
@@ -217,8 +207,8 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     names = (*PHASES, "iter")
     shape = (len(blocks), len(nprocs), reps)
     data = {q: np.full(shape, np.nan) for q in names}
-    flags = new_flags(shape)
-    order = interleaved_order([reps] * (len(blocks) * len(nprocs)), seed)
+    flags = campaign.new_flags(shape)
+    order = campaign.interleaved_order([reps] * (len(blocks) * len(nprocs)), seed)
     command = ""
     for k, r in tqdm(order, desc="Jacobi2D runs", disable=not progress):
         i, j = divmod(k, len(nprocs))
@@ -227,14 +217,14 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
         command = res["command"]
         for q in names:
             data[q][i, j, r] = res[f"t_{q}"]
-        record_flags(flags, (i, j, r), res)
+        campaign.record_flags(flags, (i, j, r), res)
     ncores = os.cpu_count() or 1
     ws = array_bytes(np.array(blocks)[:, None], np.array(nprocs)[None, :], ncores)
     ds = xr.Dataset(
         {f"t_{q}_measured": (("block", "nprocs", "rep"), data[q],
                              {"units": "s", "long_name": f"measured time per iteration: {q} (mean over ranks)"})
          for q in names}
-        | {"run_index": (("block", "nprocs", "rep"), position_of(order, (len(blocks), len(nprocs), reps)),
+        | {"run_index": (("block", "nprocs", "rep"), campaign.position_of(order, (len(blocks), len(nprocs), reps)),
                          {"units": "1", "long_name": "position of the run in the measurement order"})},
         coords={"block": ("block", blocks, {"units": "1", "long_name": "cells per side of each rank's block"}),
                 "nprocs": ("nprocs", nprocs, {"units": "1", "long_name": "MPI ranks"}),
@@ -244,7 +234,7 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
                 "cache_resident": (("block", "nprocs"), ws <= llc_bytes(),
                                    {"units": "1", "long_name": "one array of every running rank fits in the LLC"})},
     )
-    ds = ds.assign(flag_variables(flags, ("block", "nprocs", "rep")))
+    ds = ds.assign(campaign.flag_variables(flags, ("block", "nprocs", "rep")))
     ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), iters=iters,
                     warmup=warmup, command_example=command)
     return ds
@@ -325,34 +315,35 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
         (``profile_*``, ``kernel_efficiency``); the device rows in SI units (``local_*``, mean of
         before and after the runs, and ``local_*_drift``: after / before - 1); the H100 kernel
         comparison (``t_kernel_*``, ``gpu_*``) and one-rank GPU iterations (``t_iter_gpu_*``);
-        provenance and ``raw_files``.  The flags of every run over (``block``, ``nprocs``,
+        campaign.provenance and ``raw_files``.  The flags of every run over (``block``, ``nprocs``,
         ``rep``), ``interfered`` among them: interfered runs are neither profiled nor scored
         (their ``t_<q>_measured_reps`` are NaN), ``fit_status`` says which rank counts could
         be profiled ("not fitted" when none), and the attributes of
-        :func:`perfmod.studies.records.record_drops` say how many runs were dropped.
+        :func:`perfmod.campaign.records.record_drops` say how many runs were dropped.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     raw = Path(raw_out) if raw_out else raw_dir()
     platform = local_platform(platform_path or None, raw_out=raw)
     rows_before, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
     measured = measure_jacobi(blocks, nprocs, iters, reps, warmup, progress=progress, seed=seed)
-    path = save_raw(measured, STUDY, "runs", parameters,
-                    "measurement: Jacobi2D proxy runs (perfmod.measure.proxies.jacobi2d)", raw)
+    path = campaign.save_raw(measured, STUDY, "runs", parameters,
+                             "measurement: Jacobi2D proxy runs (perfmod.measure.proxies.jacobi2d)", raw)
     rows_after, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
     rows = mean_rows(rows_before, rows_after)
     drift = {p: {c: rows_after[p][c] / rows_before[p][c] - 1 for c in rows[p]} for p in rows}
     names = [v for v in measured.data_vars if str(v).startswith("t_") and str(v).endswith("_measured")]
-    measured = mask_interfered(measured, names)  # fitted (profiled) and scored on clean runs only
+    measured = campaign.mask_interfered(measured, names)  # fitted (profiled) and scored on clean runs only
     prof = profile_each(measured, rows, profile_block, profile_nprocs)
     result = compare(measured, predict_jacobi(blocks, nprocs, platform, rows, prof), prof)
     result["run_index"] = measured.run_index
-    for f in FLAG_FIELDS:
+    for f in campaign.FLAG_FIELDS:
         result[f] = measured[f]
     result.attrs["fit_status"] = fit_status(prof)
-    record_drops(result, measured.interfered, measured.oversubscribed, clean_phases(measured)[1], "Jacobi2D runs")
+    campaign.record_drops(result, measured.interfered, measured.oversubscribed, clean_phases(measured)[1],
+                          "Jacobi2D runs")
     rows_ds = xr.Dataset(gpu.device_row_variables({p: rows[p] for p in nprocs}, "nprocs", "local",
                                                   "local device row per rank (mean of before and after the runs)"))
-    for col, (name, _, long_name) in gpu.DEVICE_SI.items():
+    for col, (name, _, long_name) in DEVICE_SI.items():
         rows_ds[f"local_{name}_drift"] = ("nprocs", [drift[p][col] for p in nprocs], {
             "units": "1", "long_name": f"local device row, {long_name}: after / before the runs - 1"})
     rec = gpu.read_gpu(gpu_data or gpu.latest_gpu_file())
@@ -360,8 +351,8 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     ds = xr.merge([result, _profiles(prof), rows_ds, cmp.drop_vars("t_iter_gpu_measured", errors="ignore"),
                    gpu.gpu_iterations(rec, profile_block=8192)], combine_attrs="drop_conflicts")
     ds.attrs.update(platform_source=platform.source, gpu_data=str(gpu_data or gpu.latest_gpu_file()))
-    return provenance(ds, STUDY, "measurement: Jacobi2D proxy and device microbenchmarks on this machine; H100 "
-                      "kernels from data/raw/gpu-h100; model of paper 000 §3.3-3.4", parameters, [path])
+    return campaign.provenance(ds, STUDY, "measurement: Jacobi2D proxy and device microbenchmarks on this machine; "
+                               "H100 kernels from data/raw/gpu-h100; model of paper 000 §3.3-3.4", parameters, [path])
 
 
 def fit_status(prof: Mapping[int, Profile]) -> str:
@@ -378,7 +369,7 @@ def fit_status(prof: Mapping[int, Profile]) -> str:
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): median per-iteration error per kernel model.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): median per-iteration error per kernel model.
 
     :func:`headline_errors` of ``iter`` over the headline configurations (held out,
     not oversubscribed, beyond the last-level cache) for the headline model
@@ -392,7 +383,7 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
         figs["t_iter_error_median_qroof"] = (headline_errors(ds, "qroof")["iter"], "1", "median |relative error| of "
                                              "the time per iteration over the headline configurations (plain QRoof "
                                              "kernels, the paper's model)")
-    return headline_figures(ds, figs)
+    return campaign.headline_figures(ds, figs)
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:

@@ -15,14 +15,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+import perfmod.campaign as campaign
+from perfmod.apps.jacobi2d import KERNELS, proxy_kernel_counts
 from perfmod.apps.jacobi2d import decompose as jacobi2d_exchange
-from perfmod.machine.cart import dims_create
+from perfmod.machine.cart import COMPASS, compass_neighbours, dims_create
 from perfmod.machine.platforms import Platform
-from perfmod.measure.proxies.jacobi2d import DIRECTIONS, KERNELS, kernel_counts, neighbours
 from perfmod.models.comm.collectives import collective_time
+from perfmod.models.comm.network import Network
 from perfmod.models.comm.phase import phase_time
-from perfmod.models.roofline import qroof_time
-from perfmod.studies.records import clean_medians
+from perfmod.models.roofline.qroof import qroof_time
 
 __all__ = ["MODELED", "COMPARED", "KERNEL_MODELS", "PROFILE", "LONG", "rank_counts", "Profile", "profile_jacobi",
            "profile_each", "unprofiled", "clean_phases", "predict_jacobi", "compare", "headline_errors", "error_table"]
@@ -47,8 +48,8 @@ def rank_counts(block: int, nprocs: int) -> dict[str, dict[str, Any]]:
     same number of neighbours, so mean and busiest rank coincide).
     """
     dims = dims_create(int(nprocs), 2)
-    per = [kernel_counts(block, [d for d in DIRECTIONS if nb[d] >= 0])
-           for nb in (neighbours(r, dims) for r in range(int(nprocs)))]
+    per = [proxy_kernel_counts(block, [d for d in COMPASS if nb[d] >= 0])
+           for nb in (compass_neighbours(r, dims) for r in range(int(nprocs)))]
     out = {k: dict(per[0][k]) for k in KERNELS}
     for k in KERNELS:
         for key in ("compute_ops", "dram_bytes"):
@@ -63,11 +64,11 @@ def _qroof(counts: Mapping[str, Any], row: Mapping[str, float]) -> float:
                             counts["opmix_efficiency"], counts["mix_compute"], counts["mix_ldst"], row))
 
 
-def _comm(block: int, nprocs: int, platform: Platform) -> tuple[float, float]:
-    """(halo exchange of the mean rank, allreduce) seconds under the postal model, all ranks on this node."""
-    plat = platform.replace(ranks_per_node=max(platform.ranks_per_node, int(nprocs)))
-    t_ex = float(phase_time(jacobi2d_exchange(int(nprocs), int(block)), plat, "postal").t_rank.mean())
-    t_ar = float(collective_time("allreduce", 8, int(nprocs), plat, "postal"))
+def _comm(block: int, nprocs: int, net: Network) -> tuple[float, float]:
+    """(halo exchange of the mean rank, allreduce) seconds on ``net`` (the postal model), all ranks on this node."""
+    net = net.with_layout(ranks_per_node=max(net.platform.ranks_per_node, int(nprocs)))
+    t_ex = float(phase_time(jacobi2d_exchange(int(nprocs), int(block)), net, "postal").t_rank.mean())
+    t_ar = float(collective_time("allreduce", 8, int(nprocs), net, "postal"))
     return t_ex, t_ar
 
 
@@ -105,11 +106,11 @@ def _overhead_reps(measured: xr.Dataset) -> xr.DataArray:
 
 def clean_phases(measured: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     """Medians over the clean repetitions of every measured phase, the iteration and the overhead (NaN where no
-    run was clean; :func:`perfmod.studies.records.clean_medians`), and the configurations without a clean run."""
+    run was clean; :func:`perfmod.campaign.records.clean_medians`), and the configurations without a clean run."""
     names = [f"t_{q}_measured" for q in (*MODELED, "iter")]
     keep = [*names, *(["interfered"] if "interfered" in measured else [])]
-    return clean_medians(measured[keep].assign(t_overhead_measured=_overhead_reps(measured)),
-                         [*names, "t_overhead_measured"])
+    return campaign.clean_medians(measured[keep].assign(t_overhead_measured=_overhead_reps(measured)),
+                                  [*names, "t_overhead_measured"])
 
 
 def profile_jacobi(measured: xr.Dataset, rows: Mapping[int, Mapping[str, float]], block: int = PROFILE["block"],
@@ -175,6 +176,7 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
     ``profile`` is one profile for every rank count, or one per rank count (:func:`profile_each`).
     """
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
+    net = Network(platform, "postal")  # bound once: the rank counts change the layout only
     shape = (len(KERNEL_MODELS), len(blocks), len(nprocs))
     out = {q: np.zeros(shape) for q in COMPARED}
     for i, b in enumerate(blocks):
@@ -182,7 +184,7 @@ def predict_jacobi(blocks: Sequence[int], nprocs: Sequence[int], platform: Platf
             if p not in rows:
                 raise KeyError(f"no device row for nprocs={p} (have {sorted(rows)})")
             counts = rank_counts(b, p)
-            t_ex, t_ar = _comm(b, p, platform)
+            t_ex, t_ar = _comm(b, p, net)
             prof = _profile_for(profile, p)
             for m, model in enumerate(KERNEL_MODELS):
                 for k in KERNELS:
@@ -234,8 +236,8 @@ def compare(measured: xr.Dataset, predicted: xr.Dataset, profile: Profile | Mapp
         out[f"t_{q}_measured_reps"] = measured[f"t_{q}_measured"].assign_attrs(
             units="s", long_name=f"measured time per iteration: {LONG[q]}, every repetition")
     dev = np.abs(measured["t_iter_measured"] / med["t_iter_measured"] - 1)
-    dev = clean_medians(xr.Dataset({"dev": dev, **({"interfered": measured.interfered} if "interfered" in measured
-                                                   else {})}), ["dev"])[0]["dev"]
+    flags = {"interfered": measured.interfered} if "interfered" in measured else {}
+    dev = campaign.clean_medians(xr.Dataset({"dev": dev, **flags}), ["dev"])[0]["dev"]
     out["t_iter_noise"] = dev.assign_attrs(units="1", long_name="run-to-run noise of the iteration time: median over "
                                            "the clean reps of |rep / median - 1|")
     profiles = {profile.nprocs: profile} if isinstance(profile, Profile) else dict(profile)

@@ -32,15 +32,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+import perfmod.campaign as campaign
 from perfmod.measure import power
 from perfmod.measure.interference import usable_cores
 from perfmod.measure.proxies.quicksilver import run_quicksilver
 from perfmod.models.regression import RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
-from perfmod.studies import sasidharan_common as sc
-from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
-from perfmod.studies.records import provenance, record_drops
-from perfmod.studies.sasidharan_published import MODELS
+from perfmod.studies.papers import sasidharan as sc
+from perfmod.studies.papers.sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "POWER_FORMULA", "ENERGY_FORMULA", "design", "measure", "model_frame", "analyze", "run",
            "figures"]
@@ -81,7 +80,7 @@ def design(sizes: Sequence[int], particles: Sequence[int], threads: Sequence[int
     """All configurations: cubic meshes of ``n^3`` elements x target particle counts x threads.
 
     ``label`` and ``reps`` are stored in every configuration when given
-    (see :func:`perfmod.studies.sasidharan_common.run_order`).
+    (see :func:`perfmod.studies.papers.sasidharan.run_order`).
     """
     out = []
     for n, p, t in itertools.product(sizes, particles, threads):
@@ -98,7 +97,7 @@ def measure(configs: Sequence[dict[str, Any]], reps: int = 2, iterations: int = 
 
     Each run is probed in-process, flagged ``interfered`` when other processes
     took its cores and re-run a bounded number of times
-    (:func:`perfmod.studies.sasidharan_common.measure_runs`); the flags are in the dataset.
+    (:func:`perfmod.studies.papers.sasidharan.measure_runs`); the flags are in the dataset.
 
     With ``with_power`` each run is wrapped in :func:`perfmod.measure.power.measure`
     (raises if no sensor is readable) and the dataset gains ``max_power_w``,
@@ -158,7 +157,7 @@ def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[
     """Measure, fit, compare and validate paper 001 §6's models (Tables 8, 9, 12) on the Quicksilver-like proxy.
 
     Training and validation runs are measured in one seeded random order
-    (:func:`perfmod.studies.sasidharan_common.run_order`).  Parameters are the
+    (:func:`perfmod.studies.papers.sasidharan.run_order`).  Parameters are the
     notebook's (see its parameters cell); ``response`` picks the time modelled
     (``t_track``: the mean, as the paper; ``t_track_median``; ``t_track_min``:
     the fastest iteration, for a loaded machine).  Power and energy (Tables 10,
@@ -174,7 +173,7 @@ def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[
         coefficients (``time_coef_<k>_*``), the GAM check (``time_gam_*``), training
         observations (``time_train_*``) and fitted values (``time_fitted_*``); with a power
         sensor also ``power_*`` and ``energy_*``; tables read back with
-        :func:`perfmod.studies.sasidharan_common.table`.  Every run's flags over ``run``
+        :func:`perfmod.studies.papers.sasidharan.table`.  Every run's flags over ``run``
         (``interfered``, ...) and what was dropped: see :func:`analyze`.
     """
     threads = list(threads) or default_threads()
@@ -184,13 +183,13 @@ def run(train_sizes: Sequence[int] = (8, 12, 16, 20), train_particles: Sequence[
     configs = (design(train_sizes, train_particles, threads, label="train", reps=reps)
                + design(test_sizes, test_particles, threads, label="test", reps=test_reps))
     runs = measure(configs, reps, iterations, m, f, seed=seed, with_power=have_power, progress=progress)
-    raw = sc.save_raw(runs, STUDY, "runs", parameters,
-                      "measurement: Quicksilver-like proxy (perfmod.measure.proxies.quicksilver.run_quicksilver)",
-                      raw_out)
+    raw = campaign.save_raw(runs, STUDY, "runs", parameters,
+                            "measurement: Quicksilver-like proxy (perfmod.measure.proxies.quicksilver.run_quicksilver)",
+                            raw_out)
     ds = analyze(runs, response, holdout_seed, next((s.kind for s in sensors if s.available), ""))
     ds.attrs.update(power_sensors="; ".join(f"{s.kind}: {s.reason}" for s in sensors), power_measured=int(have_power))
-    return provenance(ds, STUDY, "measurement: Quicksilver-like proxy on this machine; models of paper 001 §6 "
-                      "(Tables 8, 9)", parameters, [raw])
+    return campaign.provenance(ds, STUDY, "measurement: Quicksilver-like proxy on this machine; models of paper 001 §6 "
+                               "(Tables 8, 9)", parameters, [raw])
 
 
 def default_threads() -> list[int]:
@@ -210,8 +209,8 @@ def analyze(runs: xr.Dataset, response: str = "t_track", holdout_seed: int = 0, 
     errors 17 % mean, against 6 % and 3 % without them; commit 916e284).  When the clean training runs
     cannot fit the models, ``fit_status`` says "not fitted" and why, the
     predictions are NaN and no model table is stored.  The flags of every run
-    are kept over ``run`` (:func:`perfmod.studies.sasidharan_common.flag_record`),
-    with :func:`perfmod.studies.records.record_drops`'s attributes.
+    are kept over ``run`` (:func:`perfmod.studies.papers.sasidharan.flag_record`),
+    with :func:`perfmod.campaign.records.record_drops`'s attributes.
     """
     power_cols = [c for c in ("power", "energy") if "max_power_w" in runs]
     train, test, missing = sc.clean_sets(runs, lambda d: model_frame(d, response), ["time", *power_cols],
@@ -257,7 +256,7 @@ def analyze(runs: xr.Dataset, response: str = "t_track", holdout_seed: int = 0, 
                         validation_rmse_over_training_rse=float(stats["rmse"] / models[chosen].rse))
     ds.attrs.update(runs_training=int(len(train)), runs_validation=int(np.isfinite(test.time).sum()))
     ds = ds.merge(sc.flag_record({"runs": (runs, model_frame(runs, response).config.tolist())}))
-    return record_drops(ds, ds.interfered, ds.oversubscribed, missing, "training and validation runs")
+    return campaign.record_drops(ds, ds.interfered, ds.oversubscribed, missing, "training and validation runs")
 
 
 def _power(ds: xr.Dataset, train: pd.DataFrame, test: pd.DataFrame, sensor: str) -> xr.Dataset:
@@ -271,17 +270,17 @@ def _power(ds: xr.Dataset, train: pd.DataFrame, test: pd.DataFrame, sensor: str)
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): validation errors of Models 1 and 2.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): validation errors of Models 1 and 2.
 
     Mean and largest absolute relative error of each model on the validation runs (the
     Table 12 counterpart); NaN when the model was not fitted; then the run counts.
     """
     figs = {}
     for k in FORMULAS:
-        mean, top = mean_max(abs_rel_errors(ds[f"model{k}_measured"], ds[f"model{k}_predicted"]))
+        mean, top = campaign.mean_max(campaign.abs_rel_errors(ds[f"model{k}_measured"], ds[f"model{k}_predicted"]))
         figs[f"model{k}_error_mean"] = (mean, "1", f"mean |relative error| of Model {k} on the validation runs")
         figs[f"model{k}_error_max"] = (top, "1", f"largest |relative error| of Model {k} on the validation runs")
-    return headline_figures(ds, figs)
+    return campaign.headline_figures(ds, figs)
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:

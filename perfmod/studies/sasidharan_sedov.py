@@ -34,19 +34,18 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+import perfmod.campaign as campaign
 from perfmod.measure.proxies.sedov import run_shared
 from perfmod.measure.runner import run_mpi
 from perfmod.models.regression import NotNestedWarning, RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
-from perfmod.studies import sasidharan_common as sc
-from perfmod.studies.headline import abs_rel_errors, headline_figures, mean_max
-from perfmod.studies.records import provenance, record_drops
-from perfmod.studies.sasidharan_published import MODELS
+from perfmod.studies.papers import sasidharan as sc
+from perfmod.studies.papers.sasidharan_published import MODELS
 
 __all__ = ["FORMULAS", "COMM_FORMULAS", "FULL_FORMULAS", "design", "measure_shared", "measure_distributed",
            "model_frame", "run", "figures"]
 
-#: Models A, B, C of §5.1.2, the paper's formulas (perfmod.studies.sasidharan_published.MODELS)
+#: Models A, B, C of §5.1.2, the paper's formulas (perfmod.studies.papers.sasidharan_published.MODELS)
 FORMULAS = {"A": MODELS["A"].formula, "B": MODELS["B"].formula, "C": MODELS["C_P100"].formula}
 #: communication models of §5.2.2: X4 only, X4 and X5, and Table 5's (response: communication time)
 COMM_FORMULAS = {
@@ -89,7 +88,7 @@ def design(sizes: Sequence[Sequence[int]], chunks: Sequence[int], axes: Sequence
     """All configurations (mesh ``(nx, ny, nz)`` x chunks x node axis x processes) as dictionaries.
 
     ``label`` (``"train"``, ``"test"``) and ``reps`` are stored in every
-    configuration when given (see :func:`perfmod.studies.sasidharan_common.run_order`).
+    configuration when given (see :func:`perfmod.studies.papers.sasidharan.run_order`).
     """
     out = []
     for size, c, ax, p in itertools.product(sizes, chunks, axes, nprocs):
@@ -110,7 +109,7 @@ def measure_shared(configs: Sequence[dict[str, Any]], reps: int = 3, iterations:
     Each run is probed in-process and flagged ``interfered`` when other
     processes took its cores (re-run up to the bounded number of times of
     :func:`perfmod.measure.runner.rerun_while_interfered`; the flags are in the
-    dataset, :data:`perfmod.studies.sasidharan_common.FLAG_COLUMNS`).
+    dataset, :data:`perfmod.studies.papers.sasidharan.FLAG_COLUMNS`).
     """
     import os
 
@@ -215,7 +214,7 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
     """Measure, fit, compare and validate paper 001 §5's models on the Sedov proxy (shared memory, and MPI).
 
     Training and validation runs are measured in one seeded random order
-    (:func:`perfmod.studies.sasidharan_common.run_order`).  Parameters are the
+    (:func:`perfmod.studies.papers.sasidharan.run_order`).  Parameters are the
     notebook's (see its parameters cell); ``response`` picks the time per
     iteration modelled (``t_iter``: the mean, as the paper; ``t_iter_median``;
     ``t_iter_min``: the fastest iteration, for a loaded machine).
@@ -229,22 +228,23 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
         of every model (``shared_coef_<model>_*``), the training observations
         (``shared_train_*``) and fitted values (``shared_fitted_*``); the same with prefix
         ``mpi`` (communication models ``mpi_comm*``, full models ``mpi_full*``) when
-        ``distributed``; read tables back with :func:`perfmod.studies.sasidharan_common.table`.
+        ``distributed``; read tables back with :func:`perfmod.studies.papers.sasidharan.table`.
         Every run measured, over ``run`` (coordinates ``run_part``, ``run_set``,
         ``run_config``, ``run_rep``): ``interfered`` and the other flags of
-        :data:`perfmod.studies.records.FLAG_FIELDS`, ``oversubscribed``.  Only clean
+        :data:`perfmod.campaign.records.FLAG_FIELDS`, ``oversubscribed``.  Only clean
         runs are fitted and scored (an interfered validation run's measured value is
         NaN); ``fit_status``/``mpi_fit_status`` say "not fitted" and why when the
         clean training runs cannot fit the models (predictions NaN, no model
-        tables); :func:`perfmod.studies.records.record_drops` attributes.
+        tables); :func:`perfmod.campaign.records.record_drops` attributes.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     configs = (design(train_sizes, train_chunks, node_axes, label="train", reps=reps)
                + design(test_sizes, test_chunks, node_axes, label="test", reps=test_reps))
     runs = measure_shared(configs, reps, iterations, workers, seed=seed, progress=progress)
-    raw = [sc.save_raw(runs, STUDY, "shared", parameters,
-                       "measurement: Sedov proxy, shared-memory version (perfmod.measure.proxies.sedov.run_shared)",
-                       raw_out)]
+    raw = [campaign.save_raw(runs, STUDY, "shared", parameters,
+                             "measurement: Sedov proxy, shared-memory version "
+                             "(perfmod.measure.proxies.sedov.run_shared)",
+                             raw_out)]
     ds, missing = analyze_shared(runs, response, holdout_seed)
     parts = {"shared": (runs, model_frame(runs, response).config.tolist())}
     if distributed:
@@ -253,10 +253,11 @@ def run(train_sizes: Sequence[Sequence[int]] = ((12, 12, 12), (17, 17, 17), (22,
         parts["mpi"] = (mpi_runs, model_frame(mpi_runs, response).config.tolist())
         missing += [f"mpi {m}" for m in mpi_missing]
     ds = ds.merge(sc.flag_record(parts))
-    ds = record_drops(ds, ds.interfered, ds.oversubscribed, missing,
-                      "shared-memory" + (" and MPI" if distributed else "") + " runs", oversubscribed_dropped=False)
-    return provenance(ds, STUDY, "measurement: Sedov proxy on this machine; models of paper 001 §5 (Models A, B, C; "
-                      "Tables 5, 6)", parameters, raw)
+    ds = campaign.record_drops(ds, ds.interfered, ds.oversubscribed, missing,
+                               "shared-memory" + (" and MPI" if distributed else "") + " runs",
+                               oversubscribed_dropped=False)
+    return campaign.provenance(ds, STUDY, "measurement: Sedov proxy on this machine; models of paper 001 §5 "
+                               "(Models A, B, C; Tables 5, 6)", parameters, raw)
 
 
 def analyze_shared(runs: xr.Dataset, response: str = "t_iter", holdout_seed: int = 0) -> tuple[xr.Dataset, list[str]]:
@@ -315,8 +316,8 @@ def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.
                         reps=p["mpi_test_reps"]))
     runs = measure_distributed(configs, p["mpi_reps"], p["iterations"], p["mpi_workers"], seed=p["seed"],
                                progress=progress)
-    path = sc.save_raw(runs, STUDY, "mpi", p,
-                       "measurement: Sedov proxy, MPI version (perfmod.measure.proxies.sedov_mpi)", p["raw_out"])
+    path = campaign.save_raw(runs, STUDY, "mpi", p,
+                             "measurement: Sedov proxy, MPI version (perfmod.measure.proxies.sedov_mpi)", p["raw_out"])
     train, test, missing = sc.clean_sets(runs, lambda d: model_frame(d, p["response"]), ["time", "t_comm", "t_comp"])
     n_train = int((runs.set.values == "train").sum())
     cols = ["X1", "X2", "X3", "X4", "X5", "time", "t_comm", "config"]
@@ -340,7 +341,7 @@ def _distributed(ds: xr.Dataset, p: dict[str, Any], progress: bool) -> tuple[xr.
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): validation errors of the chosen models.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): validation errors of the chosen models.
 
     Mean and largest absolute relative error of the chosen shared-memory model on the
     validation runs (the Table 4 counterpart), its validation RMSE over training RSE,
@@ -348,9 +349,10 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     NaN when the model was not fitted; then the run counts.
     """
     chosen = ds.attrs.get("chosen_model", "?")
-    mean, top = mean_max(abs_rel_errors(ds.shared_measured, ds.shared_predicted))
-    mpi = mean_max(abs_rel_errors(ds.mpi_measured, ds.mpi_predicted))[0] if "mpi_measured" in ds else float("nan")
-    return headline_figures(ds, {
+    mean, top = campaign.mean_max(campaign.abs_rel_errors(ds.shared_measured, ds.shared_predicted))
+    mpi = (campaign.mean_max(campaign.abs_rel_errors(ds.mpi_measured, ds.mpi_predicted))[0]
+           if "mpi_measured" in ds else float("nan"))
+    return campaign.headline_figures(ds, {
         "shared_error_mean": (mean, "1", f"mean |relative error| of model {chosen} (shared memory) on the "
                               "validation runs"),
         "shared_error_max": (top, "1", f"largest |relative error| of model {chosen} (shared memory) on the "

@@ -12,7 +12,7 @@ rank (nothing is exchanged).  Runs with more ranks than cores are marked
 nor scored: the measured values are medians of the clean repetitions only.
 
 Study contract: :func:`run` measures training and held-out cases in one
-seeded random order (:func:`perfmod.studies.design.interleaved_order`),
+seeded random order (:func:`perfmod.campaign.design.interleaved_order`),
 fits, predicts and returns the dataset; :func:`figures` draws it.
 """
 
@@ -28,21 +28,10 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
+import perfmod.campaign as campaign
 from perfmod.measure.runner import run_mpi
 from perfmod.models.bsp import BSPFit, BSPParams, fit_bsp
-from perfmod.studies import records
-from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.headline import total_time_headline
-from perfmod.studies.records import (
-    FLAG_FIELDS,
-    flag_variables,
-    mask_interfered,
-    new_flags,
-    provenance,
-    record_drops,
-    record_flags,
-    save_raw,
-)
+from perfmod.studies.papers.sharif import LONG, QUANTITIES
 from perfmod.viz.validation import plot_validation
 
 __all__ = ["halo_cells", "measure_gol", "clean_medians", "fit_gol", "predict_gol", "run", "figures",
@@ -51,9 +40,6 @@ __all__ = ["halo_cells", "measure_gol", "clean_medians", "fit_gol", "predict_gol
 STUDY = "sharif_gol"
 PARAM_UNITS = {"k_w": "cells/s", "k_b": "cells/s", "o_h": "s/cell", "o_c": "s/cell"}
 
-QUANTITIES = ("t_w", "t_c", "t_o", "total_time")
-LONG = {"t_w": "compute time (T_w)", "t_c": "communication time (T_c)", "t_o": "other time (T_o)",
-        "total_time": "total time (T_t)"}
 
 
 def halo_cells(nx: int, nprocs: int) -> int:
@@ -80,8 +66,8 @@ def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int
         raise ValueError(f"held_out needs one flag per case ({len(cases)}), got {len(held)}")
     shape = (len(cases), len(nprocs), reps)
     data = {q: np.full(shape, np.nan) for q in QUANTITIES}
-    flags = new_flags(shape)
-    order = interleaved_order([reps] * (len(cases) * len(nprocs)), seed)
+    flags = campaign.new_flags(shape)
+    order = campaign.interleaved_order([reps] * (len(cases) * len(nprocs)), seed)
     for k, r in tqdm(order, desc="GOL runs", disable=not progress):
         i, j = divmod(k, len(nprocs))
         ny, nx, gens = cases[i]
@@ -89,7 +75,7 @@ def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int
                       ["--ny", ny, "--nx", nx, "--generations", gens, "--seed", seed + r])
         for q in QUANTITIES:
             data[q][i, j, r] = res[q]
-        record_flags(flags, (i, j, r), res)
+        campaign.record_flags(flags, (i, j, r), res)
     ny, nx, gens = (np.array([c[k] for c in cases]) for k in range(3))
     p = np.asarray(nprocs)
     ncores = os.cpu_count() or 1
@@ -106,8 +92,8 @@ def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int
             "held_out": ("case", held, {"units": "1", "long_name": "held-out (validation) case"}),
         },
     )
-    ds = ds.assign(flag_variables(flags, ("case", "nprocs", "rep")))
-    ds["run_index"] = (("case", "nprocs", "rep"), position_of(order, shape),
+    ds = ds.assign(campaign.flag_variables(flags, ("case", "nprocs", "rep")))
+    ds["run_index"] = (("case", "nprocs", "rep"), campaign.position_of(order, shape),
                        {"units": "1", "long_name": "position of the run in the measurement order"})
     ds.attrs["measured_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return ds
@@ -119,7 +105,7 @@ def clean_medians(ds: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     Returns the medians over (``case``, ``nprocs``) with the coordinates of
     ``ds`` and the configurations without a clean run.
     """
-    return records.clean_medians(ds, [f"{q}_measured" for q in QUANTITIES])
+    return campaign.clean_medians(ds, [f"{q}_measured" for q in QUANTITIES])
 
 
 def _flat(ds: xr.Dataset) -> dict[str, np.ndarray]:
@@ -239,16 +225,17 @@ def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 300
         ``<q>_predicted``, ``<q>_lower``/``<q>_upper`` (95 % prediction interval) and
         ``<q>_error``; ``run_index``; the training runs as ``train_<q>_measured`` and
         ``train_run_index`` over ``train_case``; the fitted parameters ``param_<name>``
-        and their standard errors ``stderr_<name>``; provenance and ``raw_files``.
+        and their standard errors ``stderr_<name>``; campaign.provenance and ``raw_files``.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     cases = [*train_cases, *test_cases]
     held = [False] * len(train_cases) + [True] * len(test_cases)
     runs = measure_gol(cases, nprocs, reps, progress=progress, seed=seed, held_out=held)
-    raw = save_raw(runs, STUDY, "runs", parameters, "measurement: GOL proxy runs (perfmod.measure.proxies.gol)",
-                   raw_out)
+    raw = campaign.save_raw(runs, STUDY, "runs", parameters,
+                            "measurement: GOL proxy runs (perfmod.measure.proxies.gol)",
+                            raw_out)
     measured = [f"{q}_measured" for q in QUANTITIES]
-    runs = mask_interfered(runs, measured)
+    runs = campaign.mask_interfered(runs, measured)
     train = runs.isel(case=~runs.held_out.values)
     test = runs.isel(case=runs.held_out.values)
     test = test.assign_coords(case=np.arange(test.sizes["case"]))
@@ -262,7 +249,7 @@ def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 300
         out = _unfitted(test).drop_vars("held_out")
     tr = train.drop_vars("held_out").rename(case="train_case", ny="train_ny", nx="train_nx",
                                             generations="train_generations", cells="train_cells")
-    for name in [*measured, "run_index", *FLAG_FIELDS]:
+    for name in [*measured, "run_index", *campaign.FLAG_FIELDS]:
         out[f"train_{name}"] = tr[name].assign_attrs(long_name=f"training runs: {tr[name].attrs['long_name']}")
     out = out.assign_coords({c: tr[c] for c in ("train_case", "train_ny", "train_nx", "train_generations",
                                                  "train_cells")})
@@ -281,18 +268,18 @@ def run(train_cases: Sequence[Sequence[int]] = ((800, 800, 1500), (800, 800, 300
     ncase = len(train_cases)
     missing = [("held-out " + m.replace(f"case={c}", f"case={c - ncase}") if c >= ncase else "training " + m)
                for m in missing for c in [int(m.split(",")[0].split("=")[1])]]
-    record_drops(out, runs.interfered, runs.oversubscribed, missing, "training and held-out runs")
-    return provenance(out, STUDY, "measurement: GOL proxy on this machine; model of paper 003 Eq. 1-5",
-                      parameters, [raw])
+    campaign.record_drops(out, runs.interfered, runs.oversubscribed, missing, "training and held-out runs")
+    return campaign.provenance(out, STUDY, "measurement: GOL proxy on this machine; model of paper 003 Eq. 1-5",
+                               parameters, [raw])
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): held-out total-time error, mean and max.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): held-out total-time error, mean and max.
 
     From :func:`error_summary` (held-out cases not oversubscribed, median of the clean
     runs); NaN when the model was not fitted; then the run counts.
     """
-    return total_time_headline(ds, error_summary, "held-out cases (not oversubscribed)")
+    return campaign.total_time_headline(ds, error_summary, "held-out cases (not oversubscribed)")
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:

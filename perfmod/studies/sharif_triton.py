@@ -20,7 +20,7 @@ The default design follows the paper's Stampede2 experiments (§V-D): the
 coarse run has 4x fewer cells than the held-out resolution.
 
 Study contract: :func:`run` measures every run in one seeded random order
-(:func:`perfmod.studies.design.interleaved_order`: the coarse runs, the
+(:func:`perfmod.campaign.design.interleaved_order`: the coarse runs, the
 held-out finer runs and the other events' runs interleaved, repetitions
 spread), runs the experiments and returns the dataset; :func:`figures`
 draws it.
@@ -39,6 +39,7 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
+import perfmod.campaign as campaign
 from perfmod.measure.proxies.swe import EVENTS
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
@@ -51,20 +52,7 @@ from perfmod.models.bsp import (
     scaled_iterations,
     step_exponent,
 )
-from perfmod.studies.design import interleaved_order, position_of
-from perfmod.studies.headline import total_time_headline
-from perfmod.studies.records import (
-    FLAG_FIELDS,
-    flag_variables,
-    mask_interfered,
-    new_flags,
-    provenance,
-    read_raw,
-    record_drops,
-    record_flags,
-    save_raw,
-)
-from perfmod.studies.sharif_gol import LONG, QUANTITIES
+from perfmod.studies.papers.sharif import LONG, QUANTITIES
 from perfmod.viz.plots import plot_error_by_experiment, plot_halo_by_rank
 from perfmod.viz.validation import plot_validation
 
@@ -84,7 +72,7 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     ``factor`` coarsens the finest DEM of ``ny x nx`` cells of size ``dx`` (m);
     ``t_end`` is the simulated time (s).  Every run of every event is
     training data for some experiments and held out in another, so all of
-    them go in one interleaved order (:func:`perfmod.studies.design.interleaved_order`),
+    them go in one interleaved order (:func:`perfmod.campaign.design.interleaved_order`),
     repetitions spread over the whole measurement: a slow spell of the
     machine falls on all configurations alike.  ``run_index`` is each run's
     position in that order (-1: a repetition not run).
@@ -103,9 +91,10 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     shape = (len(events), len(factors), len(nprocs), max(per_factor))
     extra = ("steps", "wet_fraction", "mass")
     data = {q: np.full(shape, np.nan) for q in (*QUANTITIES, *extra)}
-    flags = new_flags(shape)
+    flags = campaign.new_flags(shape)
     halo = np.full((*shape, max(nprocs)), np.nan)
-    order = interleaved_order([per_factor[f] for _ in events for f in range(len(factors)) for _ in nprocs], seed)
+    order = campaign.interleaved_order([per_factor[f] for _ in events for f in range(len(factors)) for _ in nprocs],
+                                       seed)
     for k, r in tqdm(order, desc="flood runs", disable=not progress):
         e, rest = divmod(k, len(factors) * len(nprocs))
         f, p = divmod(rest, len(nprocs))
@@ -115,7 +104,7 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
         for q in data:
             data[q][e, f, p, r] = res[q]
         halo[e, f, p, r, :nprocs[p]] = res["t_halo_ranks"]
-        record_flags(flags, (e, f, p, r), res)
+        campaign.record_flags(flags, (e, f, p, r), res)
     fac = np.asarray(factors)
     p = np.asarray(nprocs)
     dims = ("event", "factor", "nprocs", "rep")
@@ -125,8 +114,8 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
         {**{f"{q}_measured": (dims, data[q], {"units": "s", "long_name": f"measured {LONG[q]}"}) for q in QUANTITIES},
          **{q: (dims, data[q], {"units": u, "long_name": ln}) for q, (u, ln) in attrs.items()},
          "halo_time": ((*dims, "rank"), halo, {"units": "s", "long_name": "halo-exchange time of each rank"}),
-         "run_index": (dims, position_of(order, shape), {"units": "1", "long_name": "position of the run in the "
-                                                          "measurement order"})},
+         "run_index": (dims, campaign.position_of(order, shape),
+                       {"units": "1", "long_name": "position of the run in the measurement order"})},
         coords={"event": list(events), "factor": fac, "nprocs": p, "rep": np.arange(shape[-1]),
                 "rank": np.arange(max(nprocs)),
                 "cells": ("factor", (ny // fac) * (nx // fac), {"units": "1", "long_name": "cells (C)"}),
@@ -135,14 +124,14 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
                 "oversubscribed": ("nprocs", p > (os.cpu_count() or 1),
                                    {"units": "1", "long_name": "more ranks than cores"})},
     )
-    ds = ds.assign(flag_variables(flags, dims))
+    ds = ds.assign(campaign.flag_variables(flags, dims))
     ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), finest_grid=f"{ny} x {nx}",
                     finest_cell_size_m=float(dx), simulated_time_s=float(t_end))
     return ds
 
 
 MEASURED = (*[f"{q}_measured" for q in QUANTITIES], "steps", "wet_fraction", "mass")
-"""The per-run values that interfered runs make NaN (:func:`perfmod.studies.records.mask_interfered`)."""
+"""The per-run values that interfered runs make NaN (:func:`perfmod.campaign.records.mask_interfered`)."""
 
 
 def _runs(ds: xr.Dataset) -> dict[str, np.ndarray]:
@@ -321,7 +310,7 @@ def run_experiments(ds: xr.Dataset, targets: Sequence[str] | None = None, coarse
         parts.append(res.drop_attrs(deep=False).expand_dims(event=[tgt]).assign(fitted))
     out = xr.concat(parts, dim="event")
     out["halo_time"] = ds.halo_time.sel(event=targets)
-    for name in ("run_index", *FLAG_FIELDS):  # measured by measure_events (not in hand-built datasets)
+    for name in ("run_index", *campaign.FLAG_FIELDS):  # measured by measure_events (not in hand-built datasets)
         if name in ds:
             out[name] = ds[name].sel(event=targets)
     return out
@@ -333,7 +322,7 @@ def _clean(runs: xr.Dataset) -> xr.Dataset:
     if "interfered" not in runs:
         runs = runs.assign(interfered=xr.zeros_like(runs.t_w_measured, bool).assign_attrs(
             units="1", long_name="run disturbed by another process (none recorded)"))
-    return mask_interfered(runs, [m for m in MEASURED if m in runs])
+    return campaign.mask_interfered(runs, [m for m in MEASURED if m in runs])
 
 
 def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = False,
@@ -345,7 +334,7 @@ def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = F
     events leave too few clean runs is "not fitted", one whose coarse run had
     no clean repetition has no K_w: both predict NaN and say so in
     ``experiment_status``.  The dataset attribute ``fit_status`` sums them up,
-    and :func:`perfmod.studies.records.record_drops` records the dropped runs
+    and :func:`perfmod.campaign.records.record_drops` records the dropped runs
     and ``clean_runs_missing``.
     """
     runs = _clean(runs)
@@ -365,7 +354,7 @@ def analyse(runs: xr.Dataset, coarse_factor: int | None = None, nonneg: bool = F
         ran = (runs.run_index >= 0).values
         over = over.broadcast_like(runs.interfered).transpose(*runs.interfered.dims)
         interfered, over = (xr.DataArray(v.values[ran], dims="run") for v in (interfered, over))
-    return record_drops(out, interfered, over, missing, "flood runs")
+    return campaign.record_drops(out, interfered, over, missing, "flood runs")
 
 
 def error_summary(res: xr.Dataset) -> pd.DataFrame:
@@ -406,7 +395,7 @@ def method_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.Data
         The study's dataset.
     runs : xarray.Dataset, optional
         The :func:`measure_events` runs ``ds`` was analysed from; default: ``ds``'s
-        first raw file (:func:`perfmod.studies.records.read_raw`).
+        first raw file (:func:`perfmod.campaign.records.read_raw`).
 
     Returns
     -------
@@ -419,7 +408,7 @@ def method_comparison(ds: xr.Dataset, runs: xr.Dataset | None = None) -> pd.Data
     own = {k: ds.attrs.get(k, old) for k, old in (("kw_runs", None), ("step_scaling", "cell_size"),
                                                   ("weights", "absolute"))}  # analysed before both choices existed
     params = json.loads(ds.attrs.get("parameters", "{}"))
-    runs = read_raw(ds) if runs is None else runs
+    runs = campaign.read_raw(ds) if runs is None else runs
     return pd.concat({name: error_summary(ds if m == own else analyse(runs, params.get("coarse_factor"),
                                                                       bool(params.get("nonneg", False)), **m))
                       for name, m in METHODS.items()}, names=["method"])
@@ -473,7 +462,7 @@ def repetition_spread(runs: xr.Dataset) -> pd.DataFrame:
     """
     if "rep" not in runs.t_w_measured.dims:
         raise ValueError("repetition_spread needs the measured runs (measure_events, dimension rep), not the "
-                         "analysed dataset; perfmod.studies.records.read_raw(ds) reads them")
+                         "analysed dataset; perfmod.campaign.records.read_raw(ds) reads them")
     runs = _clean(runs)
     tw = runs.t_w_measured
     sd = tw.std("rep", ddof=1)
@@ -536,25 +525,25 @@ def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 
         :func:`run_experiments` over (``event``, ``factor``, ``nprocs``): measured (median) and
         predicted times, errors, step counts, ``held_out`` and ``used_for_kw``, the fitted
         parameters per experiment, ``halo_time`` and ``run_index`` of every repetition;
-        provenance and ``raw_files``.
+        campaign.provenance and ``raw_files``.
     """
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     runs = measure_events(events, ny, nx, dx, factors, nprocs, t_end, reps, progress=progress, seed=seed,
                           coarse_reps=coarse_reps, coarse_factor=coarse_factor)
-    raw = save_raw(runs, STUDY, "runs", parameters,
-                   "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
+    raw = campaign.save_raw(runs, STUDY, "runs", parameters,
+                            "measurement: TRITON-like proxy runs (perfmod.measure.proxies.swe)", raw_out)
     out = analyse(runs, coarse_factor, nonneg, kw_runs, step_scaling, weights)
-    return provenance(out, STUDY, "measurement: TRITON-like proxy on this machine; model of paper 003 Eq. 1-3, 5, 6 "
-                      "and §III-B", parameters, [raw])
+    return campaign.provenance(out, STUDY, "measurement: TRITON-like proxy on this machine; model of paper 003 "
+                               "Eq. 1-3, 5, 6 and §III-B", parameters, [raw])
 
 
 def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The study's headline figures (:mod:`perfmod.studies.headline`): held-out total-time error, mean and max.
+    """The study's headline figures (:mod:`perfmod.campaign.headline`): held-out total-time error, mean and max.
 
     From :func:`error_summary` (the paper's Figure 5a numbers: 4.2 % mean, 13 % max);
     NaN when the model was not fitted; then the run counts.
     """
-    return total_time_headline(ds, error_summary, "held-out runs")
+    return campaign.total_time_headline(ds, error_summary, "held-out runs")
 
 
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:

@@ -30,7 +30,15 @@ from perfmod.trace.core import (
     TraceWarning,
     call_code,
 )
-from perfmod.trace.formats import TraceFormat, detect_format, read_trace, register_format, trace_formats, write_trace
+from perfmod.trace.formats import (
+    TraceFormat,
+    detect_format,
+    read_trace,
+    register_format,
+    trace_formats,
+    unregister_format,
+    write_trace,
+)
 from perfmod.trace.requests import Requests, resolve_requests, validate_trace
 
 __all__ = [
@@ -53,6 +61,7 @@ __all__ = [
     "validate_trace",
     "TraceFormat",
     "register_format",
+    "unregister_format",
     "trace_formats",
     "detect_format",
     "read_trace",

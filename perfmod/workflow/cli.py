@@ -39,6 +39,7 @@ from perfmod.workflow.params import (
     coerce,
     default_run_dir,
     place_outputs,
+    read_yaml_mapping,
     resolve_paths,
 )
 
@@ -69,16 +70,7 @@ def resolve_notebook(name: str) -> Path:
 
 
 def _read_param_file(path: str, declared: dict[str, str]) -> dict[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as e:
-        raise CLIError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise CLIError(f"{path}: not valid YAML: {e}".replace("\n", " ")) from None
-    if not isinstance(data, dict):
-        raise CLIError(f"{path}: expected a mapping of parameter names to values")
+    data = read_yaml_mapping(path, "a mapping of parameter names to values", CLIError)
     return {str(k): v for k, v in data.items()}
 
 
@@ -290,9 +282,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     what = args.what
     if what in ("studies", "all"):
-        print("studies:")
-        for nb in study_notebooks():
-            print(f"  {nb.stem}")
+        print("studies:\n" + _studies_table())
     if what in ("platforms", "all"):
         print("platforms:\n" + "\n".join(f"  {p}" for p in platform_names()))
     if what in ("devices", "all"):
@@ -311,6 +301,14 @@ def _list_models() -> None:
     print("communication models:")
     for name in model_names():
         print(f"  {name:<12s} {comm_model(name).description}")
+
+
+def _studies_table() -> str:
+    """``perfmod list studies``: name (the make target), paper, measuring or not, title (perfmod.workflow.catalog)."""
+    from perfmod.workflow.catalog import studies
+
+    return "\n".join(f"  {s.name:<24s} paper {s.paper}  {'measuring' if s.measuring else 'analytic ':9s}  {s.title}"
+                     for s in studies())
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,6 +1,6 @@
 """Run and check the study notebooks (papermill).
 
-Every notebook in ``notebooks/`` follows DESIGN.md's shape:
+Every notebook in ``notebooks/`` follows one shape (docs/architecture.md, "Where a new thing goes"):
 
 1. a markdown cell naming the paper and the study;
 2. a code cell tagged ``parameters`` whose assignments are all

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,32 @@ __all__ = [
     "resolve_paths",
     "place_outputs",
     "default_run_dir",
+    "read_yaml_mapping",
 ]
 
 #: Parameters through which a study writes (every notebook names its outputs with these).
 OUTPUT_PARAMETERS = ("dataset_path", "figures_dir", "platform_out", "raw_out")
 #: Suffixes of parameters that hold a file or directory (resolved against the caller's directory).
 _PATH_SUFFIXES = ("_path", "_dir", "_out", "_data")
+
+
+def read_yaml_mapping(path: str | os.PathLike, expected: str, error: type[Exception] = ValueError) -> dict:
+    """The mapping a YAML file holds (parameter files, sweep grids): the one YAML reader of the workflow.
+
+    Raises ``error`` naming ``path`` when the file cannot be read, is not
+    YAML, or holds something else than a mapping (``expected`` says what).
+    """
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise error(f"{path}: not valid YAML: {e}".replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected {expected}")
+    return data
 
 
 class ParameterError(ValueError):

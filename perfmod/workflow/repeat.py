@@ -19,7 +19,7 @@ completed runs' datasets, so an interrupt loses at most the run in progress; it
 holds, over the dimension ``run``:
 
 - each headline figure of the study (the study module's ``headline(ds)``,
-  :mod:`perfmod.studies.headline`), with its units and long name, and the run
+  :mod:`perfmod.campaign.headline`), with its units and long name, and the run
   counts (``runs_total``, ``runs_interfered``, ``runs_clean``);
 - ``measured_utc``, ``elapsed`` (s), ``load_before`` and ``load_after`` (the
   1-minute load average around the run), ``run_dir``;
@@ -52,11 +52,12 @@ import nbformat
 import numpy as np
 import xarray as xr
 
+from perfmod.campaign.headline import COUNTS
 from perfmod.core.io import annotate, read_dataset, write_dataset
 from perfmod.core.paths import data_dir
 from perfmod.measure.lock import measuring_lock
-from perfmod.studies.headline import COUNTS
-from perfmod.workflow.notebooks import declared_parameters, run_notebook, study_notebooks
+from perfmod.workflow.catalog import studies
+from perfmod.workflow.notebooks import declared_parameters, run_notebook
 from perfmod.workflow.params import default_run_dir, place_outputs
 from perfmod.workflow.sweep import point_id, sources_hash
 
@@ -84,8 +85,8 @@ def _exclusive(nb: Path) -> bool:
 
 
 def measuring_studies() -> list[str]:
-    """The studies that measure this machine: notebooks whose metadata has ``perfmod.exclusive: true``."""
-    return [nb.stem for nb in study_notebooks() if _exclusive(nb)]
+    """The studies that measure this machine (:func:`perfmod.workflow.catalog.studies`, metadata ``exclusive``)."""
+    return [s.name for s in studies() if s.measuring]
 
 
 def _headline_function(study: str) -> Callable[[xr.Dataset], dict[str, xr.DataArray]]:

@@ -2,11 +2,11 @@
 
 ``python -m perfmod.workflow.summary [data/processed]`` reads every
 ``*.nc`` there and prints, per dataset and per validation pair
-``<q>_measured`` / ``<q>_predicted`` (DESIGN.md, "Validation data"), how
+``<q>_measured`` / ``<q>_predicted`` (docs/architecture.md, "Result protocol"), how
 many measured values it holds (finite ones: a configuration without a clean
 run is NaN) and the mean and largest absolute relative error
 ``|predicted - measured| / |measured|``; then the interference record
-(DESIGN.md, "Measurement validity"): runs flagged ``interfered`` and
+(docs/architecture.md, "Measurement validity"): runs flagged ``interfered`` and
 ``oversubscribed`` out of all runs, and the attribute
 ``clean_runs_missing``.  A measuring study's headline figures (its
 ``headline(ds)``: the errors it states as its result, over the scored runs
@@ -69,7 +69,7 @@ class StudySummary:
     runs, interfered, oversubscribed : int or None
         The attributes ``runs_total``, ``runs_interfered`` and
         ``runs_oversubscribed`` where the study recorded them
-        (:func:`perfmod.studies.records.record_drops`: every run, training
+        (:func:`perfmod.campaign.records.record_drops`: every run, training
         runs included); else the size of the ``interfered`` variable, its
         True count, and the True count of ``oversubscribed`` (None where the
         dataset has no such variable).

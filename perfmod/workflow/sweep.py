@@ -69,7 +69,7 @@ import yaml
 from perfmod.core.io import annotate, read_dataset, write_dataset
 from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.notebooks import declared_parameters
-from perfmod.workflow.params import check_type
+from perfmod.workflow.params import check_type, read_yaml_mapping
 from perfmod.workflow.pointlock import point_lock
 
 __all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "point_lock",
@@ -95,15 +95,7 @@ class Point:
 
 def read_grid(path: str | os.PathLike) -> dict[str, Any]:
     """Read a grid file (YAML): fixed parameters, ``product:`` and ``zip:`` blocks."""
-    try:
-        grid = yaml.safe_load(Path(path).read_text())
-    except OSError as e:
-        raise SweepError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise SweepError(f"{path}: not valid YAML: {e}".replace("\n", " ")) from None
-    if not isinstance(grid, dict):
-        raise SweepError(f"{path}: expected a mapping (parameters, product:, zip:)")
-    return grid
+    return read_yaml_mapping(path, "a mapping (parameters, product:, zip:)", SweepError)
 
 
 def _key(value: Any) -> Any:

@@ -46,7 +46,7 @@ Measurements go to ``data/raw/<host>/devicebench-<backend>-r<ranks>-<UTC>.nc``
 (never overwritten) with provenance; :func:`device_row` turns one into the
 seven toolkit columns and :func:`write_device_csv` writes them as a CSV row
 (the command line writes it beside the dataset, ``.csv``), which
-:func:`perfmod.models.roofline.read_devices` reads as an extra device table.
+:func:`perfmod.machine.devices.read_devices` reads as an extra device table.
 
 Command line: ``python -m perfmod.measure.bench.devicebench --help``.
 """
@@ -70,14 +70,13 @@ import xarray as xr
 
 from perfmod.core.io import annotate, atomic_path, write_dataset
 from perfmod.core.paths import host_name, raw_dir
-from perfmod.measure.bench.pingpong import cpu_model
-from perfmod.measure.bench.traffic import traffic_bytes
+from perfmod.machine.devices import DEVICE_COLUMNS
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize
+from perfmod.measure.host import cpu_model
 from perfmod.measure.interference import Probe, classify, gather_reports
+from perfmod.models.roofline.traffic import traffic_bytes
 
 __all__ = [
-    "DEVICE_COLUMNS",
-    "traffic_bytes",
     "triad",
     "fma",
     "run_devicebench",
@@ -86,10 +85,6 @@ __all__ = [
     "write_device_csv",
     "main",
 ]
-
-#: The seven columns of the toolkit's device table, in its order; units 1e9/s.
-DEVICE_COLUMNS = ("GFLOPS - SP", "GFLOPS - DP", "GIOPS - MAD", "GBSEC - DRAM", "GBSEC - L2", "GOPS - SHMEM",
-                  "GIOPS - ADD")
 
 #: Default sizes: array lengths (elements) beyond the caches (a 32 MiB L3: 64 MiB per array), in L2
 #: (3 x 256 KiB < 1 MiB per core) and for the cache-resident arithmetic kernels, and the repetitions

@@ -55,14 +55,12 @@ from tqdm.auto import tqdm
 
 from perfmod.core.io import annotate, write_dataset
 from perfmod.core.paths import host_name, raw_dir, repo_root
+from perfmod.measure.host import cpu_model, mpiexec_path, socket_count
 from perfmod.measure.interference import FIELDS, Verdict, classify
 from perfmod.measure.lock import measuring_lock
 
 __all__ = [
     "DEFAULT_SIZES",
-    "cpu_model",
-    "socket_count",
-    "mpiexec_path",
     "default_output",
     "run_pingpong",
     "summarize",
@@ -79,36 +77,6 @@ DEFAULT_SIZES: tuple[int, ...] = tuple(sorted(
     | {49152, 98304}
     | {393216, 786432}
 ))
-
-
-def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo (or the platform module)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return pyplatform.processor() or "unknown"
-
-
-def socket_count() -> int:
-    """CPU sockets (physical packages) of this machine, from /sys (1 if unknown)."""
-    ids = set()
-    for f in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology/physical_package_id"):
-        try:
-            ids.add(f.read_text().strip())
-        except OSError:
-            continue
-    return max(len(ids), 1)
-
-
-def mpiexec_path() -> Path:
-    """The ``mpiexec`` of this Python's environment (installed by the ``mpich`` wheel)."""
-    path = Path(sys.executable).parent / "mpiexec"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: install perfmod's dependencies (the mpich wheel) with make setup")
-    return path
 
 
 def default_output() -> Path:

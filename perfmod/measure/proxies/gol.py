@@ -17,13 +17,12 @@ Run with MPI: ``mpiexec -n P python -m perfmod.measure.proxies.gol --ny .. --nx 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
 import numpy as np
 
-from perfmod.measure.interference import Probe, gather_reports
+from perfmod.measure.proxies.ranks import print_on_root, probed
 
 __all__ = ["STRIP_CELLS", "life_step", "LifeKernel", "life_serial", "row_block", "random_grid", "run_gol", "main"]
 
@@ -180,21 +179,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
-    probe = Probe()
-    t0 = time.perf_counter()
-    try:
-        res = run_gol(comm, args.ny, args.nx, args.generations, args.seed)
-    except Exception:  # one failing rank must not leave the others waiting forever
-        import traceback
-
-        traceback.print_exc()
-        comm.Abort(1)
-    total = time.perf_counter() - t0
-    probed = gather_reports(comm, probe.stop())
+    res, total, reports = probed(comm, lambda: run_gol(comm, args.ny, args.nx, args.generations, args.seed))
     if comm.Get_rank() == 0:
-        print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "total_time": total,
-                          "nprocs": comm.Get_size(), "alive": int(res["grid"].sum()),
-                          "ny": args.ny, "nx": args.nx, "generations": args.generations, "interference": probed}))
+        print_on_root(comm, {"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "total_time": total,
+                             "nprocs": comm.Get_size(), "alive": int(res["grid"].sum()),
+                             "ny": args.ny, "nx": args.nx, "generations": args.generations,
+                             "interference": reports})
 
 
 if __name__ == "__main__":

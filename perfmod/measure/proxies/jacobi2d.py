@@ -25,10 +25,10 @@ On the CPU the "device" and "host" buffers are distinct NumPy arrays, so
 phases 2, 4 and 8 are memory copies, as they are transfers on a GPU.  All
 buffers are allocated once before the loop.  The kernels are written against
 the array module ``xp`` (:mod:`perfmod.measure.bench.xp`) as element-wise passes
-with ``out=`` arguments; :func:`kernel_counts` counts their operations and
-the bytes they move with the rule of :func:`perfmod.measure.bench.traffic.traffic_bytes`
-(the device microbenchmark's rule), giving the QRoof kernel metrics per
-iteration without a profiler.
+with ``out=`` arguments; :func:`perfmod.apps.jacobi2d.proxy_kernel_counts`
+counts their operations and the bytes they move (the model of this program
+lives with the application, below ``measure``), giving the QRoof kernel
+metrics per iteration without a profiler.
 
 Run with MPI: ``mpiexec -n P python -m perfmod.measure.proxies.jacobi2d --block .. --iters ..``
 (or :func:`perfmod.measure.runner.run_mpi`); rank 0 prints one JSON line.
@@ -37,7 +37,6 @@ Run with MPI: ``mpiexec -n P python -m perfmod.measure.proxies.jacobi2d --block 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from types import ModuleType
@@ -46,10 +45,9 @@ from typing import Any
 import numpy as np
 
 from perfmod.core.checks import positive_int
-from perfmod.machine.cart import cart_coords, cart_shift, dims_create
-from perfmod.measure.bench.traffic import traffic_bytes
+from perfmod.machine.cart import COMPASS, cart_coords, compass_neighbours, dims_create
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize, to_host
-from perfmod.measure.interference import Probe, gather_reports
+from perfmod.measure.proxies.ranks import print_on_root, probed
 
 __all__ = [
     "PHASES",
@@ -57,8 +55,6 @@ __all__ = [
     "initial_field",
     "stencil_step",
     "jacobi_serial",
-    "neighbours",
-    "kernel_counts",
     "SerialComm",
     "JacobiRank",
     "kernel_times",
@@ -67,10 +63,10 @@ __all__ = [
 ]
 
 PHASES = ("pack", "d2h", "exchange", "h2d", "unpack", "stencil", "reduce", "sum_d2h", "allreduce")
-#: The device kernels (phases 1, 5, 6, 7), modelled by QRoof.
-KERNELS = ("pack", "unpack", "stencil", "reduce")
-#: Direction order of halos and messages: north (row above), south, west, east.
-DIRECTIONS = ("north", "south", "west", "east")
+#: The device kernels (phases 1, 5, 6, 7), modelled by QRoof: their model,
+#: :func:`perfmod.apps.jacobi2d.proxy_kernel_counts`, names the same four
+#: (:data:`perfmod.apps.jacobi2d.KERNELS`; ``measure`` may not import ``apps``, a test ties them).
+KERNELS = tuple(PHASES[i] for i in (0, 4, 5, 6))
 INITS = ("wave", "constant", "linear")
 
 
@@ -117,91 +113,7 @@ def jacobi_serial(padded: np.ndarray, iters: int) -> np.ndarray:
     return a
 
 
-def neighbours(rank: int, dims: tuple[int, int]) -> dict[str, int]:
-    """Neighbour rank per direction (-1 at the global boundary): dim 0 is north/south, dim 1 west/east."""
-    out = {}
-    for direction, (lo, hi) in enumerate((("north", "south"), ("west", "east"))):
-        src, dst = cart_shift(np.array([rank]), dims, direction, 1, False)
-        out[lo], out[hi] = int(src[0]), int(dst[0])
-    return out
-
-
-def kernel_counts(block: int, directions: Any = DIRECTIONS, write_allocate: bool = True,
-                  line_bytes: int = 64) -> dict[str, dict[str, Any]]:
-    """QRoof kernel metrics of one iteration of one rank (totals over the kernel's passes).
-
-    Parameters
-    ----------
-    block : int
-        Cells per side of the rank's block.
-    directions : iterable of str
-        The directions that have a neighbour (the edges packed and unpacked).
-    write_allocate : bool
-        Count a read of every written array a pass does not read (CPU).
-    line_bytes : int
-        Bytes fetched per element of a strided (column) access: a cache line
-        (64 B) on a CPU, a sector (32 B) on a GPU.
-
-    Returns
-    -------
-    dict
-        Kernel -> ``compute_ops`` (flops; for the copies PACK and UNPACK one
-        integer multiply-add, 2 operations, per element moved),
-        ``dram_bytes`` (B), ``dominant_op`` ("fp_64"; "integer" for the
-        copies), ``opmix_efficiency`` (0.5: no fused multiply-adds; 1 for the
-        copies' address multiply-adds),
-        ``mix_compute`` 1 and ``mix_ldst`` 0 (element-wise passes: the
-        instruction mix is not measured; the toolkit's formula then gives
-        an instruction efficiency of 1), ``passes`` (element-wise operations
-        issued: launches on a GPU, NumPy calls on the CPU) and ``cells``.
-
-    Notes
-    -----
-    Not the same model as :func:`perfmod.apps.jacobi2d.kernel_counts`, and
-    deliberately kept apart: that one counts the paper's fused CUDA kernels
-    (instructions by class per cell, one launch each, 16 B of DRAM traffic
-    per stencil cell, all four halos, 32-byte sectors), this one counts the
-    unfused element-wise passes this proxy runs (six stencil passes with a
-    temporary: 15 x 8 B per cell, 17 x 8 B with write-allocate; the
-    reduction as row sums then their sum; only the halos that have a
-    neighbour; a cache line or a sector per strided element, as given).
-    Both count 6 flops per stencil cell.  Each predicts the program it
-    describes.
-    """
-    n = positive_int("block", block)
-    dirs = [d for d in directions]
-    bad = [d for d in dirs if d not in DIRECTIONS]
-    if bad:
-        raise ValueError(f"unknown directions {bad}; known: {DIRECTIONS}")
-    rows = sum(d in ("north", "south") for d in dirs)
-    cols = len(dirs) - rows
-    wa = bool(write_allocate)
-    strided = line_bytes // 8  # elements' worth of traffic per strided element
-    cells = n * n
-
-    def tb(reads: int, writes: int, alloc: int, m: int = cells) -> int:
-        return traffic_bytes(m, 8, reads, writes, alloc, wa)
-
-    # stencil: (A->T alloc) (T,A->T) (T,A->T) (T->T) (T,A->T) (T->B alloc)
-    stencil = tb(1, 1, 1) + 3 * tb(2, 1, 0) + tb(1, 1, 0) + tb(1, 1, 1)
-    # pack: a row is a contiguous read; a column reads one line per element; send buffers are written
-    pack = rows * tb(1, 1, 1, n) + cols * (traffic_bytes(n, 8, strided, 0, 0, wa) + tb(0, 1, 1, n))
-    # unpack: contiguous receive buffer read; a ghost column is written one line per element
-    unpack = rows * tb(1, 1, 1, n) + cols * (tb(1, 0, 0, n) + traffic_bytes(n, 8, 0, strided, strided, wa))
-    base = {"dominant_op": "fp_64", "opmix_efficiency": 0.5, "mix_compute": 1.0, "mix_ldst": 0.0}
-    # copies do no arithmetic; their operations are the address computations, one integer
-    # multiply-add per element moved (an assumption; zero when there is no halo to move)
-    copy = {**base, "dominant_op": "integer", "opmix_efficiency": 1.0, "compute_ops": 2.0 * n * len(dirs)}
-    return {
-        "pack": {**copy, "dram_bytes": float(pack), "passes": len(dirs), "cells": cells},
-        "unpack": {**copy, "dram_bytes": float(unpack), "passes": len(dirs), "cells": cells},
-        "stencil": {**base, "compute_ops": 6.0 * cells, "dram_bytes": float(stencil), "passes": 6, "cells": cells},
-        "reduce": {**base, "compute_ops": float(cells + n), "dram_bytes": float(tb(1, 0, 0) + tb(1, 1, 1, n)),
-                   "passes": 2, "cells": cells},
-    }
-
-
-_IDX = {d: i for i, d in enumerate(DIRECTIONS)}
+_IDX = {d: i for i, d in enumerate(COMPASS)}
 _OPPOSITE = {"north": "south", "south": "north", "west": "east", "east": "west"}
 
 
@@ -251,8 +163,8 @@ class JacobiRank:
         size, rank = comm.Get_size(), comm.Get_rank()
         self.dims = dims_create(size, 2)
         self.coords = tuple(int(c) for c in cart_coords(rank, self.dims))
-        self.nbr = neighbours(rank, self.dims)
-        self.active = [d for d in DIRECTIONS if self.nbr[d] >= 0]
+        self.nbr = compass_neighbours(rank, self.dims)
+        self.active = [d for d in COMPASS if self.nbr[d] >= 0]
         # the edges PACK and UNPACK move: those with a neighbour, or all given ``halos`` (kernel timing)
         self.halos = list(self.active if halos is None else halos)
         gy = self.coords[0] * n + np.arange(-1, n + 1)[:, None]
@@ -262,7 +174,7 @@ class JacobiRank:
         self.b = xp.asarray(host)  # same boundary ghosts in both buffers
         self.tmp = xp.empty((n, n))
         self.rowsum = xp.empty(n)
-        k = len(DIRECTIONS)
+        k = len(COMPASS)
         self.sbuf, self.rbuf = xp.empty((k, n)), xp.empty((k, n))  # device buffers
         self.hsend, self.hrecv = np.empty((k, n)), np.empty((k, n))  # host buffers
         self.hsum, self.gsum = np.zeros(1), np.zeros(1)
@@ -425,7 +337,7 @@ def run_jacobi(comm: Any, block: int, iters: int, warmup: int = 2, backend: str 
     return out
 
 
-def kernel_times(block: int, backend: str = "numpy", reps: int = 10, halos: Any = DIRECTIONS,
+def kernel_times(block: int, backend: str = "numpy", reps: int = 10, halos: Any = COMPASS,
                  warmup: int = 2) -> dict[str, np.ndarray]:
     """Seconds of each kernel (PACK, UNPACK, STENCIL, REDUCE) per repetition, on one process.
 
@@ -464,22 +376,14 @@ def main() -> None:
     ap.add_argument("--trace", help="record the MPI calls and write the run's trace (.npz) here")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
-    probe = Probe()
-    try:
-        res = run_jacobi(comm, args.block, args.iters, args.warmup, args.backend, args.init, args.seed,
-                         gather=args.checksum, trace=args.trace)
-    except Exception:  # one failing rank must not leave the others waiting forever
-        import traceback
-
-        traceback.print_exc()
-        comm.Abort(1)
-    probed = gather_reports(comm, probe.stop())
+    res, _, reports = probed(comm, lambda: run_jacobi(comm, args.block, args.iters, args.warmup, args.backend,
+                                                      args.init, args.seed, gather=args.checksum, trace=args.trace))
     if comm.Get_rank() == 0:
         grid = res.pop("grid", None)
         if grid is not None:
             res["sum_squares"] = float(np.sum(grid * grid))
-        print(json.dumps({**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
-                          "warmup": args.warmup, "backend": args.backend, "interference": probed}))
+        print_on_root(comm, {**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
+                             "warmup": args.warmup, "backend": args.backend, "interference": reports})
 
 
 if __name__ == "__main__":

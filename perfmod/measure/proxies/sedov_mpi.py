@@ -23,14 +23,13 @@ Rank 0 prints one JSON line; run with
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
 import numpy as np
 
-from perfmod.measure.interference import Probe, gather_reports
 from perfmod.measure.proxies.gol import row_block
+from perfmod.measure.proxies.ranks import print_on_root, probed
 from perfmod.measure.proxies.sedov import DT_GROWTH, SedovState, corner_mass, physics_summary
 from perfmod.measure.proxies.sedov_mesh import HexMesh, edge_cut, node_blocks
 
@@ -194,18 +193,10 @@ def main() -> None:
     ap.add_argument("--node-axis", default="z", choices=["x", "y", "z"])
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
-    probe = Probe()
-    try:
-        res = run_distributed(comm, args.nx, args.ny, args.nz, args.iterations, args.workers, args.chunks,
-                              args.node_axis)
-    except Exception:  # one failing rank must not leave the others waiting forever
-        import traceback
-
-        traceback.print_exc()
-        comm.Abort(1)
-    probed = gather_reports(comm, probe.stop())
+    res, _, reports = probed(comm, lambda: run_distributed(comm, args.nx, args.ny, args.nz, args.iterations,
+                                                           args.workers, args.chunks, args.node_axis))
     if comm.Get_rank() == 0:
-        print(json.dumps({**res, "interference": {**probed, "threads": args.workers}}))
+        print_on_root(comm, {**res, "interference": {**reports, "threads": args.workers}})
 
 
 if __name__ == "__main__":

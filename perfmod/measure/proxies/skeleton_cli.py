@@ -39,14 +39,12 @@ the run (:mod:`perfmod.measure.interference`), which
 from __future__ import annotations
 
 import argparse
-import json
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfmod.measure.interference import Probe, gather_reports
+from perfmod.measure.proxies.ranks import or_abort, print_on_root, probed
 
 __all__ = ["proxy_main", "read_models"]
 
@@ -144,8 +142,9 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
     args = ap.parse_args(argv)
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
-    sk = rec = None
-    try:  # a rank that fails here must abort the others, not leave them waiting in the program's first call
+
+    def setup() -> tuple[Any, Any]:  # a rank that fails here must abort the others, not leave them waiting
+        rec = None
         models = read_models(args.models) if args.models else {}
         sk = None if args.mode == "native" else Skeleton(args.mode, models, rse_threshold=args.rse,
                                                          min_samples=args.min_samples)
@@ -158,18 +157,17 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
                                    invariants={"nprocs": world.Get_size(), **_invariants(args.invariant)})
                 if turn == 0:
                     world.Barrier()
-    except Exception:
-        traceback.print_exc()
-        world.Abort(1)
-        return
+        return sk, rec
+
+    sk, rec = or_abort(world, setup)
     comm: Any = world
     if args.trace_out:  # the trace layer is imported only here: a measuring rank starts without it
         from perfmod.trace.recorder import record
 
         comm = sk.record(world) if sk is not None else record(world)
-    probe = Probe()
-    w0, c0 = time.perf_counter(), time.process_time()
-    try:
+
+    def work() -> tuple[dict, float]:
+        w0, c0 = time.perf_counter(), time.process_time()
         if rec is not None:
             rec.start()
         if sk is not None:
@@ -182,12 +180,9 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
                 sk.stop()
             if rec is not None:
                 rec.stop()
-    except Exception:  # one failing rank must not leave the others waiting forever
-        traceback.print_exc()
-        world.Abort(1)
-        return
-    cpu_frac = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
-    probed = gather_reports(world, probe.stop())
+        return res, (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
+
+    (res, cpu_frac), _, reports = probed(world, work)
     times = world.gather((res["time"], res["virtual_time"], cpu_frac, res.get("cpu_time", float("nan"))), root=0)
     trace = comm.recorder.gather(0, source=f"{app} {args.mode}") if args.trace_out else None
     if rank == 0:
@@ -198,7 +193,7 @@ def proxy_main(app: str, add_arguments: Callable[[argparse.ArgumentParser], None
         out = {k: v for k, v in res.items() if isinstance(v, int | float | str)}
         out.update(app=app, mode=args.mode, nprocs=world.Get_size(), time=max(t[0] for t in times),
                    virtual_time=max(t[1] for t in times), cpu_fraction=min(t[2] for t in times),
-                   cpu_time=max(t[3] for t in times), interference=probed)
+                   cpu_time=max(t[3] for t in times), interference=reports)
         if sk is not None:
             out["regions"] = sk.summary().reset_index().to_dict(orient="records")
-        print(json.dumps(out, default=float))
+        print_on_root(world, out, default=float)

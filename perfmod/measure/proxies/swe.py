@@ -22,14 +22,13 @@ the rest.  Run under MPI with ``python -m perfmod.measure.proxies.swe``.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
 import numpy as np
 
-from perfmod.measure.interference import Probe, gather_reports
 from perfmod.measure.proxies.gol import row_block
+from perfmod.measure.proxies.ranks import print_on_root, probed
 
 __all__ = ["G", "DRY", "EPS_U", "MANNING", "STRIP_CELLS", "EVENTS", "base_flow", "velocity", "max_speed", "step_fluxes",
            "terrain", "coarsen", "scenario", "run_swe", "main"]
@@ -336,29 +335,21 @@ def main() -> None:
     if args.event:
         vars(args).update(EVENTS[args.event])
     comm = MPI.COMM_WORLD
-    probe = Probe()
-    t0 = time.perf_counter()
-    z, dx, cells = scenario(args.terrain, args.ny, args.nx, args.dx, args.coarsen, args.seed)
-    ny, nx = z.shape
-    try:
-        h0 = base_flow(z, args.base) if args.base > 0 else None
-        res = run_swe(comm, z, dx, args.t_end, h0=h0, inflow=args.inflow, inflow_cells=cells)
-    except Exception:  # one failing rank must not leave the others waiting forever
-        import traceback
 
-        traceback.print_exc()
-        comm.Abort(1)
-    total = time.perf_counter() - t0
-    probed = gather_reports(comm, probe.stop())
+    def work() -> tuple[dict, Any, float]:
+        z, dx, cells = scenario(args.terrain, args.ny, args.nx, args.dx, args.coarsen, args.seed)
+        h0 = base_flow(z, args.base) if args.base > 0 else None
+        return run_swe(comm, z, dx, args.t_end, h0=h0, inflow=args.inflow, inflow_cells=cells), z.shape, dx
+
+    (res, (ny, nx), dx), total, reports = probed(comm, work)
     if comm.Get_rank() == 0:
         wet = float((res["h"] > DRY).mean())
         # T_o is everything but compute and communication (DEM, set-up, gathering), so T_w + T_c + T_o = total
         t_o = total - res["t_w"] - res["t_c"]
-        print(json.dumps({"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "total_time": total,
-                          "steps": res["steps"], "mass": res["mass"], "wet_fraction": wet, "nprocs": comm.Get_size(),
-                          "t_halo_ranks": res["t_halo_ranks"],
-                          "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain,
-                          "interference": probed}))
+        print_on_root(comm, {"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "total_time": total,
+                             "steps": res["steps"], "mass": res["mass"], "wet_fraction": wet,
+                             "nprocs": comm.Get_size(), "t_halo_ranks": res["t_halo_ranks"],
+                             "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain, "interference": reports})
 
 
 if __name__ == "__main__":

@@ -12,8 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,23 +19,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from perfmod.core.io import write_text_atomic
+
 from .store import RegionStore
 
 __all__ = ["to_lwperf_csv", "to_extrap_jsonl", "to_xarray", "callpaths"]
 
 _CALL_COLUMNS = ("trialID", "run_id", "region", "rank", "seq", "parent_seq", "start_ns", "time_ns", "exclusive_ns",
                  "energy_j", "time", "exclusive_time")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _param_columns(df: pd.DataFrame) -> list[str]:
@@ -71,7 +60,7 @@ def to_lwperf_csv(store: RegionStore, directory: str | Path, invariants: Sequenc
         lines = [",".join(inv + params + results)]
         lines += [",".join(repr(float(v)) for v in row) for row in table.to_numpy(dtype=float)]
         path = out_dir / f"{reg}.csv"
-        _atomic_write(path, "\n".join(lines) + "\n")
+        write_text_atomic(path, "\n".join(lines) + "\n")
         written.append(path)
     return written
 
@@ -108,7 +97,7 @@ def to_extrap_jsonl(store: RegionStore, path: str | Path, metric: str = "time", 
             lines.append(json.dumps({"params": {p: float(row[p]) for p in params if pd.notna(row[p])},
                                      "callpath": paths[idx], "metric": metric, "value": float(row[col])}))
     out = Path(path)
-    _atomic_write(out, "\n".join(lines) + ("\n" if lines else ""))
+    write_text_atomic(out, "\n".join(lines) + ("\n" if lines else ""))
     return out
 
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -130,6 +131,9 @@ class RegionStats:
         Model evaluations that missed the prediction cache.
     switched_after : int
         Hybrid: the most samples a parameter point took before the model took over (0: never switched).
+    clipped : int
+        Model evaluations whose prediction (or interval bound) was below 0 and was clipped to 0
+        (each also warned as an ``ExtrapolationWarning``).
     """
 
     run: int = 0
@@ -139,6 +143,7 @@ class RegionStats:
     eval_s: float = 0.0
     evaluations: int = 0
     switched_after: int = 0
+    clipped: int = 0
 
 
 class _Sampler:
@@ -431,7 +436,11 @@ class Skeleton(Activatable):
 
     # ------------------------------------------------------------------ models
     def predict(self, name: str, params: Mapping[str, Any]) -> tuple[float, float, float]:
-        """Predicted time of one call and its interval bounds (s); negative predictions are clipped to 0."""
+        """Predicted time of one call and its interval bounds (s).
+
+        A negative prediction or bound is clipped to 0, counted in the region's ``clipped`` and warned
+        (``ExtrapolationWarning``): a negative time cannot be replayed, and must not pass unnoticed.
+        """
         own = (name, _key(params))  # the hybrid samplers are keyed by the call's own parameters
         key = own + self._inv_key if self._inv_key else own  # invariants merged only on a cache miss
         if self.cache:
@@ -451,7 +460,14 @@ class Skeleton(Activatable):
         if self.invariants:
             params = {**self.invariants, **params}
         out = evaluate_model(model, name, params, self.interval, self.level)
-        out = tuple(max(v, 0.0) for v in out)
+        if min(out) < 0.0:
+            from perfmod.models.compute.errors import ExtrapolationWarning
+
+            self._stats(name).clipped += 1
+            warnings.warn(f"region {name!r}: the model predicts {out[0]:.4g} s (interval {out[1]:.4g} to "
+                          f"{out[2]:.4g} s) at {dict(params)}; negative values are clipped to 0 s",
+                          ExtrapolationWarning, stacklevel=2)
+            out = tuple(max(v, 0.0) for v in out)
         if self.cache:
             self._cache[key] = out
         return out

@@ -23,15 +23,14 @@ from typing import Any
 import numpy as np
 
 from perfmod.core.checks import positive_int
-from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform, as_platform
-from perfmod.models.comm.message import message_time
-from perfmod.models.comm.registry import one_pair_k
+from perfmod.machine.platforms import MODES, Platform
+from perfmod.models.comm.network import Network, bind
 
 __all__ = [
     "recursive_doubling_steps",
     "binomial_tree_steps",
     "step_modes",
+    "steps_time",
     "ALGORITHMS",
     "collective_time",
     "allreduce_recursive_doubling",
@@ -84,32 +83,19 @@ def binomial_tree_steps(nprocs: int) -> Pairs:
     return steps
 
 
-def step_modes(steps: Pairs, platform: Platform, mapping: str = "block") -> list[str]:
-    """The slowest mode of each step (inter-node > inter-socket > intra-socket)."""
-    out = []
-    for src, dst in steps:
-        codes = pair_modes(src, dst, platform.ranks_per_node, platform.sockets_per_node, mapping=mapping)
-        out.append(MODES[int(np.max(codes))])
-    return out
+def step_modes(steps: Pairs, net: Network) -> list[str]:
+    """The slowest mode of each step (inter-node > inter-socket > intra-socket) under ``net``'s mapping."""
+    return [MODES[int(np.max(net.modes(src, dst)))] for src, dst in steps]
 
 
-def _cost(
-    steps: Pairs,
-    nbytes: Any,
-    platform: Platform | str,
-    model: str,
-    mapping: str,
-    gamma: float,
-    p2p: Callable[[Any, str], Any] | None,
-) -> Any:
-    plat = as_platform(platform)
-    one_pair = one_pair_k(model) if p2p is None else {}
+def steps_time(steps: Pairs, nbytes: Any, net: Network, gamma: float = 0.0,
+               p2p: Callable[[Any, str], Any] | None = None) -> Any:
+    """Sum over ``steps`` of one message of ``nbytes`` in the step's slowest mode, one pair per node
+    communicating (:meth:`~perfmod.models.comm.network.Network.one_pair_time`), plus ``gamma * nbytes``;
+    ``p2p(nbytes, mode)`` replaces the network's message model."""
     total: Any = 0.0 * nbytes
-    for mode in step_modes(steps, plat, mapping):
-        if p2p is not None:
-            t = p2p(nbytes, mode)
-        else:
-            t = message_time(nbytes, mode, plat, model=model, **one_pair)
+    for mode in step_modes(steps, net):
+        t = p2p(nbytes, mode) if p2p is not None else net.one_pair_time(nbytes, mode)
         total = total + t + gamma * nbytes
     return total
 
@@ -129,7 +115,7 @@ def collective_time(
     op: str,
     nbytes: Any,
     nprocs: int,
-    platform: Platform | str,
+    platform: Platform | str | Network,
     model: str = "postal",
     mapping: str = "block",
     gamma: float = 0.0,
@@ -145,8 +131,9 @@ def collective_time(
         Vector size in bytes (8 for one double).
     nprocs : int
         Number of ranks P.
-    platform : Platform or str
-        Gives ranks per node and socket (for the modes) and the parameters.
+    platform : Platform, str or Network
+        Gives ranks per node and socket (for the modes) and the parameters;
+        a network bound to ``model`` and ``mapping`` already is used as it is.
     model : str
         Point-to-point model (see :func:`perfmod.models.comm.message.message_time`);
         under ``"maxrate"`` one pair per node communicates per step (k = 1).
@@ -167,7 +154,7 @@ def collective_time(
         steps = ALGORITHMS[op](nprocs)
     except KeyError:
         raise ValueError(f"unknown collective {op!r}; known: {sorted(ALGORITHMS)}") from None
-    return _cost(steps, nbytes, platform, model, mapping, 0.0 if op == "bcast" else gamma, p2p)
+    return steps_time(steps, nbytes, bind(platform, model, mapping), 0.0 if op == "bcast" else gamma, p2p)
 
 
 def allreduce_recursive_doubling(nbytes: Any, nprocs: int, platform: Platform | str, **options: Any) -> Any:

@@ -29,6 +29,11 @@ where it says N/A for another reason (e.g. "1 process/socket": the mode
 cannot occur on that platform) a :class:`~perfmod.machine.platforms.ParameterNotAvailable`
 error names platform, model, mode, protocol and the reason.
 
+:func:`message_time` binds the platform and the model once
+(:class:`perfmod.models.comm.network.Network`) and prices with it; code
+that prices many messages binds one network and calls its
+:meth:`~perfmod.models.comm.network.Network.message_time`.
+
 Default k per mode (when ``k`` is not given): ``ranks_per_socket`` for
 intra- and inter-socket messages, ``ranks_per_node`` (k') for inter-node
 messages, i.e. every process of the socket or node communicates at once,
@@ -39,54 +44,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import xarray as xr
+from perfmod.machine.platforms import Platform
+from perfmod.models.comm.network import Network, bind
 
-from perfmod.machine.platforms import MODES, PROTOCOLS, NotAvailable, ParameterNotAvailable, Platform, as_platform
-from perfmod.models.comm.models import check_k, check_sizes, evaluate, kmodel_k
-from perfmod.models.comm.registry import CommModel, comm_model
-
-__all__ = ["message_time", "protocol_masks", "default_k"]
-
-
-def default_k(platform: Platform, mode: str) -> int:
-    """Processes per socket (intra-/inter-socket) or per node (inter-node) communicating at once."""
-    return platform.ranks_per_node if mode == "inter_node" else platform.ranks_per_socket
-
-
-def _where(cond: Any, a: Any, b: Any) -> Any:
-    if any(isinstance(x, xr.DataArray | xr.Dataset) for x in (cond, a, b)):
-        return xr.where(cond, a, b)
-    return np.where(cond, a, b)
-
-
-def protocol_masks(platform: Platform, nbytes: Any) -> dict[str, Any]:
-    """Boolean masks (same type and shape as ``nbytes``) selecting each protocol."""
-    short = nbytes <= platform.short_max_bytes
-    eager = (nbytes > platform.short_max_bytes) & (nbytes <= platform.eager_max_bytes)
-    rndv = nbytes > platform.eager_max_bytes
-    return {"short": short, "eager": eager, "rendezvous": rndv}
-
-
-def _formula(platform: Platform, spec: CommModel, mode: str, protocol: str) -> tuple[Any, dict[str, float]]:
-    """(formula, parameters) of a model, mode and protocol, applying the paper's postal fallback."""
-    if spec.derive is not None and not platform.has(spec.table, mode, protocol):
-        return spec.forms[protocol], spec.derive(platform, mode, protocol)
-    entry = platform.entry(spec.table, mode, protocol)
-    if isinstance(entry, NotAvailable):
-        if entry.fallback is not None:
-            return _formula(platform, comm_model(entry.fallback), mode, protocol)
-        raise ParameterNotAvailable(
-            f"platform {platform.name!r}: no {spec.table} parameters for mode {mode!r}, protocol "
-            f"{protocol!r}: {entry.reason} ({entry.source})"
-        )
-    return spec.forms[protocol], {n: entry[n] for n in spec.param_names(protocol)}
+__all__ = ["message_time"]
 
 
 def message_time(
     nbytes: Any,
     mode: str,
-    platform: Platform | str,
+    platform: Platform | str | Network,
     model: str = "postal",
     k: Any = None,
     k_inter: Any = None,
@@ -102,14 +69,16 @@ def message_time(
         ``k_total`` and ``k_prime``.
     mode : {"intra_socket", "inter_socket", "inter_node"}
         Where sender and receiver are relative to each other.
-    platform : Platform or str
-        A platform or the name of one (see :func:`perfmod.machine.platforms.available`).
+    platform : Platform, str or Network
+        A platform or the name of one (see :func:`perfmod.machine.platforms.available`),
+        or a network bound to ``model`` already.
     model : str
         A communication model (:func:`perfmod.models.comm.registry.model_names`:
         "postal", "maxrate", "kmodel", "loggp" and any registered since).
     k : array_like, optional
         Processes per node (or socket) communicating at once, for models
-        whose k rule is ``"default"`` (``"maxrate"``); default :func:`default_k`.  Must satisfy
+        whose k rule is ``"default"`` (``"maxrate"``); default the ranks of
+        the socket (intra-/inter-socket) or node (inter-node).  Must satisfy
         ``1 <= k <= k'``.
     k_inter, k_total : array_like, optional
         K-model counts (paper 000 Eq. 4), required for ``"kmodel"``.
@@ -121,30 +90,4 @@ def message_time(
     array_like or xarray.DataArray
         Time in seconds, broadcast over the inputs.
     """
-    plat = as_platform(platform)
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    spec = comm_model(model)
-    check_sizes(nbytes)
-    if spec.k == "kmodel":
-        if k_inter is None or k_total is None:
-            raise ValueError(f"model {model!r} needs k_inter and k_total (see perfmod.apps.registry.kmodel_counts)")
-        kp = plat.ranks_per_node if k_prime is None else k_prime
-        k = kmodel_k(k_inter, k_total, kp) if mode == "inter_node" else (k or default_k(plat, mode))
-        # K_inter may be 0 (no inter-node message): the max-rate k then has no meaning,
-        # and 1 is the smallest meaningful number of processes sharing the network.
-        k = np.maximum(k, 1) if not isinstance(k, xr.DataArray) else k.clip(min=1)
-    elif spec.k == "default":
-        if k is None:
-            k = default_k(plat, mode)
-        check_k(k, plat.ranks_per_node)
-    masks = protocol_masks(plat, nbytes)
-    result: Any = None
-    for protocol in PROTOCOLS:
-        mask = masks[protocol]
-        if not np.any(np.asarray(mask)):
-            continue
-        formula, params = _formula(plat, spec, mode, protocol)
-        t = evaluate(formula, nbytes, k, params)
-        result = t if result is None else _where(mask, t, result)
-    return result
+    return bind(platform, model).message_time(nbytes, mode, k=k, k_inter=k_inter, k_total=k_total, k_prime=k_prime)

@@ -11,8 +11,8 @@ one call.  Sizes are in bytes, times in seconds, rates in bytes per second.
   :func:`maxrate` or :func:`maxrate2` evaluated at that k.
 - :func:`loggp`: LogGP (Alexandrov et al.), ``T = o_s + L + (n - 1) G + o_r``.
 
-:data:`FORMULAS` names them (the names a :class:`~perfmod.models.comm.fitting.Fit`
-records), and :func:`evaluate` calls one with a parameter mapping: a
+:func:`evaluate` calls one with a parameter mapping (the models by name are
+the registry, :mod:`perfmod.models.comm.registry`): a
 formula's arguments after ``nbytes`` (and ``k``, for those that take it)
 are its parameter names, the names of the platform tables
 (:data:`perfmod.machine.platforms.PARAM_NAMES`).
@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["postal", "maxrate", "maxrate2", "kmodel_k", "loggp", "check_sizes", "check_k", "FORMULAS",
-           "evaluate", "formula_params"]
+__all__ = ["postal", "maxrate", "maxrate2", "kmodel_k", "loggp", "check_sizes", "check_k", "evaluate", "formula_params"]
 
 ArrayLike = Any  # numbers, NumPy arrays or xarray objects
 
@@ -135,11 +134,6 @@ def loggp(nbytes: ArrayLike, L: ArrayLike, o: ArrayLike, g: ArrayLike, G: ArrayL
     return 2 * o + L + (nbytes - 1) * G
 
 
-#: Formula name -> function (paper 000 Eq. 1, 2, 3 and LogGP).
-FORMULAS: dict[str, Callable[..., Any]] = {"postal": postal, "maxrate": maxrate, "maxrate2": maxrate2,
-                                           "loggp": loggp}
-
-
 @functools.cache
 def _signature(formula: Callable[..., Any]) -> tuple[bool, tuple[str, ...]]:
     names = tuple(inspect.signature(formula).parameters)
@@ -160,7 +154,7 @@ def evaluate(formula: Callable[..., Any], nbytes: ArrayLike, k: ArrayLike, param
     Parameters
     ----------
     formula : callable
-        One of :data:`FORMULAS` or any function ``f(nbytes[, k], <parameters>)``.
+        Any function ``f(nbytes[, k], <parameters>)`` (:func:`postal`, :func:`maxrate`, ...).
     nbytes : array_like
         Message sizes in bytes.
     k : array_like or None

@@ -20,47 +20,34 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from perfmod.machine.mapping import pair_modes
-from perfmod.machine.platforms import MODES, Platform, as_platform
-from perfmod.models.comm.kmodel import phase_counts
-from perfmod.models.comm.message import message_time
-from perfmod.models.comm.registry import comm_model
+from perfmod.machine.platforms import MODES, Platform
+from perfmod.models.comm.network import Network, bind
 
 __all__ = ["message_times", "phase_time"]
 
 
-def message_times(
-    exchange: Any,
-    platform: Platform | str,
-    model: str = "postal",
-    mapping: str = "block",
-    counts: Any = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Time (s) and mode code of every message of ``exchange``.
+def message_times(exchange: Any, net: Network, counts: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Time (s) and mode code of every message of ``exchange`` on the bound network ``net``.
 
-    For ``model="kmodel"`` the K counts come from
-    :func:`perfmod.models.comm.kmodel.phase_counts` on the same exchange unless
-    ``counts`` (an object with ``k_inter`` and ``k_total``) is given.
+    The model's k rule gives the k of the phase (:meth:`perfmod.models.comm.krules.KRule.phase_kw`):
+    under the K-model the K counts come from :func:`perfmod.models.comm.kmodel.phase_counts` on the
+    same exchange unless ``counts`` (an object with ``k_inter`` and ``k_total``) is given.
     """
-    plat = as_platform(platform)
     src, dst = np.asarray(exchange.src), np.asarray(exchange.dst)
     nbytes = np.asarray(exchange.nbytes, dtype=float)
-    modes = pair_modes(src, dst, plat.ranks_per_node, plat.sockets_per_node, mapping=mapping)
-    kw: dict[str, Any] = {}
-    if comm_model(model).k == "kmodel":
-        c = counts if counts is not None else phase_counts(exchange, plat.ranks_per_node, mapping=mapping)
-        kw = {"k_inter": c.k_inter, "k_total": c.k_total}
+    modes = net.modes(src, dst)
+    kw = net.rule.phase_kw(net, exchange, counts)
     times = np.zeros(len(nbytes))
     for code, mode in enumerate(MODES):
         sel = modes == code
         if np.any(sel):
-            times[sel] = message_time(nbytes[sel], mode, plat, model=model, **kw)
+            times[sel] = net.message_time(nbytes[sel], mode, **kw)
     return times, modes
 
 
 def phase_time(
     exchange: Any,
-    platform: Platform | str,
+    platform: Platform | str | Network,
     model: str = "postal",
     mapping: str = "block",
     counts: Any = None,
@@ -72,7 +59,8 @@ def phase_time(
     ----------
     exchange : Exchange
         Messages of the phase (``nprocs``, ``src``, ``dst``, ``nbytes``).
-    platform : Platform or str
+    platform : Platform, str or Network
+        A platform or its name, or a network bound to ``model`` and ``mapping`` already.
     model : str
         A communication model (:func:`perfmod.models.comm.registry.model_names`).
     mapping : {"block", "round_robin"}
@@ -89,7 +77,8 @@ def phase_time(
     """
     if overlap not in ("serial", "concurrent"):
         raise ValueError(f"overlap must be 'serial' or 'concurrent', got {overlap!r}")
-    times, modes = message_times(exchange, platform, model, mapping, counts)
+    net = bind(platform, model, mapping)
+    times, modes = message_times(exchange, net, counts)
     src = np.asarray(exchange.src)
     p = int(exchange.nprocs)
     if overlap == "serial":
@@ -102,7 +91,7 @@ def phase_time(
     ds = xr.Dataset(
         {
             "t_rank": ("rank", t_rank,
-                       {"units": "s", "long_name": f"communication time per rank ({model}, {overlap})"}),
+                       {"units": "s", "long_name": f"communication time per rank ({net.model.name}, {overlap})"}),
             "messages": (("rank", "mode"), msgs, {"units": "1", "long_name": "messages sent per rank and mode"}),
             "t_phase": ((), float(t_rank.max(initial=0.0)), {"units": "s", "long_name": "phase time (slowest rank)"}),
         },

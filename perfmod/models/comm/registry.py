@@ -9,11 +9,12 @@ model, so adding one is one :func:`register` call:
   that brings a table of its own);
 - ``forms``: the time formula per protocol, ``f(nbytes[, k], <parameters>)``
   in seconds (:func:`perfmod.models.comm.models.evaluate` calls it);
-- ``k``: how the number of processes communicating at once is chosen:
-  ``"none"`` (the formula has no k), ``"default"`` (k given, else the
-  processes of the socket or node, :func:`perfmod.models.comm.message.default_k`;
-  the replay counts the ranks sending in each phase) or ``"kmodel"``
-  (``K_inter / K_total * k'`` from K-model counts, Eq. 4-5);
+- ``k``: the name of its k rule, how the number of processes communicating
+  at once is chosen (:mod:`perfmod.models.comm.krules`: ``"none"``, the
+  formula has no k; ``"default"``, k given, else the processes of the
+  socket or node, the replay counting the ranks sending in each phase;
+  ``"kmodel"``, ``K_inter / K_total * k'`` from K-model counts, Eq. 4-5;
+  or any rule registered since);
 - ``derive``: parameters from other tables where the platform has none
   (LogGP from the postal ones);
 - ``fitters``: the function of :mod:`perfmod.models.comm.fitting` that fits
@@ -34,10 +35,11 @@ semantics, kept because it is the per-message LogGP time that
 :func:`~perfmod.models.comm.message.message_time` and the collective and
 phase models use, so a replay under it is comparable with those closed forms.
 
-Who reads it: :func:`~perfmod.models.comm.message.message_time` (formula,
-parameters, k), collectives (k for one pair per node), the phase model,
-:mod:`perfmod.models.comm.calibration` (fitters) and the replay (how k is
-counted per phase; the models it accepts).  Platforms validate against the
+Who reads it: :class:`perfmod.models.comm.network.Network`, which binds a
+model to a platform once (formula and parameters per mode and protocol,
+the k rule) for the message, phase and collective models and the replay;
+:mod:`perfmod.models.comm.calibration` (fitters); the replay (its
+``replay`` rule).  Nothing else compares model names.  Platforms validate against the
 parameter tables; the table lives in :mod:`perfmod.machine.platforms`,
 below the models, because it is the platform file format.
 """
@@ -56,13 +58,11 @@ from perfmod.machine.platforms import (
     param_tables,
     remove_param_table,
 )
-from perfmod.models.comm.fitting import fit_maxrate, fit_maxrate2, fit_postal
+from perfmod.models.comm.krules import k_rule, k_rule_names
 from perfmod.models.comm.models import formula_params, loggp, maxrate, maxrate2, postal
 
-__all__ = ["K_RULES", "REPLAY_RULES", "CommModel", "register", "unregister", "comm_model", "model_names", "one_pair_k"]
+__all__ = ["REPLAY_RULES", "CommModel", "register", "unregister", "comm_model", "model_names"]
 
-#: How a model's k is chosen (see the module docstring).
-K_RULES = ("none", "default", "kmodel")
 #: How the trace replay applies a model (see the module docstring).
 REPLAY_RULES = ("message", "loggops")
 
@@ -79,8 +79,8 @@ class CommModel:
         Platform parameter table the model reads.
     forms : mapping
         Protocol -> formula ``f(nbytes[, k], <parameters>)`` returning seconds.
-    k : {"none", "default", "kmodel"}
-        How k is chosen.
+    k : str
+        The k rule (:func:`perfmod.models.comm.krules.k_rule_names`: "none", "default", "kmodel", ...).
     params : mapping, optional
         Protocol -> parameter names, for a model whose table the platforms
         do not have yet (added on :func:`register`); default: the platform
@@ -122,8 +122,8 @@ _ADDED_TABLES: set[str] = set()  # parameter tables register() added to the plat
 def _check(m: CommModel) -> None:
     if not m.name or not isinstance(m.name, str):
         raise ValueError(f"a communication model needs a name, got {m.name!r}")
-    if m.k not in K_RULES:
-        raise ValueError(f"model {m.name!r}: k must be one of {K_RULES}, got {m.k!r}")
+    if m.k not in k_rule_names():
+        raise ValueError(f"model {m.name!r}: k must be one of {k_rule_names()}, got {m.k!r}")
     if m.replay not in REPLAY_RULES:
         raise ValueError(f"model {m.name!r}: replay must be one of {REPLAY_RULES}, got {m.replay!r}")
     if set(m.forms) != set(PROTOCOLS):
@@ -137,8 +137,8 @@ def _check(m: CommModel) -> None:
         if names != want:
             raise ValueError(f"model {m.name!r}, protocol {proto!r}: formula {f.__qualname__} takes {names}, "
                              f"the parameter table {m.table!r} has {want}")
-        if takes_k and m.k == "none":
-            raise ValueError(f"model {m.name!r}: formula {f.__qualname__} takes k, so k cannot be 'none'")
+        if takes_k and not k_rule(m.k).takes_k:
+            raise ValueError(f"model {m.name!r}: formula {f.__qualname__} takes k, so k cannot be {m.k!r}")
 
 
 def register(model: CommModel, replace: bool = False) -> CommModel:
@@ -184,26 +184,36 @@ def model_names() -> tuple[str, ...]:
     return tuple(_MODELS)
 
 
-def one_pair_k(name: str) -> dict[str, float]:
-    """``message_time`` keywords for one communicating pair per node (k = 1), as in a collective's step."""
-    rule = comm_model(name).k
-    if rule == "none":
-        return {}
-    if rule == "default":
-        return {"k": 1}
-    return {"k": 1, "k_inter": 1, "k_total": 1, "k_prime": 1}
-
-
 def _loggp_from_postal(platform: Platform, mode: str, protocol: str) -> dict[str, float]:
     """LogGP from the postal parameters: ``L = alpha``, ``o = g = 0``, ``G = beta``."""
     p = platform.params("postal", mode, protocol)
     return {"L": p["alpha"], "o": 0.0, "g": 0.0, "G": p["beta"]}
 
 
-_MAXRATE_FORMS = {"short": maxrate2, "eager": maxrate, "rendezvous": maxrate}
-_MAXRATE_FITTERS = {"short": fit_maxrate2, "eager": fit_maxrate, "rendezvous": fit_maxrate}
+class _Fitters(Mapping):
+    """Protocol -> fitter of :mod:`perfmod.models.comm.fitting`, named here and imported on first use (the
+    fitting module pulls in scipy.optimize, which a replay does not need)."""
 
-register(CommModel("postal", "postal", dict.fromkeys(PROTOCOLS, postal), fitters=dict.fromkeys(PROTOCOLS, fit_postal),
+    def __init__(self, names: Mapping[str, str]) -> None:
+        self._names = dict(names)
+
+    def __getitem__(self, protocol: str) -> Callable[..., Any]:
+        import perfmod.models.comm.fitting as fitting  # the module, not the package (which imports this one)
+
+        return getattr(fitting, self._names[protocol])
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+_MAXRATE_FORMS = {"short": maxrate2, "eager": maxrate, "rendezvous": maxrate}
+_MAXRATE_FITTERS = _Fitters({"short": "fit_maxrate2", "eager": "fit_maxrate", "rendezvous": "fit_maxrate"})
+
+register(CommModel("postal", "postal", dict.fromkeys(PROTOCOLS, postal),
+                   fitters=_Fitters(dict.fromkeys(PROTOCOLS, "fit_postal")),
                    description="postal (alpha-beta), 000 Eq. 1"))
 register(CommModel("maxrate", "maxrate", _MAXRATE_FORMS, k="default", fitters=_MAXRATE_FITTERS,
                    fallback=maxrate2, description="max-rate, 000 Eq. 2 (Eq. 3 for the short protocol)"))

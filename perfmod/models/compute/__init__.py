@@ -6,11 +6,14 @@ from .eigerfile import read_eiger_model, write_eiger_model
 from .errors import (
     ComputeModelError,
     EigerModelFileError,
+    ExtrapolationWarning,
     MissingParameterError,
     TooFewPointsError,
     UnknownParameterError,
 )
-from .pool import Term, eiger_pool, normal_form_pool
+from .extrap_io import ExtrapFormatError, model_expression, prediction_table, read_extrap, write_extrap_text
+from .normal_form import normal_form_search
+from .pool import EPM_EXPONENTS, Term, eiger_pool, normal_form_pool
 from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
 from .varimax import eiger_pca, varimax
 
@@ -26,7 +29,10 @@ __all__ = [
     "ComputeModelError",
     "EigerModel",
     "EigerModelFileError",
+    "EPM_EXPONENTS",
     "EigerOptions",
+    "ExtrapFormatError",
+    "ExtrapolationWarning",
     "MissingParameterError",
     "Term",
     "TooFewPointsError",
@@ -34,8 +40,13 @@ __all__ = [
     "eiger_pca",
     "eiger_pool",
     "fit_eiger",
+    "model_expression",
     "normal_form_pool",
+    "normal_form_search",
+    "prediction_table",
+    "read_extrap",
     "read_eiger_model",
     "varimax",
     "write_eiger_model",
+    "write_extrap_text",
 ]

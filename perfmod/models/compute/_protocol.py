@@ -12,6 +12,8 @@ interval=None | "confidence" | "prediction", level=0.95)`` returning an
 
 from __future__ import annotations
 
+import itertools
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +32,7 @@ from perfmod.core.results import (
     prediction_dataset,
 )
 
-from .errors import MissingParameterError, UnknownParameterError
+from .errors import ExtrapolationWarning, MissingParameterError, UnknownParameterError
 from .pool import Term, evaluate_terms
 
 __all__ = ["ClusterFit", "TermModel", "as_frame", "check_training_frame"]
@@ -169,8 +171,11 @@ class TermModel(FitResult):
         if bad:
             raise MissingParameterError(f"parameter {bad[0]!r} is missing (NaN/inf): {params[bad[0]]!r}")
         X, cl, _ = self._inputs_array(np.array([x]))
-        value = self.clusters[int(cl[0])].evaluate(X)
-        return float(self._postprocess(value)[0])
+        value = float(self._postprocess(self.clusters[int(cl[0])].evaluate(X))[0])
+        if value <= 0.0:
+            warnings.warn(f"{self.method} model of {self.target!r} predicts {value:.4g} (<= 0) at {params}: the data "
+                          "do not support this point", ExtrapolationWarning, stacklevel=2)
+        return value
 
     def input_names(self) -> list[str]:
         """Names of the columns the terms read (parameters, or rotated components)."""
@@ -257,20 +262,52 @@ class TermModel(FitResult):
                 lower[rows], upper[rows] = interval_bounds(
                     yhat, var_mean, c.sigma2 * (yhat**2 if c.relative else 1.0), c.dof, interval, level)
         pred = self._postprocess(pred)
+        unsupported = (pred <= 0) | self._sign_changes(X, cl)
+        if unsupported.any():
+            warnings.warn(f"{self.method} model of {self.target!r}: {int(unsupported.sum())} of {n} prediction(s) the "
+                          "data do not support (at or below 0, or a term of another sign than on the training range);"
+                          " see the dataset's 'unsupported'", ExtrapolationWarning, stacklevel=2)
         ds = prediction_dataset(
             table, pred, units=self.units, long_name=self.target, lower=lower, upper=upper, interval=interval,
             level=level,
             extra={"cluster": (cl.astype(int), {"units": "1", "long_name": "cluster or segment used"}),
                    "extrapolated": (extra.astype(bool),
-                                    {"units": "1", "long_name": "a parameter lies outside the training range"})},
+                                    {"units": "1", "long_name": "a parameter lies outside the training range"}),
+                   "unsupported": (unsupported.astype(bool),
+                                   {"units": "1", "long_name": "prediction at or below 0, or a term of another sign "
+                                                               "than on the training range"})},
             attrs={"method": self.method, "target": self.target,
-                   "n_extrapolated": int(extra.sum()), "n_negative": int(np.sum(pred < 0))})
+                   "n_extrapolated": int(extra.sum()), "n_negative": int(np.sum(pred < 0)),
+                   "n_unsupported": int(unsupported.sum())})
         if table.dims == ("point",):
             ds = ds.assign_coords({p: ("point", frame[p].to_numpy()) for p in self.parameters if p in frame.columns})
         return ds
 
     def _postprocess(self, pred: np.ndarray) -> np.ndarray:
         return pred
+
+    def _sign_changes(self, X: np.ndarray, cl: np.ndarray) -> np.ndarray:
+        """Rows where a term's sign differs from its (one) sign at the corners of the training box."""
+        lo, hi = getattr(self, "train_min", None), getattr(self, "train_max", None)
+        out = np.zeros(len(X), dtype=bool)
+        if lo is None or hi is None or len(lo) != X.shape[1] or X.shape[1] > 8:
+            return out
+        corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))), dtype=float)
+        try:
+            Xc, clc, _ = self._inputs_array(corners)
+        except (MissingParameterError, ValueError):
+            return out
+        for k, c in enumerate(self.clusters):
+            rows = cl == k
+            if not rows.any() or not c.terms or not np.any(clc == k):
+                continue
+            at_corners = evaluate_terms(c.terms, Xc[clc == k]) * np.asarray(c.coef, dtype=float)
+            here = evaluate_terms(c.terms, X[rows]) * np.asarray(c.coef, dtype=float)
+            for t in range(len(c.terms)):
+                s = np.sign(at_corners[:, t])
+                if np.all(s == s[0]) and s[0] != 0:
+                    out[np.nonzero(rows)[0][np.sign(here[:, t]) == -s[0]]] = True
+        return out
 
     def to_dataset(self) -> xr.Dataset:
         """The protocol's dataset, plus each term's ``cluster`` and per-cluster fit quality."""

@@ -26,10 +26,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from perfmod.core.io import write_text_atomic
 
 from ._protocol import ClusterFit
 from .eiger import EigerModel, EigerOptions
@@ -264,12 +265,4 @@ def write_eiger_model(model: EigerModel, path: str | os.PathLike[str], format: s
     if fmt not in ("text", "json"):
         raise ValueError(f"format must be 'text' or 'json', not {fmt!r}")
     body = format_eiger_json(model) if fmt == "json" else format_eiger_text(model)
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, body)

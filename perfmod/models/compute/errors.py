@@ -29,3 +29,8 @@ class EigerModelFileError(ComputeModelError):
         self.path = str(path)
         self.line = int(line)
         super().__init__(f"{path}:{line}: {message}")
+
+
+class ExtrapolationWarning(UserWarning):
+    """A prediction the data do not support: at or below zero, or a term whose sign differs from its sign on the
+    training range (e.g. ``log2 x`` below ``x = 1``)."""

@@ -21,7 +21,10 @@ and quotients ``x_i/x_j``, ``x_j/x_i`` (j > i), after a leading identity.
 Eiger's pool also holds ``x_i/x_i`` twice; being the identity again, it is left out.
 
 perfmod mode adds the terms of Extra-P's performance-model normal form,
-``|x|^(i/j) * log2(|x|)^k`` (``kind="epm"``); they have no Eiger encoding.
+``|x|^(i/j) * log2(|x|)^k`` (``kind="epm"``), and their products over several
+parameters, ``prod_l |x_l|^(i_l/j_l) * log2(|x_l|)^(k_l)`` (``kind="pmnf"``, Extra-P's
+multi-parameter normal form); they have no Eiger encoding.  Every term says its
+order in each input (:meth:`Term.order`: exponent and log power).
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ _POWER_OF = {"inv_quadratic": -2, "inv_linear": -1, "inv_sqrt": -0.5, "sqrt": 0.
 
 #: Exponents i/j of Extra-P's default search space (paper 004 extension; Extra-P's normal form).
 EPM_EXPONENTS = tuple(
-    sorted({Fraction(a, b) for b in (1, 2, 3, 4) for a in range(0, 3 * b + 1) if Fraction(a, b) <= 3})
+    sorted({Fraction(a, b) for b in (1, 2, 3, 4) for a in range(0, 3 * b + 1) if Fraction(a, b) <= 3}
+           | {Fraction(4, 5)})  # Extra-P's default space also holds 4/5
 )
 
 
@@ -76,6 +80,9 @@ class Term:
         Power of ``power`` and ``epm`` terms.
     logpow : int
         Power of the logarithm of an ``epm`` term.
+    factors : tuple of (int, float, int)
+        Factors ``(input, exponent, log power)`` of a ``pmnf`` term, the product
+        ``prod |x_input|^exponent * log2(|x_input|)^logpow`` (sorted by input).
     """
 
     kind: str
@@ -83,6 +90,50 @@ class Term:
     j: int = -1
     exponent: float = 1.0
     logpow: int = 0
+    factors: tuple[tuple[int, float, int], ...] = ()
+
+    @classmethod
+    def product_of(cls, factors: Sequence[tuple[int, float, int]]) -> Term:
+        """Multi-parameter normal-form term ``prod |x_i|^e * log2(|x_i|)^k`` of ``(i, e, k)`` factors.
+
+        Factors of order ``(0, 0)`` are dropped; one factor left gives an ``epm`` term, none the identity.
+        """
+        fs = tuple(sorted((int(i), float(e), int(k)) for i, e, k in factors if not (float(e) == 0 and int(k) == 0)))
+        if len({f[0] for f in fs}) != len(fs):
+            raise ValueError(f"a normal-form product names an input twice: {fs}")
+        if not fs:
+            return cls("identity")
+        if len(fs) == 1:
+            return cls("epm", fs[0][0], exponent=fs[0][1], logpow=fs[0][2])
+        return cls("pmnf", factors=fs)
+
+    def order(self, i: int) -> tuple[float, int]:
+        """Order of the term in input ``i``: ``(exponent, log power)``, e.g. ``(1.5, 1)`` for ``x^(3/2) log2 x``.
+
+        ``(0, 0)`` when the term does not depend on input ``i``; a quotient's divisor has exponent -1.
+        """
+        if self.kind == "pmnf":
+            for k, e, lp in self.factors:
+                if k == i:
+                    return (e, lp)
+            return (0.0, 0)
+        if self.kind == "epm":
+            return (float(self.exponent), int(self.logpow)) if self.i == i else (0.0, 0)
+        if self.kind == "power":
+            return (float(self.exponent), 0) if self.i == i else (0.0, 0)
+        if self.kind == "log":
+            return (0.0, 1) if self.i == i else (0.0, 0)
+        if self.kind == "sqrt":
+            return (0.5, 0) if self.i == i else (0.0, 0)
+        if self.kind == "product":
+            return (float((self.i == i) + (self.j == i)), 0)
+        if self.kind == "quotient":
+            return (float((self.i == i) - (self.j == i)), 0)
+        return (0.0, 0)
+
+    def orders(self, names: Sequence[str]) -> dict[str, tuple[float, int]]:
+        """:meth:`order` in each named input, e.g. ``{"p": (1.0, 0), "n": (3.0, 0)}``."""
+        return {nm: self.order(k) for k, nm in enumerate(names)}
 
     # ----------------------------------------------------------------- evaluation
     def evaluate(self, X: np.ndarray) -> np.ndarray:
@@ -92,6 +143,14 @@ class Term:
         with np.errstate(all="ignore"):
             if self.kind == "identity":
                 return np.ones(n)
+            if self.kind == "pmnf":
+                out = np.ones(n)
+                for k, e, lp in self.factors:
+                    a = np.abs(X[:, k])
+                    out = out * a ** e
+                    if lp:
+                        out = out * np.log2(a) ** lp
+                return out
             x = X[:, self.i]
             if self.kind == "power":
                 return np.where(x != 0.0, np.abs(x) ** float(self.exponent), 1.0)
@@ -129,14 +188,15 @@ class Term:
             return f"{nm(self.i)}*{nm(self.j)}"
         if self.kind == "quotient":
             return f"{nm(self.i)}/{nm(self.j)}"
-        if self.kind == "epm":
-            frac = Fraction(self.exponent).limit_denominator(12)
+        if self.kind in ("epm", "pmnf"):
+            fs = self.factors if self.kind == "pmnf" else ((self.i, self.exponent, self.logpow),)
             parts = []
-            if frac != 0:
-                parts.append(f"|{nm(self.i)}|^{frac.numerator}" if frac.denominator == 1
-                             else f"|{nm(self.i)}|^({frac})")
-            if self.logpow:
-                parts.append(f"log2|{nm(self.i)}|" + (f"^{self.logpow}" if self.logpow != 1 else ""))
+            for k, e, lp in fs:
+                frac = Fraction(e).limit_denominator(12)
+                if frac != 0:
+                    parts.append(f"|{nm(k)}|^{frac.numerator}" if frac.denominator == 1 else f"|{nm(k)}|^({frac})")
+                if lp:
+                    parts.append(f"log2|{nm(k)}|" + (f"^{lp}" if lp != 1 else ""))
             return "*".join(parts) if parts else "1"
         raise ValueError(f"unknown term kind {self.kind!r}")
 
@@ -222,6 +282,8 @@ class Term:
     @property
     def max_index(self) -> int:
         """Largest input column the term reads (-1 for the identity)."""
+        if self.kind == "pmnf":
+            return max(k for k, _, _ in self.factors)
         return max(self.i, self.j)
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ._protocol import ClusterFit, TermModel, as_frame, check_training_frame
 from .errors import TooFewPointsError
+from .normal_form import bootstrap_selection, describe, normal_form_search
 from .pool import EIGER_FUNCTIONS, EPM_EXPONENTS, Term, _unique, eiger_pool, evaluate_terms, normal_form_pool
 from .selection import adjusted_r2, aicc_stop, greedy_path, wls
 
@@ -69,6 +70,43 @@ class PerfmodModel(TermModel):
         self.train_max = np.asarray(train_max, dtype=float)
         self.units = units
         self.diagnostics = diagnostics or {}
+        #: bootstrap replicates ``(terms, coef)`` of a normal-form fit (empty: textbook intervals)
+        self.bootstrap: list[tuple[list[Term], np.ndarray]] = []
+
+    def predict(self, x: Any, interval: str | None = None, level: float = 0.95, strict: bool = True):
+        """As :meth:`TermModel.predict`; with bootstrap replicates the interval also spans their percentiles.
+
+        ``confidence``: percentiles of the replicates' predictions (the mean response, with the
+        uncertainty of the selection); ``prediction``: of the replicates' predictions with the
+        fit's residual noise added (a new observation).  Either is widened, where narrower, to the
+        textbook interval of the selected expression.
+        """
+        ds = super().predict(x, interval=None if self.bootstrap else interval, level=level, strict=strict)
+        if interval is None or not self.bootstrap:
+            return ds
+        from perfmod.core.results import check_interval
+
+        check_interval(interval, level)
+        X = self._check_columns(as_frame(x), strict)
+        reps = np.array([evaluate_terms(terms, X) @ coef for terms, coef in self.bootstrap])
+        if interval == "prediction":
+            c = self.clusters[0]
+            rng = np.random.default_rng(0)
+            scale = np.sqrt(c.sigma2) if np.isfinite(c.sigma2) else 0.0
+            noise = rng.standard_normal(reps.shape) * scale
+            reps = reps * (1 + noise) if c.relative else reps + noise
+        lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        c = self.clusters[0]
+        if c.cov is not None and np.isfinite(c.sigma2) and c.dof >= 1:  # never narrower than the selected fit's own
+            own = TermModel.predict(self, x, interval=interval, level=level, strict=strict)
+            lo = np.minimum(lo, own["lower"].to_numpy().ravel())
+            hi = np.maximum(hi, own["upper"].to_numpy().ravel())
+        shape = ds["predicted"].shape
+        attrs = {"units": self.units, "interval": interval, "level": level, "method": "bootstrap"}
+        ds["lower"] = (ds["predicted"].dims, lo.reshape(shape), {**attrs, "long_name": f"lower {interval} bound"})
+        ds["upper"] = (ds["predicted"].dims, hi.reshape(shape), {**attrs, "long_name": f"upper {interval} bound"})
+        ds.attrs.update(interval=interval, level=level)
+        return ds
 
     def segment_of(self, X: np.ndarray) -> np.ndarray:
         """Segment index of each row of raw parameters ``X``."""
@@ -159,6 +197,44 @@ def _fit_segment(X: np.ndarray, y: np.ndarray, pool: list[Term], *, stopping: st
                       r2, float(adjusted_r2(r2, n, k)), relative=relative, extra=extra)
 
 
+def _fit_normal_form(X: np.ndarray, y: np.ndarray, *, relative: bool, rng: np.random.Generator,
+                     names: Sequence[str], replicates: int, bagging: bool, **search: Any) -> tuple[ClusterFit, list]:
+    """One expression from the multi-parameter normal-form search, refitted on every row, and its bootstrap.
+
+    With ``bagging`` the expression is the hypothesis the bootstrap replicates select most often.
+    """
+    found = normal_form_search(X, y, relative=relative, rng=rng, **search)
+    extra = {"search": "normal_form", "cv_score": found.score, **describe(found, names)}
+    fit = _refit(X, y, found.terms, relative, dict(extra))
+    boot = bootstrap_selection(X, y, [t for _, t in found.ranking], fit.evaluate(X), replicates=replicates,
+                               relative=relative, aggregate=search["aggregate"], n_folds=search["n_folds"],
+                               tolerance=search["tolerance"], extrapolation=search["extrapolation"],
+                               rng=rng) if replicates else []
+    if bagging and boot:
+        votes: dict[tuple, int] = {}
+        for terms, _ in boot:
+            votes[tuple(terms)] = votes.get(tuple(terms), 0) + 1
+        best = max(votes, key=lambda t: (votes[t], -len(t)))
+        extra["bagging_share"] = votes[best] / len(boot)
+        if list(best) != list(found.terms):
+            fit = _refit(X, y, list(best), relative, extra)
+        else:
+            fit.extra["bagging_share"] = extra["bagging_share"]
+    return fit, boot
+
+
+def _refit(X: np.ndarray, y: np.ndarray, terms: list[Term], relative: bool, extra: dict[str, Any]) -> ClusterFit:
+    n = len(y)
+    w = 1.0 / y**2 if relative else np.ones(n)
+    F = evaluate_terms(terms, X)
+    fit = wls(F, y, w)
+    yhat = F @ fit.coef
+    r2 = 1.0 - float(np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if np.ptp(y) > 0 else float("nan")
+    extra["relative_r2"] = fit.r2
+    return ClusterFit(list(terms), fit.coef, fit.cov if fit.dof > 0 else None, fit.sigma2, fit.dof, n, r2,
+                      float(adjusted_r2(r2, n, len(terms))), relative=relative, extra=extra)
+
+
 def _split_candidates(X: np.ndarray, min_points: int, per_param: int) -> list[tuple[int, float]]:
     out = []
     for j in range(X.shape[1]):
@@ -194,8 +270,18 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
                 stopping: Literal["cv", "aicc"] = "cv", folds: int = 5, one_se: bool = True, max_terms: int = 6,
                 relative: bool = True, segments: Literal["cv", "none"] = "cv", min_segment_points: int = 4,
                 functions: Sequence[str] = EIGER_FUNCTIONS, exponents: Sequence[float] = EPM_EXPONENTS,
-                log_powers: Sequence[int] = (0, 1, 2), random_state: int = 0, units: str = "s") -> PerfmodModel:
+                log_powers: Sequence[int] = (0, 1, 2), random_state: int = 0, units: str = "s",
+                search: Literal["auto", "normal_form", "greedy"] = "auto", top_k: int | None = None,
+                aggregate: Literal["median", "mean"] = "mean", bootstrap: int = 200,
+                tolerance: float = 0.1, bagging: bool = True,
+                extrapolation: float = 0.25) -> PerfmodModel:
     """Fit a perfmod-mode model of one region's target (seconds, joules) on its raw parameters.
+
+    Two searches: ``"normal_form"`` (:func:`~.normal_form.normal_form_search`, Extra-P's
+    multi-parameter normal form: per-parameter hypotheses, then their sums and products) and
+    ``"greedy"`` (forward selection over :func:`perfmod_pool`, with segments).  ``"auto"``, the
+    default, is greedy for one parameter with enough distinct values for two segments
+    (``2 * min_segment_points``), else the normal form.
 
     Parameters
     ----------
@@ -225,6 +311,23 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
         Seed of the fold assignment.
     units : str
         Units of the target.
+    search : {"auto", "normal_form", "greedy"}
+        The search (above); the normal form has no segments and uses ``exponents``, ``log_powers``,
+        ``max_terms`` (product terms besides the constant) and ``folds``.
+    top_k : int, optional
+        Normal form: single-parameter hypotheses kept per parameter.
+    aggregate : {"median", "mean"}
+        Normal form: how repetitions of a point are aggregated during the search.
+    tolerance : float
+        Normal form: parsimony, the fewest terms within ``1 + tolerance`` of the best CV score.
+    extrapolation : float
+        Normal form: weight of the extrapolation fold in the scores (:func:`~.normal_form.normal_form_search`).
+    bagging : bool
+        Normal form: the expression is the hypothesis selected most often by the bootstrap replicates.
+    bootstrap : int
+        Bootstrap replicates of the selection and fit
+        (:func:`~.normal_form.bootstrap_selection`); with any, ``predict``'s intervals are
+        their percentiles (0 keeps the textbook intervals of the selected expression).
     """
     frame = as_frame(data)
     if parameters is None:
@@ -234,11 +337,25 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
     if relative and np.any(y <= 0):
         raise ValueError(f"relative=True needs a positive target; {int(np.sum(y <= 0))} value(s) of {target!r} "
                          "are <= 0")
-    pool = perfmod_pool(len(parameters), functions, exponents, log_powers)
     rng = np.random.default_rng(random_state)
     distinct = len(np.unique(X, axis=0))
     if distinct < 3:
         raise TooFewPointsError(f"{distinct} distinct parameter point(s) in {len(y)} row(s); the pool needs at least 3")
+    if search == "auto":  # greedy where one parameter has values enough for segments, else the normal form
+        search = "greedy" if len(parameters) == 1 and len(np.unique(X[:, 0])) >= 2 * min_segment_points \
+            else "normal_form"
+    if search == "normal_form":
+        fit, boot = _fit_normal_form(X, y, relative=relative, rng=rng, names=parameters, exponents=exponents,
+                                     log_powers=log_powers, top_k=top_k, max_terms=max_terms, aggregate=aggregate,
+                                     n_folds=folds, replicates=bootstrap, tolerance=tolerance, bagging=bagging,
+                                     extrapolation=extrapolation)
+        model = PerfmodModel(parameters, [fit], target, None, [], X.min(axis=0), X.max(axis=0), units,
+                             {"search": "normal_form", "bootstrap": len(boot)})
+        model.bootstrap = boot
+        return model
+    if search != "greedy":
+        raise ValueError(f"search must be 'auto', 'normal_form' or 'greedy', not {search!r}")
+    pool = perfmod_pool(len(parameters), functions, exponents, log_powers)
     split = None
     diag: dict[str, Any] = {}
     if segments == "cv":
@@ -263,8 +380,18 @@ def fit_perfmod(data: Any, target: str = "time", parameters: Sequence[str] | Non
         rows = seg == s
         clusters.append(_fit_segment(X[rows], y[rows], pool, stopping=stopping, n_folds=folds, one_se=one_se,
                                      max_terms=max_terms, relative=relative, rng=rng, label=f"segment {s}"))
-    return PerfmodModel(parameters, clusters, target, None if split is None else parameters[split[0]],
-                        [] if split is None else [split[1]], X.min(axis=0), X.max(axis=0), units, diag)
+    model = PerfmodModel(parameters, clusters, target, None if split is None else parameters[split[0]],
+                         [] if split is None else [split[1]], X.min(axis=0), X.max(axis=0), units, diag)
+    if bootstrap and split is None:
+        # the selection's uncertainty: the greedy expression against the normal form's best hypotheses
+        found = normal_form_search(X, y, relative=relative, rng=rng, exponents=exponents, log_powers=log_powers,
+                                   top_k=top_k, max_terms=max_terms, aggregate=aggregate, n_folds=folds)
+        c = clusters[0]
+        model.bootstrap = bootstrap_selection(X, y, [c.terms] + [t for _, t in found.ranking], c.evaluate(X),
+                                              replicates=bootstrap, relative=relative, aggregate=aggregate,
+                                              n_folds=folds, rng=rng)
+        model.diagnostics["bootstrap"] = len(model.bootstrap)
+    return model
 
 
 def fit_compute_model(data: Any, target: str = "time", parameters: Sequence[str] | None = None,

@@ -1,24 +1,13 @@
 """GPU kernel model: the quantitative roofline (QRoof) of paper 000 §2.3 and §3.3.
 
-Device parameter tables (:mod:`.devices`), the per-kernel time
+The device parameter tables it reads are :mod:`perfmod.machine.devices`
+(their names are imported from there, not from here); the per-kernel time
 (:func:`qroof_time`, :mod:`.qroof`), kernel metric tables and profiler
-importers (:mod:`.kernels`, :mod:`.importers`), the table-level prediction
-as an xarray Dataset (:mod:`.predict`); the roofline plot is :func:`perfmod.viz.roofline.plot_roofline`.
+importers (:mod:`.metrics`, :mod:`.importers`), the table-level prediction
+as an xarray Dataset (:mod:`.predict`), the bytes an element-wise pass moves
+(:mod:`.traffic`); the roofline plot is :func:`perfmod.viz.roofline.plot_roofline`.
 """
 
-from perfmod.machine.devices import (
-    DEVICE_COLUMNS,
-    TIME_COLUMNS,
-    DeviceError,
-    DeviceTable,
-    check_device,
-    default_devices_path,
-    devices_dataset,
-    get_device,
-    read_devices,
-    scale_device,
-    write_devices,
-)
 from perfmod.models.roofline.importers import (
     NCU_METRICS,
     NVPROF_METRICS,
@@ -37,23 +26,12 @@ from perfmod.models.roofline.metrics import (
     validate_kernels,
     write_kernel_table,
 )
-from perfmod.models.roofline.predict import SI_NAMES, kernels_dataset, predict
+from perfmod.models.roofline.predict import kernels_dataset, predict
 from perfmod.models.roofline.qroof import DOMINANT_OPS, KernelInputError, qroof, qroof_time
 
 __all__ = [
-    "DEVICE_COLUMNS",
-    "TIME_COLUMNS",
     "DOMINANT_OPS",
-    "DeviceError",
-    "DeviceTable",
     "KernelInputError",
-    "check_device",
-    "default_devices_path",
-    "devices_dataset",
-    "get_device",
-    "read_devices",
-    "scale_device",
-    "write_devices",
     "qroof",
     "qroof_time",
     "KERNEL_COLUMNS",
@@ -70,7 +48,6 @@ __all__ = [
     "read_ncu",
     "read_nvprof_metrics",
     "read_nvprof_summary",
-    "SI_NAMES",
     "kernels_dataset",
     "predict",
 ]

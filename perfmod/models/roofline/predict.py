@@ -9,22 +9,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from perfmod.machine.devices import DEVICE_COLUMNS, UNIT_SCALE, DeviceTable, devices_dataset
+from perfmod.machine.devices import DEVICE_COLUMNS, DEVICE_SI, UNIT_SCALE, DeviceTable, devices_dataset
 from perfmod.models.roofline.metrics import kernel_table, validate_kernels
 from perfmod.models.roofline.qroof import qroof
 
-__all__ = ["SI_NAMES", "predict", "kernels_dataset"]
+__all__ = ["predict", "kernels_dataset"]
 
-SI_NAMES: dict[str, tuple[str, str, str]] = {
-    "GFLOPS - SP": ("flops_sp", "flop/s", "single-precision peak"),
-    "GFLOPS - DP": ("flops_dp", "flop/s", "double-precision peak"),
-    "GIOPS - MAD": ("iops_mad", "op/s", "integer multiply-add rate (a MAD counts 2)"),
-    "GBSEC - DRAM": ("dram_bandwidth", "B/s", "DRAM bandwidth"),
-    "GBSEC - L2": ("l2_bandwidth", "B/s", "L2 bandwidth"),
-    "GOPS - SHMEM": ("shmem_ops", "op/s", "shared-memory load/store rate"),
-    "GIOPS - ADD": ("iops_add", "op/s", "integer add rate"),
-}
-"""Toolkit column -> (dataset variable, SI unit, long name)."""
 
 _KERNEL_META = {
     "compute_ops": ("op", "operations of the dominant type, all invocations"),
@@ -74,7 +64,7 @@ def predict(
         sweep, broadcast).
     devices : DeviceTable, mapping name -> device, or Dataset
         Device parameters; a Dataset in the layout of
-        :func:`perfmod.models.roofline.devices_dataset` may carry extra dimensions
+        :func:`perfmod.machine.devices.devices_dataset` may carry extra dimensions
         (what-if sweeps) that broadcast.
     names : iterable of str, optional
         Devices to use (default all).
@@ -90,7 +80,7 @@ def predict(
         (op/s), ``device_balance`` (op/B), ``throughput`` (op/s),
         ``bandwidth`` (B/s); over ``kernel`` the kernel table (and
         ``kernel_intensity``, op/B); over ``device`` the device parameters
-        in SI units (:data:`SI_NAMES`).
+        in SI units (:data:`perfmod.machine.devices.DEVICE_SI`).
     """
     kds = kernels if isinstance(kernels, xr.Dataset) else kernels_dataset(kernels)
     dds = _device_ds(devices, names)
@@ -120,7 +110,7 @@ def predict(
         units="s", long_name="QRoof predicted time per invocation")
     for c in DEVICE_COLUMNS:
         if c in dds:
-            var, units, long_name = SI_NAMES[c]
+            var, units, long_name = DEVICE_SI[c]
             out[var] = (dds[c] * UNIT_SCALE).assign_attrs(units=units, long_name=long_name)
     out = out.assign_coords(device=dds["device"].values)
     out["device"].attrs.update(long_name="device", units="1")

@@ -206,9 +206,10 @@ def qroof_time(
 
     Examples
     --------
-    >>> from perfmod.models.roofline import get_device, qroof_time
+    >>> from perfmod.machine.devices import get_device
+    >>> from perfmod.models.roofline.qroof import qroof_time
     >>> t = qroof_time(1048576000, 72716160, "fp_32", 1.0, 0.3473, 0.4780, get_device("GeForce GTX 660"))
-    >>> round(t * 1e3, 2)
+    >>> round(float(t) * 1e3, 2)
     5.21
     """
     return qroof(compute_ops, dram_bytes, dominant_op, opmix_efficiency, mix_compute, mix_ldst, device,

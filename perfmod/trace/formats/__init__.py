@@ -28,9 +28,11 @@ from perfmod.trace.formats.registry import (
     register_format,
     trace_format,
     trace_formats,
+    unregister_format,
 )
 
-__all__ = ["TraceFormat", "register_format", "trace_formats", "detect_format", "read_trace", "write_trace"]
+__all__ = ["TraceFormat", "register_format", "unregister_format", "trace_formats", "detect_format", "read_trace",
+           "write_trace"]
 
 for _module in (npz, goal_trace, dumpi_bin, otf2, tit):  # content sniffing tries them in this order
     register_format(_module.TRACE_FORMAT)

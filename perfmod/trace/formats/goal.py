@@ -51,7 +51,6 @@ writing is linear in the operations written.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +60,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from perfmod.core.io import atomic_path
-from perfmod.trace.core import Trace, TraceError
+from perfmod.trace.core import Trace
 from perfmod.trace.formats.goal_graph import (
     COLLECTIVE_TAG,
     LINE_BYTES,
@@ -71,10 +70,10 @@ from perfmod.trace.formats.goal_graph import (
     format_ranks,
     op_graph,
 )
-from perfmod.trace.formats.textio import FormatError, numbered_lines
+from perfmod.trace.formats.goal_scan import GoalGraph, read_goal_graph
 from perfmod.trace.requests import resolve_requests
 
-__all__ = ["COLLECTIVE_TAG", "GoalOp", "GoalSchedule", "collective_rounds", "read_goal", "write_goal"]
+__all__ = ["COLLECTIVE_TAG", "GoalOp", "GoalSchedule", "collective_rounds", "read_goal", "schedule_of", "write_goal"]
 
 _CHUNK_BYTES = 1 << 25  #: bytes formatted at a time
 
@@ -187,63 +186,42 @@ class GoalSchedule:
         return sum(op.size for op in self.ops[rank].values() if op.kind == "calc")
 
 
-_OP = re.compile(r"^(?:([A-Za-z]\w*)\s*:\s*)?(send|recv|calc)\s+(\d+)\s*(b?)\s*(?:(to|from)\s+(-1|\d+))?"
-                 r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+(\d+))?(?:\s+nic\s+(\d+))?$")
-_DEP = re.compile(r"^([A-Za-z]\w*)\s+(requires|irequires)\s+([A-Za-z]\w*)$")
+_KINDS = {1: "send", 2: "recv", 3: "calc"}
+
+
+def schedule_of(graph: GoalGraph) -> GoalSchedule:
+    """The :class:`GoalSchedule` of a graph read with ``labels=True``
+    (:func:`~perfmod.trace.formats.goal_scan.read_goal_graph`)."""
+    if graph.labels is None:
+        raise ValueError("schedule_of needs a GoalGraph read with labels=True")
+    sched = GoalSchedule(graph.num_ranks, _Lazy(dict), _Lazy(list), graph.source)
+    names = graph.labels
+    rank, kind, size, peer, tag = (x.tolist() for x in (graph.rank, graph.kind, graph.size, graph.peer, graph.tag))
+    line, cpu, nic = graph.line.tolist(), graph.cpu.tolist(), graph.nic.tolist()
+    ptr, pred, start = graph.pred_ptr.tolist(), graph.pred.tolist(), graph.pred_start.tolist()
+    ops = None
+    cur = -1
+    for v in range(len(kind)):
+        r = rank[v]
+        if r != cur:
+            ops, reqs, cur = sched.ops[r], sched.requires[r], r
+        k = kind[v]
+        ops[names[v]] = GoalOp(names[v], _KINDS[k], size[v], -1 if k == 3 else peer[v], tag[v], line[v], cpu[v],
+                               nic[v])
+        for q in range(ptr[v], ptr[v + 1]):
+            reqs.append((names[v], names[pred[q]], start[q]))
+    return sched
 
 
 def read_goal(path: str | os.PathLike) -> GoalSchedule:
     """Parse a GOAL text schedule; errors name file, line and what is wrong.
 
     Checks what ``txt2bin`` checks: ``num_ranks`` first, balanced rank
-    blocks, operation syntax (``b`` after send/recv sizes, ``to``/``from``),
-    dependencies on labels defined earlier in the same rank block.
+    blocks (each rank once), operation syntax (``b`` after send/recv sizes,
+    ``to``/``from``), dependencies on labels defined earlier in the same rank
+    block.  Tags are LogGOPSim's (unsigned 32-bit; -1 any tag): the parser is
+    :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, whose graph the
+    ``loggp`` replay runs as written.  A schedule's ``requires`` lists each
+    rank's dependencies in file order.
     """
-    sched: GoalSchedule | None = None
-    rank: int | None = None
-    for n, raw in numbered_lines(path):
-        text = raw.split("//", 1)[0].strip()
-        if not text:
-            continue
-        if sched is None:
-            m = re.match(r"^num_ranks\s+(\d+)$", text)
-            if not m:
-                raise FormatError(path, n, f"expected 'num_ranks N' first, got {text!r}")
-            k = int(m.group(1))
-            sched = GoalSchedule(k, _Lazy(dict), _Lazy(list), str(path))
-            continue
-        if rank is None:
-            m = re.match(r"^rank\s+(\d+)\s*\{$", text)
-            if not m:
-                raise FormatError(path, n, f"expected 'rank R {{', got {text!r}")
-            rank = int(m.group(1))
-            if rank >= sched.num_ranks:
-                raise FormatError(path, n, f"rank {rank} >= num_ranks {sched.num_ranks}")
-            continue
-        if text == "}":
-            rank = None
-            continue
-        ops = sched.ops[rank]
-        d = _DEP.match(text)
-        if d:
-            for lab in (d.group(1), d.group(3)):
-                if lab not in ops:
-                    raise FormatError(path, n, f"rank {rank}: dependency on undefined label {lab!r}")
-            sched.requires[rank].append((d.group(1), d.group(3), d.group(2) == "irequires"))
-            continue
-        m = _OP.match(text)
-        if not m or (m.group(2) != "calc") != bool(m.group(5)) or (m.group(2) != "calc") != (m.group(4) == "b"):
-            raise FormatError(path, n, f"rank {rank}: not a GOAL operation: {text!r}")
-        kind = m.group(2)
-        if (kind, m.group(5)) in (("send", "from"), ("recv", "to")):
-            raise FormatError(path, n, f"rank {rank}: {kind} takes '{'to' if kind == 'send' else 'from'}'")
-        label = m.group(1) or f"_anon{n}"
-        if label in ops:
-            raise FormatError(path, n, f"rank {rank}: label {label!r} defined twice")
-        ops[label] = GoalOp(label, kind, int(m.group(3)), int(m.group(6) or -1), int(m.group(7) or 0), n,
-                            int(m.group(8) or 0), int(m.group(9) or 0))
-    if sched is None:
-        raise TraceError(f"{path}: empty GOAL file (no num_ranks)")
-    if rank is not None:
-        raise TraceError(f"{path}: rank {rank} block is not closed with '}}'")
-    return sched
+    return schedule_of(read_goal_graph(path, labels=True))

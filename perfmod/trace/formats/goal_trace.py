@@ -25,7 +25,11 @@ For schedules whose ranks proceed in rounds (each step requiring the
 previous one: what Schedgen and ``write_goal`` write) this order is the
 order LogGOPSim runs them in.  Where a rank's graph has independent
 branches, LogGOPSim lets a ready branch run while another waits for a
-message; here the rank waits for the lowest-line branch first.
+message; this sequence waits for the lowest-line branch first.  The
+``loggp`` replay therefore does not run the sequence: a trace from
+:func:`read_goal_trace` remembers the graph as written
+(:func:`as_written`), and LogGOPS runs that graph, dependencies and order
+exactly as the file gives them, as LogGOPSim does.
 
 LogGOPSim's ``cpu``/``nic`` extensions pick one of several CPUs and network
 interfaces of a rank; the replay models one of each per rank, so ``cpu 0``
@@ -38,14 +42,20 @@ from __future__ import annotations
 
 import heapq
 import os
+import weakref
+from dataclasses import replace
 
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, Call, Trace, TraceError
-from perfmod.trace.formats.goal import GoalOp, GoalSchedule, read_goal, write_goal
+from perfmod.trace.formats.goal import GoalOp, GoalSchedule, schedule_of, write_goal
+from perfmod.trace.formats.goal_scan import GoalGraph, read_goal_graph
 from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError
 
-__all__ = ["goal_to_trace", "read_goal_trace", "TRACE_FORMAT"]
+__all__ = ["as_written", "goal_to_trace", "read_goal_trace", "TRACE_FORMAT"]
+
+#: trace -> (its GOAL graph as written, seconds per calc unit); weak, so the graph lives as long as the trace
+_AS_WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _rank_order(ops: list[GoalOp], requires: list[tuple[str, str, bool]], source: str, rank: int) -> list[tuple]:
@@ -178,8 +188,21 @@ def goal_to_trace(schedule: GoalSchedule, time_unit: float = 1e-9) -> Trace:
 
 
 def read_goal_trace(path: str | os.PathLike, time_unit: float = 1e-9) -> Trace:
-    """Read a GOAL schedule and turn it into a replayable trace (:func:`read_goal`, then :func:`goal_to_trace`)."""
-    return goal_to_trace(read_goal(path), time_unit=time_unit)
+    """Read a GOAL schedule and turn it into a replayable trace (:func:`goal_to_trace`), remembering the
+    graph as written for the ``loggp`` replay (:func:`as_written`)."""
+    graph = read_goal_graph(path, labels=True)
+    trace = goal_to_trace(schedule_of(graph), time_unit=time_unit)
+    _AS_WRITTEN[trace] = (replace(graph, labels=None, pred_ptr=None, pred=None, pred_start=None), time_unit)
+    return trace
+
+
+def as_written(trace: Trace) -> tuple[GoalGraph, float] | None:
+    """``(graph, seconds per calc unit)`` of a trace :func:`read_goal_trace` made (None for any other trace).
+
+    The graph is the file's (:func:`~perfmod.trace.formats.goal_scan.read_goal_graph`); the trace is its
+    sequence per rank (see the module docstring), whose ``line`` names each operation's line.
+    """
+    return _AS_WRITTEN.get(trace)
 
 
 TRACE_FORMAT = TraceFormat(

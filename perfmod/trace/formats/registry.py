@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "TraceFormat",
     "register_format",
+    "unregister_format",
     "trace_formats",
     "trace_format",
     "format_of_extension",
@@ -104,6 +105,13 @@ def register_format(fmt: TraceFormat, replace: bool = False) -> TraceFormat:
             raise ValueError(f"trace format {fmt.name!r}: extension {sorted(taken)[0]} belongs to {other.name!r}")
     _FORMATS[fmt.name] = fmt
     return fmt
+
+
+def unregister_format(name: str) -> TraceFormat:
+    """Remove the format called ``name`` from the registry and return it (KeyError, naming it, if unknown)."""
+    if name not in _FORMATS:
+        raise KeyError(f"trace format {name!r} is not registered")
+    return _FORMATS.pop(name)
 
 
 def _load_plugins() -> None:

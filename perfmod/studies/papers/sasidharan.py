@@ -22,23 +22,22 @@ import pandas as pd
 import xarray as xr
 from tqdm.auto import tqdm
 
+import perfmod.campaign as campaign
 from perfmod.core.paths import host_name
 from perfmod.measure.lock import measuring_lock
 from perfmod.measure.runner import rerun_while_interfered
 from perfmod.measure.validity import FLAG_META, run_flags
 from perfmod.models.regression import LinearModel, lm
-from perfmod.studies.design import interleaved_order
-from perfmod.studies.records import FLAG_FIELDS, flag_variables, save_raw
 from perfmod.viz.validation import plot_validation as viz_plot_validation
 
 __all__ = ["FLAG_COLUMNS", "run_order", "measure_runs", "split_sets", "clean_sets", "flag_record", "unfitted_table",
-           "unfit_reason", "fitted", "runs_dataset", "save_raw", "fit_all", "model_table", "validation_table",
+           "unfit_reason", "fitted", "runs_dataset", "fit_all", "model_table", "validation_table",
            "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset", "add_table", "table",
            "validation_errors"]
 
 
 FLAG_COLUMNS: dict[str, tuple[str, str]] = {
-    **{f: FLAG_META[f] for f in FLAG_FIELDS},
+    **{f: FLAG_META[f] for f in campaign.FLAG_FIELDS},
     "interference_reason": ("1", "why the run is (not) flagged interfered (perfmod.measure.interference.classify)"),
     "oversubscribed": ("1", "more ranks x threads than cores"),
 }
@@ -60,7 +59,7 @@ def runs_dataset(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, tuple[str
 
 
 def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[tuple[int, int]]:
-    """(configuration, repetition) pairs in one seeded random order (:func:`perfmod.studies.design.interleaved_order`).
+    """(configuration, repetition) pairs in one seeded random order (:func:`perfmod.campaign.design.interleaved_order`).
 
     A configuration's own ``"reps"`` overrides ``reps``.  Random order spreads
     the load of other processes over configurations; measuring training and
@@ -68,7 +67,7 @@ def run_order(configs: Sequence[dict[str, Any]], reps: int, seed: int) -> list[t
     spreads it over both sets alike, so a busier half hour does not bias the
     validation against the training data.
     """
-    return interleaved_order([int(c.get("reps", reps)) for c in configs], seed)
+    return campaign.interleaved_order([int(c.get("reps", reps)) for c in configs], seed)
 
 
 def measure_runs(configs: Sequence[dict[str, Any]], reps: int, seed: int,
@@ -168,15 +167,16 @@ def flag_record(parts: Mapping[str, tuple[xr.Dataset, Sequence[str]]]) -> xr.Dat
 
     ``parts`` maps a part name (``shared``, ``mpi``) to its runs and their
     configuration labels.  The result holds the flags of
-    :data:`perfmod.studies.records.FLAG_FIELDS` and ``oversubscribed`` over
+    :data:`perfmod.campaign.records.FLAG_FIELDS` and ``oversubscribed`` over
     ``run``, with coordinates ``run_part``, ``run_set``, ``run_config`` and ``run_rep``.
     """
-    cols: dict[str, list[Any]] = {f: [] for f in (*FLAG_FIELDS, "oversubscribed", "part", "set", "config", "rep")}
+    fields = (*campaign.FLAG_FIELDS, "oversubscribed", "part", "set", "config", "rep")
+    cols: dict[str, list[Any]] = {f: [] for f in fields}
     for part, (runs, labels) in parts.items():
         n = runs.sizes["run"]
         if len(labels) != n:
             raise ValueError(f"flag_record: {part}: {len(labels)} configuration labels for {n} runs")
-        for f in FLAG_FIELDS:
+        for f in campaign.FLAG_FIELDS:
             default = np.zeros(n, bool) if f == "interfered" else np.full(n, np.nan)
             cols[f].extend(runs[f].values if f in runs else default)
         cols["oversubscribed"].extend(runs["oversubscribed"].values.astype(bool) if "oversubscribed" in runs
@@ -185,7 +185,7 @@ def flag_record(parts: Mapping[str, tuple[xr.Dataset, Sequence[str]]]) -> xr.Dat
         cols["set"].extend(runs["set"].values.astype(str))
         cols["config"].extend(labels)
         cols["rep"].extend(runs["rep"].values.astype(int))
-    ds = xr.Dataset(flag_variables({f: np.asarray(cols[f]) for f in FLAG_FIELDS}, ("run",)))
+    ds = xr.Dataset(campaign.flag_variables({f: np.asarray(cols[f]) for f in campaign.FLAG_FIELDS}, ("run",)))
     ds["oversubscribed"] = ("run", np.asarray(cols["oversubscribed"], bool),
                             {"units": "1", "long_name": "more ranks x threads than cores"})
     return ds.assign_coords(

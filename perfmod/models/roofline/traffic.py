@@ -1,8 +1,9 @@
 """Bytes an element-wise pass moves through memory: the counting rule of the device benchmark and the proxies.
 
-A module of its own (no xarray, no pandas) so that a launched MPI rank of a
-proxy that counts its traffic (``perfmod.measure.proxies.jacobi2d``) starts
-without importing the benchmark's dataset machinery.
+One home for the rule, below both users: the device microbenchmark
+(:mod:`perfmod.measure.bench.devicebench`) and the Jacobi2D proxy's kernel
+counts (:func:`perfmod.apps.jacobi2d.proxy_kernel_counts`).  No numpy, pandas
+or xarray here.
 """
 
 from __future__ import annotations

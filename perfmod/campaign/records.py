@@ -3,7 +3,7 @@
 A study's ``run`` measures, writes each raw measurement under ``raw_out``
 (``data/raw/<host>/`` when empty) with :func:`save_raw` (never overwriting),
 and returns its dataset with :func:`provenance` applied: the global
-attributes of DESIGN.md plus ``raw_files``, the raw files the numbers were
+attributes of :func:`perfmod.core.io.provenance_attrs` plus ``raw_files``, the raw files the numbers were
 computed from.  The notebook writes the dataset and figures at the end, so an
 interrupted run leaves the previous set of outputs.
 """
@@ -23,7 +23,7 @@ from perfmod.core.paths import raw_dir
 from perfmod.measure.validity import FLAG_META, clean_reduce, run_flags
 
 __all__ = ["save_raw", "provenance", "FLAG_FIELDS", "new_flags", "record_flags", "flag_variables",
-           "mask_interfered", "clean_medians", "record_drops", "validity_note"]
+           "mask_interfered", "clean_medians", "record_drops", "validity_note", "read_raw"]
 
 FLAG_FIELDS = ("interfered", "off_cpu", "attempts", "interfered_attempts", "load_before")
 """The per-run flags of :func:`perfmod.measure.validity.run_flags` a study keeps over its run dimensions."""
@@ -60,7 +60,7 @@ def save_raw(ds: xr.Dataset, study: str, name: str, parameters: Mapping[str, Any
 
 def provenance(ds: xr.Dataset, study: str, source: str, parameters: Mapping[str, Any],
                raw_files: Sequence[str | Path] = ()) -> xr.Dataset:
-    """``ds`` with the DESIGN.md provenance attributes and ``raw_files`` (``;``-separated paths)."""
+    """``ds`` with the provenance attributes (:func:`perfmod.core.io.provenance_attrs`) and ``raw_files``."""
     out = annotate(ds, study=study, source=source, parameters=parameters)
     out.attrs["raw_files"] = "; ".join(str(p) for p in raw_files)
     return out

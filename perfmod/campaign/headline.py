@@ -10,7 +10,7 @@ decides which numbers; this module gives the common parts:
   says the model was not fitted (attribute ``fit_status`` starting
   "not fitted"), plus the run counts of :func:`run_counts`;
 - :func:`run_counts`: runs, interfered runs and clean runs, from the
-  attributes :func:`perfmod.studies.records.record_drops` sets, else from
+  attributes :func:`perfmod.campaign.records.record_drops` sets, else from
   the boolean ``interfered`` variables, else NaN (no interference record);
 - :func:`abs_rel_errors`: finite ``|predicted / measured - 1|`` values, and
   :func:`mean_max` of such values;
@@ -73,7 +73,7 @@ def run_counts(ds: xr.Dataset) -> dict[str, float]:
     """Runs, interfered runs and clean runs of a study's dataset (NaN where it keeps no interference record).
 
     From the attributes ``runs_total``, ``runs_interfered`` and ``runs_dropped``
-    (:func:`perfmod.studies.records.record_drops`) when present; else from the
+    (:func:`perfmod.campaign.records.record_drops`) when present; else from the
     boolean variables ``interfered`` and ``<part>_interfered`` (every run of the
     dataset, clean = not interfered).
     """

@@ -1,4 +1,6 @@
-"""Paper 000 communication study: model curves (Tables 2-4), K counts (Table 5)
+"""What the studies of paper 000 share.
+
+The communication study: model curves (Tables 2-4), K counts (Table 5)
 and per-iteration communication time of the proxies under weak scaling
 (model side of Figures 5, 7 and 10).
 
@@ -21,8 +23,9 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.apps.registry import exchange, kmodel_counts
+from perfmod.core.paperdata import read_table
 from perfmod.machine.platforms import MODES, ParameterNotAvailable, load
-from perfmod.models.comm.message import message_time
+from perfmod.models.comm.network import Network
 from perfmod.models.comm.phase import phase_time
 
 __all__ = [
@@ -33,6 +36,8 @@ __all__ = [
     "table5_reproduction",
     "TABLE5_CONFIGS",
     "comm_per_iteration",
+    "ITERATIONS",
+    "paper_overhead",
 ]
 
 PHASES_PER_ITERATION = {"jacobi2d": 1, "minife": 1, "minimd": 2}
@@ -44,13 +49,14 @@ def nprocs_for(app: str, nodes: int, ranks_per_node: int) -> int:
     return full if app == "jacobi2d" else 1 << (full.bit_length() - 1)
 
 
-def comm_per_iteration(app: str, ex: Any, plat: Any, model: str, counts: Any) -> float:
+def comm_per_iteration(app: str, ex: Any, net: Network, counts: Any) -> float:
     """Communication time per iteration (s): :data:`PHASES_PER_ITERATION` halo-exchange phases of ``ex``.
 
     ``ex`` is the exchange of ``app`` (:func:`perfmod.apps.registry.exchange`), ``counts`` its K counts
-    on ``plat``; each phase is costed by :func:`perfmod.models.comm.phase.phase_time` under ``model``.
+    on ``net``'s platform; each phase is costed by :func:`perfmod.models.comm.phase.phase_time` on the
+    bound network ``net`` (:class:`~perfmod.models.comm.network.Network`).
     """
-    return PHASES_PER_ITERATION[app] * float(phase_time(ex, plat, model=model, counts=counts)["t_phase"])
+    return PHASES_PER_ITERATION[app] * float(phase_time(ex, net, model=net.model.name, counts=counts)["t_phase"])
 
 
 def model_curves(platforms: Sequence[str], sizes: np.ndarray) -> xr.Dataset:
@@ -65,9 +71,10 @@ def model_curves(platforms: Sequence[str], sizes: np.ndarray) -> xr.Dataset:
     for i, name in enumerate(platforms):
         plat = load(name)
         for j, model in enumerate(models):
+            net = Network(plat, model)
             for m, mode in enumerate(MODES):
                 try:
-                    out[i, j, m] = message_time(sizes, mode, plat, model=model)
+                    out[i, j, m] = net.message_time(sizes, mode)
                 except ParameterNotAvailable:
                     pass
     return xr.Dataset(
@@ -93,16 +100,17 @@ def weak_scaling_comm(
     shape = (len(apps), len(platforms), len(nodes))
     t = np.full((*shape, len(models)), np.nan)
     k_inter, k_total, k_eff, nprocs = (np.full(shape, np.nan) for _ in range(4))
+    nets = [[Network(plat, model) for model in models] for plat in map(load, platforms)]  # bound once each
     todo = [(a, p, n) for a in range(len(apps)) for p in range(len(platforms)) for n in range(len(nodes))]
     for a, p, n in tqdm(todo, desc="weak scaling", disable=not progress):
-        plat = load(platforms[p])
+        plat = nets[p][0].platform
         procs = nprocs_for(apps[a], nodes[n], plat.ranks_per_node)
         nprocs[a, p, n] = procs
         ex = exchange(apps[a], procs)
-        counts = kmodel_counts(ex, plat, procs)
+        counts = kmodel_counts(ex, None, procs, ranks_per_node=plat.ranks_per_node)
         k_inter[a, p, n], k_total[a, p, n], k_eff[a, p, n] = counts.k_inter, counts.k_total, counts.k
-        for m, model in enumerate(models):
-            t[a, p, n, m] = comm_per_iteration(apps[a], ex, plat, model, counts)
+        for m, net in enumerate(nets[p]):
+            t[a, p, n, m] = comm_per_iteration(apps[a], ex, net, counts)
     dims = ("app", "platform", "nodes")
     return xr.Dataset(
         {
@@ -202,3 +210,35 @@ def table5_reproduction(k_total_rule: str = "kprime_x_stencil") -> Any:
             "k_inter": c.k_inter, "k_total": c.k_total, "k": round(c.k, 4), "reproduced": ok, "why": why,
         })
     return pd.DataFrame(rows)
+
+
+ITERATIONS: dict[str, int] = {"jacobi2d": 100, "minife": 200, "minimd": 100}
+"""Iterations of an end-to-end run (000 §4.2: Jacobi2D 100, MiniFE's CG loop 200, MiniMD 100 steps)."""
+
+
+def paper_overhead(app: str, platform: str | None = None, paper: str = "000") -> float:
+    """Measured per-iteration overhead (s) transcribed from the papers.
+
+    Parameters
+    ----------
+    app : {"jacobi2d", "minife", "minimd"}
+    platform : str, optional
+        Platform of the measurement; required where the paper has several
+        (002: MiniFE on ``"lassen"`` 820 us, ``"bridges"`` 1001 us).
+    paper : {"000", "002"}
+        Paper 000 (used for every platform: 200, 165, 148 us) or 002.
+
+    Raises
+    ------
+    KeyError
+        No such overhead; the message lists those available.
+    """
+    df = read_table("overheads")
+    sel = df[df["paper"].str.startswith(paper) & (df["app"] == app)]
+    if platform is not None and len(sel) > 1:
+        sel = sel[sel["platform"] == platform]
+    if len(sel) != 1:
+        have = ", ".join(f"{r.paper[:3]}/{r.app}/{r.platform}" for r in df.itertuples())
+        raise KeyError(f"no unique overhead for paper {paper}, app {app!r}, platform {platform!r}; "
+                       f"available: {have}")
+    return float(sel["overhead_s"].iloc[0])

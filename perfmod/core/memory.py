@@ -1,0 +1,41 @@
+"""A clear error before a large allocation that cannot fit (issue 23: a replay too large for the machine
+should say so up front, not be killed halfway or swap)."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["MemoryShortError", "available_bytes", "check_fits"]
+
+
+class MemoryShortError(MemoryError):
+    """The work would need more memory than the machine has available."""
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` (Linux), or free physical pages elsewhere; None if unknown.
+
+    ``PERFMOD_MEMORY_BYTES`` overrides it (a budget smaller than the machine, or tests).
+    """
+    env = os.environ.get("PERFMOD_MEMORY_BYTES")
+    if env:
+        return int(env)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(nbytes: float, what: str) -> None:
+    """Raise :class:`MemoryShortError` if ``nbytes`` (an estimate) exceed the available memory."""
+    have = available_bytes()
+    if have is not None and nbytes > have:
+        raise MemoryShortError(f"{what} needs about {nbytes / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available "
+                               "(PERFMOD_MEMORY_BYTES sets a budget)")

@@ -1,0 +1,182 @@
+"""How a communication model chooses k, the processes communicating at once (paper 000 §3.1, Eq. 2-5).
+
+A :class:`KRule` is the behaviour a model's registry entry names with
+``k=`` (:mod:`perfmod.models.comm.registry`); a
+:class:`~perfmod.models.comm.network.Network` calls it wherever k is needed:
+
+- :meth:`KRule.message_k`: the k of one call of ``message_time`` (from the
+  caller's ``k``, ``k_inter``, ``k_total``, ``k_prime``);
+- :attr:`KRule.one_pair`: the keywords for one communicating pair per node
+  (a collective's step);
+- :meth:`KRule.phase_kw`: the keywords for the messages of one analytic
+  phase (an :class:`~perfmod.apps.exchange.Exchange`);
+- :meth:`KRule.trace_k`: k per phase of a replayed trace.
+
+The shipped rules: ``"none"`` (the formula has no k), ``"default"`` (k
+given, else the processes of the socket or node; the replay counts the
+ranks sending in each phase) and ``"kmodel"`` (``K_inter / K_total * k'``
+from K-model counts, Eq. 4-5).  A new rule is one file: a subclass of
+:class:`KRule` and a :func:`register_k_rule` call; a model then names it in
+``CommModel(k=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+
+from perfmod.machine.mapping import node_of, socket_of
+from perfmod.models.comm.kmodel import kmodel_counts_from, phase_counts
+from perfmod.models.comm.models import check_k, kmodel_k
+
+if TYPE_CHECKING:
+    from perfmod.models.comm.network import Network
+
+__all__ = ["KRule", "NoK", "DefaultK", "KModelK", "register_k_rule", "k_rule", "k_rule_names"]
+
+#: Per mode name and message selection, the ``message_time`` keywords of those messages.
+TraceKw = Callable[[str, np.ndarray], dict[str, Any]]
+
+
+class KRule:
+    """How a model chooses k (see the module docstring); the base is the rule for formulas without k."""
+
+    #: The name a model's registry entry gives in ``k=``.
+    name = "none"
+    #: Whether the formulas of a model with this rule may take k.
+    takes_k = False
+    #: ``message_time`` keywords for one communicating pair per node (k = 1), as in a collective's step.
+    one_pair: dict[str, float] = {}
+
+    def message_k(self, net: Network, mode: str, k: Any, k_inter: Any, k_total: Any, k_prime: Any) -> Any:
+        """The k passed to the formula of a message in ``mode`` (None: the formula takes none)."""
+        return None
+
+    def phase_kw(self, net: Network, exchange: Any, counts: Any) -> dict[str, Any]:
+        """``message_time`` keywords shared by every message of an analytic phase."""
+        return {}
+
+    def trace_k(self, net: Network, phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
+                k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
+        """Per phase of a trace: the counts behind k (``info``) and the keywords of a mode's messages."""
+        return {}, lambda mode, sel: {}
+
+
+class NoK(KRule):
+    """The formula has no k (``postal``, ``loggp``)."""
+
+
+class DefaultK(KRule):
+    """k given, else every process of the socket (intra-/inter-socket) or node (inter-node) (``maxrate``).
+
+    The replay counts, per phase, the most ranks of one node (inter-node
+    messages) or socket (intra- and inter-socket) that send (Eq. 2-3).
+    """
+
+    name = "default"
+    takes_k = True
+    one_pair = {"k": 1}
+
+    def message_k(self, net: Network, mode: str, k: Any, k_inter: Any, k_total: Any, k_prime: Any) -> Any:
+        if k is None:
+            k = net.default_k(mode)
+        check_k(k, net.platform.ranks_per_node)
+        return k
+
+    def trace_k(self, net: Network, phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
+                k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
+        if not src.size:
+            return {}, lambda mode, sel: {}
+        plat, kw = net.platform, net.nnodes_kw(nprocs)
+        nodes = node_of(np.arange(nprocs), plat.ranks_per_node, net.mapping, **kw)
+        sockets = socket_of(np.arange(nprocs), plat.ranks_per_node, plat.sockets_per_node, net.mapping, **kw)
+        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph), 1)
+        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph), 1)
+        return ({"k_node": k_node, "k_socket": k_sock},
+                lambda mode, sel: {"k": (k_node if mode == "inter_node" else k_sock)[phase[sel]].astype(float)})
+
+
+class KModelK(KRule):
+    """The K-model: max-rate at ``k = K_inter / K_total * k'`` for inter-node messages (000 Eq. 4-5).
+
+    Intra-node messages keep the max-rate k of their mode: the K-model
+    corrects the number of processes sharing the *network*.
+    """
+
+    name = "kmodel"
+    takes_k = True
+    one_pair = {"k": 1, "k_inter": 1, "k_total": 1, "k_prime": 1}
+
+    def message_k(self, net: Network, mode: str, k: Any, k_inter: Any, k_total: Any, k_prime: Any) -> Any:
+        if k_inter is None or k_total is None:
+            raise ValueError(f"model {net.model.name!r} needs k_inter and k_total "
+                             "(see perfmod.apps.registry.kmodel_counts)")
+        kp = net.platform.ranks_per_node if k_prime is None else k_prime
+        k = kmodel_k(k_inter, k_total, kp) if mode == "inter_node" else (k or net.default_k(mode))
+        # K_inter may be 0 (no inter-node message): the max-rate k then has no meaning,
+        # and 1 is the smallest meaningful number of processes sharing the network.
+        return np.maximum(k, 1) if not isinstance(k, xr.DataArray) else k.clip(min=1)
+
+    def phase_kw(self, net: Network, exchange: Any, counts: Any) -> dict[str, Any]:
+        c = counts if counts is not None else phase_counts(exchange, net.platform.ranks_per_node,
+                                                           mapping=net.mapping)
+        return {"k_inter": c.k_inter, "k_total": c.k_total}
+
+    def trace_k(self, net: Network, phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
+                k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
+        if not src.size:
+            return {}, lambda mode, sel: {}
+        rpn = net.platform.ranks_per_node
+        ki, kt, kp = np.zeros(nph), np.ones(nph), np.full(nph, float(min(rpn, nprocs)))
+        order = np.argsort(phase, kind="stable")
+        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
+        for f in np.flatnonzero(np.diff(bounds)).tolist():
+            sel = order[bounds[f]:bounds[f + 1]]
+            c = kmodel_counts_from(src[sel], dst[sel], nprocs, rpn, mapping=net.mapping, stencil=stencil,
+                                   k_total_rule=k_total_rule)
+            ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
+        extra = {"k_inter": ki[phase], "k_total": kt[phase], "k_prime": kp[phase]}
+        return ({"k_inter": ki, "k_total": kt, "k_prime": kp, "k": ki / kt * kp},
+                lambda mode, sel: {k: v[sel] for k, v in extra.items()})
+
+
+def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int) -> np.ndarray:
+    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase."""
+    key = np.unique(phase * (int(src.max(initial=0)) + 1) + src)
+    ph, s = key // (int(src.max(initial=0)) + 1), key % (int(src.max(initial=0)) + 1)
+    g = group[s]
+    gk, cnt = np.unique(ph * (int(group.max(initial=0)) + 1) + g, return_counts=True)
+    out = np.zeros(nph, dtype=np.int64)
+    np.maximum.at(out, gk // (int(group.max(initial=0)) + 1), cnt)
+    return out
+
+
+_RULES: dict[str, KRule] = {}
+
+
+def register_k_rule(rule: KRule) -> KRule:
+    """Add a k rule; a model names it in ``CommModel(k=rule.name)``."""
+    if not rule.name or not isinstance(rule.name, str):
+        raise ValueError(f"a k rule needs a name, got {rule.name!r}")
+    _RULES[rule.name] = rule
+    return rule
+
+
+def k_rule(name: str) -> KRule:
+    """The k rule ``name``; a ``ValueError`` lists the known ones."""
+    try:
+        return _RULES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown k rule {name!r}; expected one of {k_rule_names()}") from None
+
+
+def k_rule_names() -> tuple[str, ...]:
+    """Names of the registered k rules."""
+    return tuple(_RULES)
+
+
+for _r in (NoK(), DefaultK(), KModelK()):
+    register_k_rule(_r)

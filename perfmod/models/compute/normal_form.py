@@ -1,0 +1,417 @@
+"""Multi-parameter performance-model normal form and its search (perfmod mode with several parameters).
+
+Hypotheses (Calotoiu et al., "Fast Multi-Parameter Performance Modeling", Cluster 2016, §II-III;
+the single-parameter form of Calotoiu et al., "Using Automated Performance Modeling to Find
+Scalability Bugs in Complex Codes", SC13, §II-B)::
+
+    y = c0 + sum_k c_k * prod_l |x_l|^(i_kl) * log2(|x_l|)^(j_kl)
+
+The search is Extra-P's, with the scores changed:
+
+1. repetitions of one parameter point are aggregated (the mean by default, which measured
+   better than the median under uniform noise; the median on request, robust to a slow outlier);
+2. per parameter, the *marginal profile* (the aggregated values averaged over the other
+   parameters at each value of this one) is fitted by each single-parameter hypothesis
+   ``c0 + c1 * |x|^i * log2(|x|)^j`` and by the constant; on a full grid the profile has the
+   shape of ``g(x)`` for both ``c0 + g(x) + h(z)`` and ``c0 + c * g(x) * h(z)``.  The hypotheses
+   are ranked by their leave-one-out relative error and the best ``top_k`` kept (Extra-P keeps one);
+3. every choice of one kept hypothesis per parameter is combined in every way the terms can
+   form products (each set of non-empty parameter subsets that covers the chosen parameters: for
+   two parameters ``g + h``, ``g*h``, ``g + g*h``, ``h + g*h``, ``g + h + g*h``), each combination
+   fitted by relative least squares on the aggregated points and scored by K-fold cross-validation
+   over distinct parameter points (Extra-P scores the combinations on the training points); the
+   hypothesis with the fewest terms within 10 % of the best score wins (parsimony, which measured
+   best against noise in the ``modeling_benchmark`` study).
+
+Keeping ``top_k > 1`` per parameter and cross-validating the combinations is what makes the
+lead-order term survive noise that reorders the single-parameter ranking.  With one parameter the
+same search picks among the ``top_k`` single-term hypotheses by the K-fold score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations, product
+from typing import Any
+
+import numpy as np
+
+from .errors import TooFewPointsError
+from .pool import EPM_EXPONENTS, Term
+
+__all__ = ["NormalFormSearch", "aggregate_points", "bootstrap_selection", "normal_form_search", "structures"]
+
+
+def aggregate_points(X: np.ndarray, y: np.ndarray, how: str = "median") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct parameter points, their aggregated target (``median`` or ``mean``) and repetition count."""
+    pts, inv, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    inv = np.asarray(inv).ravel()
+    if how == "mean":
+        agg = np.bincount(inv, weights=y, minlength=len(pts)) / counts
+    elif how == "median":
+        order = np.argsort(inv, kind="stable")
+        groups = np.split(y[order], np.cumsum(counts)[:-1])
+        agg = np.array([np.median(g) for g in groups])
+    else:
+        raise ValueError(f"aggregate must be 'median' or 'mean', not {how!r}")
+    return pts, agg, counts
+
+
+def structures(params: Sequence[int], max_terms: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Ways to combine one term per parameter in ``params`` into at most ``max_terms`` products.
+
+    Each is a tuple of parameter subsets (one product term each) whose union is ``params``.
+    """
+    params = tuple(params)
+    if not params:
+        return [()]
+    subsets = [s for r in range(1, len(params) + 1) for s in combinations(params, r)]
+    out = []
+    for r in range(1, min(max_terms, len(subsets)) + 1):
+        for combo in combinations(subsets, r):
+            if set().union(*combo) == set(params):
+                out.append(combo)
+    return out
+
+
+def _candidates(exponents: Sequence[float], log_powers: Sequence[int], negative: bool) -> list[tuple[float, int]]:
+    out = [(float(e), int(k)) for e in exponents for k in log_powers if not (float(e) == 0 and int(k) == 0)]
+    if negative:  # strong scaling: x^-(i/j) log2(x)^-k, as Extra-P's option for negative exponents
+        out += [(-float(e), -int(k)) for e in exponents for k in log_powers if float(e) > 0]
+    return out
+
+
+def _factor(x: np.ndarray, e: float, k: int) -> np.ndarray:
+    a = np.abs(x)
+    with np.errstate(all="ignore"):
+        out = a**e
+        if k:
+            out = out * np.log2(a) ** k
+    return out
+
+
+def _loo_simple(T: np.ndarray, y: np.ndarray, w: np.ndarray, relative: bool, x: np.ndarray,
+                extrapolation: float) -> np.ndarray:
+    """Leave-one-out mean relative (or absolute) error of ``y ~ c0 + c1 * T[:, c]`` for each column c.
+
+    ``T`` has one column per candidate; a column of zeros stands for the constant alone.  With
+    ``extrapolation`` > 0 the score is ``(1 - extrapolation) * LOO + extrapolation * e_max``, where
+    ``e_max`` is the error at the largest ``x`` predicted from the others.
+    """
+    v, C = T.shape
+    errs = np.zeros(C)
+    last = int(np.argmax(x))
+    e_last = np.zeros(C)
+    for i in range(v):
+        keep = np.arange(v) != i
+        wk, tk, yk = w[keep], T[keep], y[keep]
+        sw = wk.sum()
+        tm = (wk[:, None] * tk).sum(0) / sw
+        ym = (wk * yk).sum() / sw
+        dt = tk - tm
+        sxx = (wk[:, None] * dt**2).sum(0)
+        sxy = (wk[:, None] * dt * (yk - ym)[:, None]).sum(0)
+        with np.errstate(all="ignore"):
+            c1 = np.where(sxx > 1e-300 * (1 + tm**2), sxy / np.where(sxx > 0, sxx, 1), 0.0)
+        pred = ym + c1 * (T[i] - tm)
+        e = np.abs(pred - y[i])
+        e = e / abs(y[i]) if relative and y[i] != 0 else e
+        errs += e
+        if i == last:
+            e_last = e
+    return (1.0 - extrapolation) * errs / v + extrapolation * e_last
+
+
+def _fold_ids(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:
+    perm = rng.permutation(n)
+    ids = np.empty(n, dtype=int)
+    for f, chunk in enumerate(np.array_split(perm, n_folds)):
+        ids[chunk] = f
+    return ids
+
+
+def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray, relative: bool,
+              outer: np.ndarray | None = None, extrapolation: float = 0.0) -> float:
+    """K-fold mean relative (absolute) error of the weighted least-squares fit of ``y`` on ``D``.
+
+    With ``outer`` (the points at the largest value of some parameter) and ``extrapolation`` > 0
+    the score is ``(1 - extrapolation) * K-fold + extrapolation * (mean error on outer, fitted on the rest)``.
+    """
+    sw = np.sqrt(w)
+    A = D * sw[:, None]
+    b = y * sw
+    err = 0.0
+    splits = [folds != f for f in range(folds.max() + 1)]
+    if outer is not None and extrapolation > 0:
+        splits.append(~outer)
+    out_err = 0.0
+    for k, tr in enumerate(splits):
+        if tr.sum() < D.shape[1]:
+            return np.inf
+        coef, *_ = np.linalg.lstsq(A[tr], b[tr], rcond=None)
+        pred = D[~tr] @ coef
+        e = np.abs(pred - y[~tr])
+        e = e / np.abs(y[~tr]) if relative else e
+        if k < len(splits) - (outer is not None and extrapolation > 0):
+            err += float(np.sum(e))
+        else:
+            out_err = float(np.mean(e))
+    if outer is not None and extrapolation > 0:
+        return (1.0 - extrapolation) * err / len(y) + extrapolation * out_err
+    return err / len(y)
+
+
+def outer_points(pts: np.ndarray) -> np.ndarray:
+    """Points at the largest value of some parameter (held out together to score extrapolation)."""
+    return np.any(pts == pts.max(axis=0, keepdims=True), axis=1)
+
+
+@dataclass
+class NormalFormSearch:
+    """Outcome of :func:`normal_form_search`.
+
+    Attributes
+    ----------
+    terms : list of Term
+        The selected hypothesis, constant first (``Term("identity")``), then its products.
+    score : float
+        Its K-fold cross-validated mean relative error on the aggregated points.
+    per_parameter : list of list of (float, int, float)
+        Per parameter, the kept single-parameter hypotheses ``(exponent, log power, LOO error)``,
+        best first (``(0, 0, err)`` is the constant).
+    ranking : list of (float, list of Term)
+        The best hypotheses with their scores, best first.
+    """
+
+    terms: list[Term]
+    score: float
+    per_parameter: list[list[tuple[float, int, float]]] = field(default_factory=list)
+    ranking: list[tuple[float, list[Term]]] = field(default_factory=list)
+
+
+def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[float] = EPM_EXPONENTS,
+                       log_powers: Sequence[int] = (0, 1, 2), top_k: int | None = None, max_terms: int = 4,
+                       relative: bool = True, aggregate: str = "mean", n_folds: int = 5,
+                       rng: np.random.Generator | None = None, keep_ranking: int = 10,
+                       tolerance: float = 0.1, extrapolation: float = 0.25,
+                       negative: bool = True) -> NormalFormSearch:
+    """Search the multi-parameter normal form for the hypothesis that predicts ``y`` from ``X`` best.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, m)
+        Parameter values of each row (repetitions share a row value).
+    y : ndarray, shape (n,)
+        Target (positive when ``relative``).
+    exponents, log_powers
+        Single-parameter search space ``|x|^i * log2(|x|)^j`` (Extra-P's default: i in 0..3 in
+        quarters and thirds, j in 0..2).
+    top_k : int, optional
+        Single-parameter hypotheses kept per parameter (default 6 with one parameter, 3 with two, 2 beyond).
+    max_terms : int
+        Most product terms in a combination (besides the constant).
+    relative : bool
+        Minimize and score relative errors (weights ``1/y^2``).
+    aggregate : {"mean", "median"}
+        How repetitions of a point are aggregated before the search.
+    n_folds : int
+        Folds over distinct points for scoring the combinations.
+    rng : numpy Generator, optional
+        Fold assignment (default seed 0).
+    keep_ranking : int
+        How many of the best hypotheses to report in ``ranking``.
+    negative : bool
+        Also try ``|x|^-i * log2(|x|)^-j`` (``i > 0``): work divided among ``x`` ranks, ``n^3 / p``.
+    extrapolation : float
+        Weight of the extrapolation fold in every score: the points at the largest value of some
+        parameter predicted from the others (0: K-fold / leave-one-out alone).
+    tolerance : float
+        Parsimony: the hypothesis with the fewest terms among those whose score is within
+        ``(1 + tolerance)`` of the best (plus 1e-9, which settles exact fits) wins.
+    """
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    rng = np.random.default_rng(0) if rng is None else rng
+    m = X.shape[1]
+    pts, ya, _ = aggregate_points(X, y, aggregate)
+    d = len(pts)
+    if d < 3:
+        raise TooFewPointsError(f"{d} distinct parameter point(s); the normal-form search needs at least 3")
+    top_k = {1: 6, 2: 3}.get(m, 2) if top_k is None else int(top_k)
+    cands = _candidates(exponents, log_powers, negative)
+    w = 1.0 / ya**2 if relative else np.ones(d)
+    # ---- step 2: single-parameter hypotheses on each parameter's marginal profile
+    per_param: list[list[tuple[float, int, float]]] = []
+    for q in range(m):
+        vals, inv = np.unique(pts[:, q], return_inverse=True)
+        inv = np.asarray(inv).ravel()
+        prof = np.bincount(inv, weights=ya, minlength=len(vals)) / np.bincount(inv, minlength=len(vals))
+        if len(vals) < 2:
+            per_param.append([(0.0, 0, 0.0)])
+            continue
+        if len(vals) == 2:  # two values determine c0 + c1 * x and nothing else
+            per_param.append([(1.0, 0, 0.0)])
+            continue
+        # logarithms need positive values
+        usable = cands if np.all(vals > 0) else [(e, k) for e, k in cands if k == 0]
+        T = np.column_stack([np.zeros(len(vals))] + [_factor(vals, e, k) for e, k in usable])
+        ok = np.all(np.isfinite(T), axis=0)
+        wp = 1.0 / prof**2 if relative else np.ones(len(vals))
+        errs = np.where(ok, _loo_simple(np.where(ok, T, 0.0), prof, wp, relative, vals, extrapolation), np.inf)
+        labels = [(0.0, 0)] + usable
+        order = np.argsort(errs, kind="stable")[:top_k]
+        per_param.append([(labels[c][0], labels[c][1], float(errs[c])) for c in order])
+    # ---- step 3: combinations, scored by K-fold CV over the aggregated points
+    folds = _fold_ids(d, min(n_folds, d), rng)
+    outer = outer_points(pts)
+    cols: dict[tuple[int, float, int], np.ndarray] = {}
+
+    def col(q: int, e: float, k: int) -> np.ndarray:
+        key = (q, e, k)
+        if key not in cols:
+            cols[key] = _factor(pts[:, q], e, k)
+        return cols[key]
+
+    struct_cache: dict[tuple[int, ...], list] = {}
+    scored: list[tuple[float, int, list[Term]]] = []
+    for choice in product(*[[(e, k) for e, k, _ in kept] for kept in per_param]):
+        active = tuple(q for q in range(m) if choice[q] != (0.0, 0))
+        if active not in struct_cache:
+            struct_cache[active] = structures(active, max_terms)
+        for st in struct_cache[active]:
+            if 1 + len(st) >= d:
+                continue
+            D = np.ones((d, 1 + len(st)))
+            for t, subset in enumerate(st):
+                for q in subset:
+                    D[:, 1 + t] *= col(q, *choice[q])
+            if not np.all(np.isfinite(D)):
+                continue
+            s = _cv_score(D, ya, w, folds, relative, outer, extrapolation)
+            terms = [Term("identity")] + [Term.product_of([(q, *choice[q]) for q in subset]) for subset in st]
+            scored.append((s, len(st), terms))
+    if not scored:
+        raise TooFewPointsError(f"{d} distinct points leave no normal-form hypothesis with a free degree")
+    scored.sort(key=lambda r: (r[0], r[1]))
+    best = _parsimonious(scored, tolerance)
+    ranking = [(float(s), t) for s, _, t in scored[:keep_ranking]]
+    return NormalFormSearch(best[2], float(best[0]), per_param, ranking)
+
+
+def _parsimonious(scored: list[tuple[float, int, Any]], tolerance: float) -> tuple[float, int, Any]:
+    """The fewest terms among the hypotheses within ``tolerance`` of the best score (``scored`` sorted)."""
+    limit = scored[0][0] * (1.0 + tolerance) + 1e-9
+    return min((r for r in scored if r[0] <= limit), key=lambda r: (r[1], r[0]))
+
+
+#: Above this many resampled values (replicates x rows) the mean of a resampled point is drawn from its
+#: normal limit instead of resampling every repetition (a region called a million times).
+_MAX_RESAMPLED = 2_000_000
+
+
+def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[Term]], fitted: np.ndarray, *,
+                        replicates: int = 200, relative: bool = True, aggregate: str = "mean",
+                        n_folds: int = 5, tolerance: float = 0.1, extrapolation: float = 0.25,
+                        rng: np.random.Generator | None = None) -> list[tuple[list[Term], np.ndarray]]:
+    """Bootstrap of the selection and the fit: per replicate, the best of ``candidates`` and its coefficients.
+
+    Each replicate resamples the repetitions of every parameter point (with replacement, within
+    the point, deviations from the point's mean rescaled by ``sqrt(c / (c - 1))``), or, where a
+    point has a single repetition, the relative residuals ``y / fitted - 1`` over all rows; it
+    aggregates them per point as the search does, scores every candidate hypothesis by the
+    search's K-fold cross-validation, keeps the best (same parsimony rule) and fits it by least
+    squares on the replicate's points.  The spread of the
+    replicates' predictions gives intervals that include the uncertainty of choosing among the
+    candidates (the search's best hypotheses), not only that of the coefficients.
+
+    With the mean and more than ``_MAX_RESAMPLED`` resampled values, each point's resampled mean is
+    drawn from its normal limit (the point's mean and variance over its count) instead.
+
+    Weights (``1/y^2`` of the original aggregated points when ``relative``) are held fixed over
+    the replicates, so every fold fit is one precomputed linear map of the replicate's values.
+    """
+    from .pool import evaluate_terms
+
+    X = np.asarray(X, dtype=float)
+    X = X[:, None] if X.ndim == 1 else X
+    y = np.asarray(y, dtype=float)
+    rng = np.random.default_rng(0) if rng is None else rng
+    pts, inv, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    inv = np.asarray(inv).ravel()
+    d, B = len(pts), int(replicates)
+    if B < 1 or not candidates:
+        return []
+    order = np.argsort(inv, kind="stable")
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    # replicate rows (B x n): within-point resampling, or residual resampling without repetitions
+    agg = np.median if aggregate == "median" else np.mean
+    rows_of = [order[start[p]:start[p] + counts[p]] for p in range(d)]
+    if counts.min() >= 2 and aggregate == "mean" and B * len(y) > _MAX_RESAMPLED:
+        # many repetitions: the mean of a resampled point is drawn from its normal limit (same mean and variance)
+        mean_p = np.bincount(inv, weights=y, minlength=d) / counts
+        var_p = np.bincount(inv, weights=(y - mean_p[inv]) ** 2, minlength=d) / (counts - 1.0)
+        Ya = mean_p[None, :] + rng.standard_normal((B, d)) * np.sqrt(var_p / counts)[None, :]
+    else:
+        if counts.min() >= 2:
+            pick = order[start[inv][None, :] + np.floor(rng.random((B, len(y))) * counts[inv][None, :]).astype(int)]
+            # deviations from the point mean, rescaled by sqrt(c / (c - 1)) so that their variance is unbiased
+            mean_p = np.bincount(inv, weights=y, minlength=d) / counts
+            infl = np.sqrt(counts / (counts - 1.0))[inv]
+            Ys = mean_p[inv][None, :] + (y[pick] - mean_p[inv][None, :]) * infl[None, :]
+        else:
+            resid = y / fitted - 1.0 if relative else y - fitted
+            r = resid[rng.integers(len(y), size=(B, len(y)))]
+            Ys = fitted[None, :] * (1.0 + r) if relative else fitted[None, :] + r
+        Ya = np.column_stack([agg(Ys[:, rows], axis=1) for rows in rows_of])  # B x d
+    _, ya0, _ = aggregate_points(X, y, aggregate)
+    w = 1.0 / ya0**2 if relative else np.ones(d)
+    sw = np.sqrt(w)
+    folds = _fold_ids(d, min(n_folds, d), rng)
+    outer = outer_points(pts)
+    denom = np.abs(Ya) if relative else np.ones_like(Ya)
+    scores = np.full((len(candidates), B), np.inf)
+    full_maps = []
+    for h, terms in enumerate(candidates):
+        D = evaluate_terms(terms, pts)
+        A = D * sw[:, None]
+        full_maps.append(np.linalg.pinv(A) * sw[None, :])  # coef = map @ ya
+        if not np.all(np.isfinite(D)):
+            continue
+        err = np.zeros(B)
+        ok = True
+        splits = [folds != f for f in range(folds.max() + 1)] + ([~outer] if extrapolation > 0 else [])
+        for k, tr in enumerate(splits):
+            if tr.sum() < D.shape[1]:
+                ok = False
+                break
+            P = np.linalg.pinv(A[tr]) * sw[tr][None, :]  # k x d_tr
+            pred = Ya[:, tr] @ (D[~tr] @ P).T  # B x d_te
+            e = np.abs(pred - Ya[:, ~tr]) / denom[:, ~tr]
+            if k <= folds.max():
+                err += np.sum(e, axis=1) * ((1.0 - extrapolation) / d if extrapolation > 0 else 1.0 / d)
+            else:
+                err += extrapolation * np.mean(e, axis=1)
+        if ok:
+            scores[h] = err
+    sizes = np.array([len(t) for t in candidates])
+    out = []
+    for b in range(B):
+        col = scores[:, b]
+        if not np.isfinite(col).any():
+            continue
+        limit = np.min(col) * (1.0 + tolerance) + 1e-9
+        within = np.nonzero(col <= limit)[0]
+        h = int(within[np.lexsort((col[within], sizes[within]))[0]])
+        out.append((list(candidates[h]), full_maps[h] @ Ya[b]))
+    return out
+
+
+def describe(search: NormalFormSearch, names: Sequence[str]) -> dict[str, Any]:
+    """Diagnostics of a search, readable (per-parameter kept hypotheses and the best combinations)."""
+    per = {names[q]: [f"{Term.product_of([(q, e, k)]).name(names)} ({err:.3g})" for e, k, err in kept]
+           for q, kept in enumerate(search.per_parameter)}
+    return {"per_parameter": per,
+            "ranking": [(s, " + ".join(t.name(names) for t in terms)) for s, terms in search.ranking]}

@@ -1,0 +1,53 @@
+"""The replay's scale table and the LogGOPSim side-by-side (``make bench``; issue 23).
+
+Under ``make bench`` the table covers 1,536 to 65,536 ranks (about 1.5 M
+events each) and is written to ``data/raw/<host>/replay_scale.nc`` with its
+figure ``figures/replay_scale.png``; under ``make test`` a small table
+checks the measurement runs.  The side-by-side needs ``PERFMOD_LOGGOPSIM``
+(a directory with LogGOPSim's ``txt2bin`` and ``LogGOPSim``).
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmod.apps.traces import synthetic
+from perfmod.core.io import write_dataset
+from perfmod.core.paths import raw_dir, repo_root
+from perfmod.replay.scale import loggopsim_side_by_side, scale_table
+from perfmod.viz.replay_scale import plot_scale
+
+
+@pytest.mark.bench
+def test_bench_replay_scale_table(benchmark, tmp_path):
+    full = not benchmark.disabled
+    ranks, events = ((1536, 16384, 65536), 1_500_000) if full else ((64, 256), 20_000)
+    traces = {p: synthetic("jacobi2d", p, max(1, round(events / len(synthetic("jacobi2d", p, 1))))) for p in ranks}
+    ds = benchmark.pedantic(scale_table, args=(traces,), rounds=1, iterations=1)
+    assert ds.sizes == {"model": 4, "ranks": len(ranks)}
+    assert np.all(ds.events_per_cpu_s > 0) and np.all(ds.peak_bytes_per_event > 0)
+    assert np.all(ds.events >= 0.5 * events)
+    out_nc = raw_dir() / "replay_scale.nc" if full else tmp_path / "replay_scale.nc"
+    out_png = repo_root() / "figures" / "replay_scale.png" if full else tmp_path / "replay_scale.png"
+    out_nc.parent.mkdir(parents=True, exist_ok=True)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    write_dataset(ds, out_nc)
+    assert plot_scale(ds, out_png).stat().st_size > 0
+    print("\n" + ds[["events_per_cpu_s", "peak_bytes_per_event"]].to_dataframe().to_string())
+
+
+@pytest.mark.bench
+def test_bench_loggopsim_side_by_side(benchmark, tmp_path):
+    d = os.environ.get("PERFMOD_LOGGOPSIM")
+    if not d or not all(shutil.which(str(Path(d) / t)) for t in ("txt2bin", "LogGOPSim")):
+        pytest.skip("set PERFMOD_LOGGOPSIM to a directory with LogGOPSim's txt2bin and LogGOPSim binaries")
+    grids = ((32, 48, 20), (128, 128, 3)) if not benchmark.disabled else ((6, 8, 2),)
+    ds = benchmark.pedantic(loggopsim_side_by_side, args=(d,), kwargs={"grids": grids, "workdir": tmp_path},
+                            rounds=1, iterations=1)
+    np.testing.assert_array_equal(ds.perfmod_finish_ns, ds.loggopsim_finish_ns)
+    if not benchmark.disabled:
+        write_dataset(ds, raw_dir() / "replay_loggopsim.nc")
+    print("\n" + ds.to_dataframe().to_string())
