@@ -61,6 +61,7 @@ API: dict[str, dict[str, str]] = {
         "app_kernels": "perfmod.apps.registry",
         "register_application": "perfmod.apps.registry",
         "synthetic": "perfmod.apps.traces",
+        "extrapolate_trace": "perfmod.apps.extrapolate.trust",
     },
     "replay": {
         "replay_trace": "perfmod.replay.engine:replay",

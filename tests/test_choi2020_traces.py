@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from perfmod.studies import choi2020_traces as study
+from perfmod.studies.papers import choi2020_lassen as lassen
 from perfmod.trace import TraceError, read_trace
 
 SAMPLE = Path(__file__).parent / "data" / "dumpi-bin" / "comm_create"
@@ -99,8 +100,10 @@ def test_predicted_is_the_replay_and_the_error_its_ratio(sample_ds, trace_dir):
     assert figs.keys() == {"k_counts", "comm_per_iteration"}
 
 
-def test_without_traces_the_paper_half_and_how_to_get_them(monkeypatch):
-    monkeypatch.delenv(study.TRACE_ENV, raising=False)
+def test_without_traces_the_paper_half_and_how_to_get_them(monkeypatch, tmp_path):
+    monkeypatch.delenv(lassen.TRACE_ENV, raising=False)
+    monkeypatch.setattr(lassen, "DEFAULT_TRACE_DIR", tmp_path / "absent")
+    assert lassen.trace_root("") is None
     ds = study.run(nprocs=[64, 256], models=["kmodel"], progress=False)
     assert "git clone https://github.com/minitu/miniFE" in ds.attrs["traces_missing"]
     assert "bcfd595^" in ds.attrs["traces_missing"]
@@ -116,8 +119,8 @@ def test_without_traces_the_paper_half_and_how_to_get_them(monkeypatch):
 
 
 def test_trace_dir_from_the_environment_and_bad_input(trace_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv(study.TRACE_ENV, str(trace_dir))
-    assert study.trace_root("") == trace_dir
+    monkeypatch.setenv(lassen.TRACE_ENV, str(trace_dir))
+    assert lassen.trace_root("") == trace_dir
     ds = study.run(apps=["minife"], iterations=[1], nprocs=[4], models=["postal"], progress=False)
     assert float(ds.k_total_counted_trace.squeeze()) == 3  # Lassen: one node of 4 ranks sends all 3 messages...
     assert float(ds.k_inter_trace.squeeze()) == 0  # ...and none leaves it
@@ -130,4 +133,4 @@ def test_trace_dir_from_the_environment_and_bad_input(trace_dir, tmp_path, monke
     bad.mkdir()
     (bad / "x.meta").write_text("hostname=h\n")
     with pytest.raises(TraceError, match=r"x.meta: no numprocs"):
-        study.find_traces(bad)
+        lassen.find_traces(bad)

@@ -13,7 +13,8 @@ the trace itself recorded on Lassen (the measured side of Figures 7 and 10).
 Where the traces are
 --------------------
 ``trace_dir`` (or, when it is empty, the environment variable
-``PERFMOD_CHOI2020_TRACES``) holds one folder per application,
+``PERFMOD_CHOI2020_TRACES``, else ``../shared/data/choi2020-traces`` beside
+the checkout when it exists, :data:`DEFAULT_TRACE_DIR`) holds one folder per application,
 ``<trace_dir>/minife`` and ``<trace_dir>/minimd``, each with the DUMPI runs as
 the authors' repositories store them: ``nP.meta`` beside ``nP-NNNN.bin``
 (any ``*.meta`` is taken; its rank count is its ``numprocs`` line).  They come
@@ -69,7 +70,6 @@ What is counted and compared
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -83,18 +83,23 @@ from tqdm.auto import tqdm
 from perfmod.apps.registry import exchange, kmodel_counts
 from perfmod.core.io import annotate
 from perfmod.machine.platforms import load
-from perfmod.models.comm.kmodel import kmodel_counts_from
 from perfmod.models.comm.network import Network
-from perfmod.replay import replay
 from perfmod.replay.matching import collective_instances, match_messages
 from perfmod.studies.papers.choi2020 import PHASES_PER_ITERATION, TABLE5_CONFIGS, comm_per_iteration
+from perfmod.studies.papers.choi2020_lassen import (
+    GET_TRACES,
+    TRACE_ENV,
+    find_traces,
+    predicted_comm,
+    trace_k_counts,
+    trace_root,
+)
 from perfmod.trace import TraceError, read_trace
 from perfmod.trace.core import COLLECTIVES, NO_TIME, NONBLOCKING, WAITS, Call, Trace, code_set
 from perfmod.trace.requests import resolve_requests
 from perfmod.viz.validation import plot_validation
 
-__all__ = ["STUDY", "SOURCE", "TRACE_ENV", "GET_TRACES", "run", "figures", "find_traces", "exchange_index",
-           "trace_k_counts", "clock_offsets", "recorded_comm", "predicted_comm", "trace_root"]
+__all__ = ["STUDY", "SOURCE", "run", "figures", "clock_offsets", "recorded_comm"]
 
 STUDY = "choi2020_traces"
 """Study name: the notebook ``notebooks/choi2020_traces.ipynb`` and the dataset's ``study`` attribute."""
@@ -103,95 +108,9 @@ SOURCE = ("000 Table 5 and §4.2; DUMPI traces recorded on Lassen by the paper's
           "cuda/src/dumpi/lassen, minitu/miniMD kokkos/dumpi/lassen at bcfd595^), read from the user's copy")
 """The dataset's ``source`` attribute."""
 
-TRACE_ENV = "PERFMOD_CHOI2020_TRACES"
-"""Environment variable naming the trace directory when ``trace_dir`` is empty."""
-
-GET_TRACES = (
-    "git clone https://github.com/minitu/miniFE && git clone https://github.com/minitu/miniMD && "
-    "git -C miniMD checkout bcfd595^ && mkdir traces && "
-    "ln -s \"$PWD/miniFE/cuda/src/dumpi/lassen\" traces/minife && "
-    "ln -s \"$PWD/miniMD/kokkos/dumpi/lassen\" traces/minimd; then run with trace_dir=traces "
-    f"(or {TRACE_ENV}=traces)")
-"""How to get the traces (shell), for the ``traces_missing`` attribute."""
-
 _P2P_CALLS = code_set(NONBLOCKING | {Call.SEND, Call.RECV, Call.SSEND, Call.SENDRECV} | (WAITS - {Call.TEST}))
 _WAIT_CALLS = code_set(WAITS)
 _POST_CALLS = code_set(NONBLOCKING)
-
-
-def trace_root(trace_dir: str | os.PathLike) -> Path | None:
-    """The trace directory: ``trace_dir``, else ``$PERFMOD_CHOI2020_TRACES``, else None."""
-    chosen = str(trace_dir) or os.environ.get(TRACE_ENV, "")
-    return Path(chosen).expanduser() if chosen else None
-
-
-def find_traces(app_dir: str | os.PathLike) -> dict[int, Path]:
-    """Every DUMPI run in ``app_dir``: ``{nprocs: .meta file}``, nprocs from each file's ``numprocs`` line.
-
-    Raises
-    ------
-    TraceError
-        A ``.meta`` file without a ``numprocs=<int>`` line, or two runs of one rank count.
-    """
-    out: dict[int, Path] = {}
-    for meta in sorted(Path(app_dir).glob("*.meta")):
-        fields = dict(line.split("=", 1) for line in meta.read_text(errors="replace").splitlines() if "=" in line)
-        try:
-            p = int(fields["numprocs"])
-        except (KeyError, ValueError):
-            raise TraceError(f"{meta}: no numprocs=<int> line") from None
-        if p in out:
-            raise TraceError(f"{meta}: a second run of {p} ranks in {app_dir} (the other is {out[p].name})")
-        out[p] = meta
-    return out
-
-
-def exchange_index(trace: Trace, n_exchanges: int) -> np.ndarray:
-    """Exchange of every event: the waits its rank made before it, integer-divided by the waits per exchange.
-
-    The waits per exchange are the most waits of any rank over ``n_exchanges``
-    (see the module docstring).
-
-    Raises
-    ------
-    TraceError
-        That count is not a whole number (the trace is not ``n_exchanges``
-        equal exchanges).
-    """
-    wait = np.isin(trace.call, _WAIT_CALLS).astype(np.int64)
-    ptr = trace.rank_ptr
-    per_rank = np.add.reduceat(wait, ptr[:-1][ptr[:-1] < len(trace)]) if len(trace) else np.zeros(0, np.int64)
-    most = int(per_rank.max(initial=0))
-    if most % int(n_exchanges):
-        raise TraceError(f"{trace.source}: the most waits of a rank, {most}, are not a multiple of "
-                         f"{n_exchanges} exchanges (iterations x exchanges per iteration)")
-    w = max(most // int(n_exchanges), 1)
-    before = np.cumsum(wait) - wait
-    start = np.repeat(before[ptr[:-1]][np.diff(ptr) > 0], np.diff(ptr)[np.diff(ptr) > 0])
-    return (before - start) // w
-
-
-def trace_k_counts(trace: Trace, n_exchanges: int, ranks_per_node: int, stencil: int) -> dict[str, float]:
-    """Table 5's K counts from the messages of every exchange of ``trace`` (block mapping).
-
-    Returns
-    -------
-    dict
-        ``k_inter`` (most over exchanges), ``k_inter_min`` (least over the
-        exchanges with messages), ``k_total`` (k' x ``stencil``, Table 5's
-        rule), ``k_total_counted`` (most over exchanges), ``k`` (Eq. 4 with
-        ``k_inter`` and ``k_total``), ``exchanges`` (with messages).
-    """
-    match = match_messages(trace)
-    ex = exchange_index(trace, n_exchanges)[match.send_events]
-    counts = [kmodel_counts_from(match.src[ex == e], match.dst[ex == e], trace.nprocs, ranks_per_node,
-                                 stencil=stencil, k_total_rule="kprime_x_stencil") for e in np.unique(ex)]
-    if not counts:
-        return dict(k_inter=np.nan, k_inter_min=np.nan, k_total=np.nan, k_total_counted=np.nan, k=np.nan,
-                    exchanges=0)
-    best = max(counts, key=lambda c: (c.k_inter, c.k_total_counted))
-    return dict(k_inter=best.k_inter, k_inter_min=min(c.k_inter for c in counts), k_total=best.k_total,
-                k_total_counted=max(c.k_total_counted for c in counts), k=best.k, exchanges=len(counts))
 
 
 def clock_offsets(trace: Trace) -> np.ndarray:
@@ -269,12 +188,6 @@ def recorded_comm(trace: Trace, iterations: int) -> dict[str, np.ndarray]:
         "late": per_rank(np.isin(trace.call, _WAIT_CALLS), late),
         "coll": per_rank(np.isin(trace.call, code_set(COLLECTIVES))),
     }
-
-
-def predicted_comm(trace: Trace, platform: Any, model: str, iterations: int) -> np.ndarray:
-    """Replayed point-to-point time (send + receive + wait) per rank and iteration (s) under ``model``."""
-    ds = replay(trace, platform, model)
-    return ((ds.send_time + ds.recv_time + ds.wait_time) / iterations).values
 
 
 def _table5(apps: Sequence[str]) -> xr.Dataset:

@@ -8,6 +8,7 @@
     perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
     perfmod list [studies | platforms | devices | tables | models]
+    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] -o OUT
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
 parameters, or a smoke run, writes into a run directory of its own
@@ -226,6 +227,58 @@ def _reader_unknown(path: str, unknown: str | None) -> dict[str, str]:
     return {"unknown": unknown} if unknown and detect_format(path) in ("tit", "dumpi", "otf2") else {}
 
 
+def _cmd_extrapolate(args: argparse.Namespace) -> int:
+    """Extrapolate traces of one program at small rank counts to ``--nprocs`` and write the result."""
+    import warnings
+
+    from perfmod.apps.extrapolate import ExtrapolationWarning, extrapolate_trace
+    from perfmod.trace import write_trace
+
+    params: dict[str, float] = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        try:
+            params[name.strip().lstrip("-")] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise CLIError(f"-p {item!r}: give NAME=VALUE with a number, e.g. -p nx=1600")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ExtrapolationWarning)
+        out = extrapolate_trace(args.traces, args.nprocs, params=params or None, iterations=args.iterations,
+                                validate=not args.no_validate)
+    for w in caught:
+        if issubclass(w.category, ExtrapolationWarning):
+            print(f"perfmod extrapolate: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    ex = out.meta["extrapolation"]
+    print(f"{out!r}: {ex['ordering']} grid {'(periodic) ' if ex['periodic'] else ''}from "
+          f"{', '.join(map(str, ex['training_nprocs']))} ranks, parameters {ex['params']}")
+    if ex["loso"]:
+        worst = ex["loso_max"]
+        print(f"leave-one-scale-out worst errors: messages {worst['messages_error']:.2%}, bytes "
+              f"{worst['bytes_error']:.2%}, busiest rank {worst['max_rank_bytes_error']:.2%}, computation "
+              f"{worst['compute_error']:.2%}; not generalizing: ranks {ex['ranks_not_generalizing'] or 'none'}, "
+              f"calls {ex['sites_not_generalizing'] or 'none'}")
+    print(f"wrote {write_trace(out, args.output)}")
+    return 0
+
+
+def _add_extrapolate(sub: Any) -> None:
+    ext = sub.add_parser("extrapolate", help="extrapolate traces of small runs to a larger rank count",
+                         description="Build the trace of an SPMD stencil program at --nprocs ranks from its traces "
+                                     "at two or more smaller rank counts (perfmod.apps.extrapolate).")
+    ext.add_argument("traces", nargs="+", metavar="TRACE", help="training traces (any format read_trace reads)")
+    ext.add_argument("--nprocs", type=int, required=True, help="target rank count")
+    ext.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="a command-line parameter of the target run (default: weak scaling of nx, ny, nz)")
+    ext.add_argument("--iterations", type=int, help="keep this many periods of the program (large targets)")
+    ext.add_argument("--no-validate", action="store_true", help="skip the leave-one-scale-out validation")
+    ext.add_argument("-o", "--output", required=True, help="trace file to write (any format write_trace knows)")
+    ext.set_defaults(func=_cmd_extrapolate)
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from perfmod.workflow.sweep import sweep
 
@@ -439,6 +492,7 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables",
                                                                  "models"))
     lst.set_defaults(func=_cmd_list)
+    _add_extrapolate(sub)
     return ap
 
 

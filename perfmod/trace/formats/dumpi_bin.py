@@ -141,6 +141,29 @@ class _RankFile:
     def _u(self, off: int, n: int, signed: bool = False) -> int:
         return int.from_bytes(bytes(self.buf[off:off + n]), "big", signed=signed)
 
+    def argv(self, offset: int) -> list[str]:
+        """The command line of the ``MPI_Init`` record at byte ``offset`` (sst-dumpi's ``argc``, ``argv``).
+
+        The record's common prefix (label, config mask, thread, CPU and wall
+        times, PAPI counters; :mod:`perfmod.trace.formats.dumpi_bin_scan`) is
+        stepped over, then ``argc`` and the strings are read.
+        """
+        p = offset + 2
+        mask = self._u(p, 1)
+        p += 1 + (2 if mask & 64 else 0) + (12 if mask & 4 else 0) + (12 if mask & 8 else 0)
+        if mask & 128:
+            p += 1 + 16 * self._u(p, 1)
+        argc = self._u(p, 4, signed=True)
+        p += 4
+        out = []
+        for _ in range(max(argc, 0)):
+            n = self._u(p, 4, signed=True)
+            if not 0 <= n <= self.end - p - 4:
+                raise DumpiBinError(self.path, p, f"MPI_Init: argument string of {n} bytes runs past the stream")
+            out.append(bytes(self.buf[p + 4:p + 4 + n]).split(b"\0", 1)[0].decode("utf-8", "replace"))
+            p += 4 + n
+        return out
+
     def sizes(self, override: Mapping[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """Bytes per datatype id (-1: unknown): defaults, then the trace's table, then ``override`` (locked)."""
         sizes = np.full(65536, -1, np.int64)
@@ -236,7 +259,9 @@ def read_dumpi_bin(path: str | os.PathLike | Sequence[str | os.PathLike], nprocs
         of the ``dumpi2ascii -S -X`` text of the same files, except that
         ``line`` holds each call record's byte offset in its file.
         ``meta``: ``format`` (``"dumpi-bin"``), ``files``, ``version``,
-        ``unknown_calls``, ``ignored_requests``, ``notes``.
+        ``unknown_calls``, ``ignored_requests``, ``notes``, and ``argv`` (the
+        command line the first rank file's ``MPI_Init`` recorded) when there
+        is one.
 
     Raises
     ------
@@ -296,6 +321,9 @@ def read_dumpi_bin(path: str | os.PathLike | Sequence[str | os.PathLike], nprocs
     unknown_calls = {RECORDS[i][0]: int(c) for i, c in enumerate(counts.tolist()) if c}
     meta = {"format": "dumpi-bin", "files": [rf.path for rf in rfs], "version": ".".join(map(str, rfs[0].version)),
             "unknown_calls": unknown_calls, "ignored_requests": int(ignored), "notes": notes}
+    init = np.flatnonzero(cols["call"][:int(ev_ptr[1])] == Call.INIT) if rfs else np.zeros(0, np.int64)
+    if init.size:
+        meta["argv"] = rfs[0].argv(int(cols["line"][int(init[0])]))
     source = str(path) if isinstance(path, str | os.PathLike) and len(rfs) > 1 else rfs[0].path
     trace = Trace(n, rank, seq, cols["call"], cols["peer"], cols["nbytes"], cols["tag"], cols["comm"],
                   cols["request"], cols["compute"], aux_ptr, aux, t_entry=cols["t_entry"], t_exit=cols["t_exit"],
