@@ -47,6 +47,7 @@ include $(STUDIES_MK)
 .PHONY: help setup all test test-all bench lint clean $(STUDIES) $(ALIASES)
 
 all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, figures in figures/)
+	@$(PERFMOD) check  # one table of every study's state; fails when a measuring study has no headline
 
 # every study notebook writes data/processed/<notebook>.nc; it reruns when the library or the data it reads change
 $(PROCESSED)/%.nc: notebooks/%.ipynb $(STAMP) $(LIB) $(PAPER) $(PLATFORMS) $(DEVICES)

@@ -44,11 +44,14 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 
 
 MODULES = _modules()
+#: above every layer: the root package (the public API) and ``python -m perfmod`` (the command line)
+TOP = ("perfmod", "perfmod.__main__")
 
 
 def package_of(module: str) -> str:
-    """The layer package of ``module`` (``"api"`` for the root package ``perfmod``, above every floor)."""
-    if module == "perfmod":
+    """The layer package of ``module`` (``"api"`` for the root package ``perfmod`` and ``perfmod.__main__``,
+    above every floor)."""
+    if module in TOP:
         return "api"
     top = module.split(".")[1]
     if top not in LAYERS:
@@ -147,7 +150,7 @@ def test_imports_go_down_the_floors_never_sideways() -> None:
 
 
 def test_no_module_imports_the_root_package() -> None:
-    bad = [m for m, deps in GRAPH.items() if "perfmod" in deps and m != "perfmod"]
+    bad = [m for m, deps in GRAPH.items() if "perfmod" in deps and m not in TOP]
     assert not bad, f"import from the root package (import the module itself instead): {bad}"
 
 

@@ -145,3 +145,102 @@ def test_replay_detects_each_format_and_prints_a_breakdown(name, tmp_path, capsy
     assert "on lassen, postal: slowest rank" in out[0]
     assert len(out) == 1 + 1 + 3 + 1  # title, header, three slowest ranks, mean
     assert all(float(v) >= 0 for v in out[2].split()[1:])
+
+
+FIXTURE = Path(__file__).parent / "data" / "notebooks" / "sweep_fixture.ipynb"
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_failing_notebook_reports_its_own_exception_cell_and_line(tmp_path, capsys, debug):
+    argv = ["run", str(FIXTURE), "-p", "fail_with", "first line\nsecond line", "--out", str(tmp_path), "-q"]
+    assert main((["--debug"] if debug else []) + argv) == 1
+    err = capsys.readouterr().err
+    report = err[err.index("perfmod run: "):].splitlines()
+    assert report[:3] == ["perfmod run: ValueError: first line", "second line",
+                          "  in the executed notebook's cell 3 (In [3]), line 14: raise ValueError(fail_with)"]
+    assert "PapermillExecutionError" not in err and "-----" not in report[0] and "without encryption" not in err
+    if debug:  # the kernel's traceback comes first, without its colour codes
+        assert "---> 14" in err[: err.index("perfmod run: ")] and "\x1b[" not in err
+    else:
+        assert report[3:] == ["  (rerun with --debug for the traceback)"]
+
+
+def test_a_multiline_message_is_printed_whole(capsys):
+    from perfmod.workflow.cli import _report
+
+    _report("replay", ValueError("replay deadlocks with 4 of 4 ranks blocked:\n  rank 0: recv from 1"), False)
+    assert capsys.readouterr().err == ("perfmod replay: replay deadlocks with 4 of 4 ranks blocked:\n"
+                                       "  rank 0: recv from 1\n")
+
+
+def test_replay_stops_on_a_misspelt_action_and_skipping_prints_the_count(tmp_path, capsys):
+    p = tmp_path / "m.tit"
+    p.write_text("".join(f"{r} init\n{r} allreduse 8 0\n{r} finalize\n" for r in range(2)))
+    assert main(["replay", str(p), "--model", "postal"]) == 1
+    assert "m.tit:2: allreduse: not an action of SimGrid's replay (misspelt?)" in capsys.readouterr().err
+    with pytest.warns(Warning, match="skipped 2 lines"):
+        assert main(["replay", str(p), "--model", "postal", "--unknown", "skip"]) == 0
+    assert "skipped 2 calls perfmod does not model: allreduse x2" in capsys.readouterr().err
+
+
+def test_replay_output_refuses_an_existing_file_without_force(tmp_path, capsys):
+    out = tmp_path / "r.nc"
+    out.write_text("keep me")
+    argv = ["replay", "--synthetic", "jacobi2d:4:1", "--model", "postal", "-o", str(out)]
+    assert main(argv) == 2
+    assert f"-o {out}: exists; give --force to overwrite it" in capsys.readouterr().err
+    assert out.read_text() == "keep me"
+    assert main([*argv, "--force"]) == 0 and xr.open_dataset(out).sizes["rank"] == 4
+
+
+def test_list_models_names_every_registered_model(capsys):
+    from perfmod.models.comm.registry import model_names
+
+    assert main(["list", "models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "communication models:" and [ln.split()[0] for ln in lines[1:]] == list(model_names())
+
+
+def test_run_out_onto_a_file_is_a_clear_error(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("")
+    assert main(["run", "choi2020_what_if", "--smoke", "--out", str(f)]) == 2
+    assert capsys.readouterr().err.strip() == (f"perfmod run: --out {f}: is a file, not a directory; give a directory "
+                                               "for the run's outputs")
+
+
+def test_show_and_run_help_list_the_study_parameters_with_types_defaults_and_comments(capsys):
+    from perfmod.workflow.notebooks import declared_parameters
+    from perfmod.workflow.show import parameters
+
+    params = parameters(FIXTURE)
+    assert [p.name for p in params] == list(declared_parameters(FIXTURE))  # the same cell, read the same way
+    assert params[2] == type(params[2])("a", "float", "1.0", "slope")
+    assert main(["show", str(FIXTURE)]) == 0
+    out = capsys.readouterr().out
+    assert "  label         str    = \"ab\"  # a string result (its length varies between points)" in out
+    assert "smoke set (--smoke): n=2" in out and "no measurement" in out
+    assert main(["run", "local_calibration", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--smoke" in out and "measures this machine" in out and "\n  max_breaks " in out
+
+
+def test_a_missing_extra_is_one_line_naming_it(capsys):
+    from perfmod.workflow.cli import _report
+
+    _report("sweep", ModuleNotFoundError("No module named 'yaml'", name="yaml"), False)
+    assert capsys.readouterr().err == ("perfmod sweep: needs the notebooks extra (no module 'yaml'): "
+                                       "pip install 'perfmod[notebooks]'\n")
+
+
+def test_version_and_python_dash_m(capsys):
+    import subprocess
+    import sys
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    version = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"perfmod \S+", version)
+    out = subprocess.run([sys.executable, "-m", "perfmod", "--version"], capture_output=True, text=True, check=True,
+                         cwd=repo_root())
+    assert out.stdout.strip() == version

@@ -70,10 +70,24 @@ def test_lock_is_reentrant_and_inherited(tmp_path: Path) -> None:
 
 
 def test_command_line_runs_the_command_holding_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PERFMOD_DATA", str(tmp_path))
+    monkeypatch.setenv("PERFMOD_LOCK_FILE", str(tmp_path / ".measure.lock"))
     assert lock_path() == tmp_path / ".measure.lock"
     code = f"import os; assert os.environ[{LOCK_ENV!r}].endswith('.measure.lock')"
     assert main(["--", sys.executable, "-c", code]) == 0
     assert main(["--shared", "--", sys.executable, "-c", "raise SystemExit(3)"]) == 3
     with pytest.raises(SystemExit):
         main([])
+
+
+def test_the_lock_is_one_per_host_outside_any_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two checkouts (two data directories) and a sweep take the same file; the variable overrides it."""
+    monkeypatch.delenv("PERFMOD_LOCK_FILE", raising=False)
+    monkeypatch.setenv("PERFMOD_DATA", str(tmp_path / "a"))
+    first = lock_path()
+    monkeypatch.setenv("PERFMOD_DATA", str(tmp_path / "b"))
+    assert lock_path() == first and not first.is_relative_to(tmp_path)
+    assert not first.is_relative_to(Path(__file__).parents[1])  # not in the checkout
+    if Path("/run/lock").is_dir() and os.access("/run/lock", os.W_OK):
+        assert first == Path("/run/lock/perfmod-measure.lock")
+    monkeypatch.setenv("PERFMOD_LOCK_FILE", str(tmp_path / "mine.lock"))
+    assert lock_path() == tmp_path / "mine.lock"

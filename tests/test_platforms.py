@@ -285,3 +285,29 @@ def test_param_tables_can_be_added_and_removed():
         P.remove_param_table("postal")
     with pytest.raises(ValueError, match="for each of"):
         P.add_param_table("half", {"short": ("t0",)})
+
+
+def test_shipped_platforms_are_plausible():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in P.available():
+            P.load(name)
+
+
+@pytest.mark.parametrize(("field", "value", "hint"), [
+    ("beta = 1.55e-10", "beta = 12.5", r"beta = 12.5 s/B is outside \[1e-13, 1e-05\] s/B: it looks like a bandwidth "
+                                       r"in GB/s \(12.5 GB/s is beta = 8e-11 s/B\)"),
+    ("alpha = 2.86e-06", "alpha = 7.59", r"alpha = 7.59 s is outside \[1e-09, 0.01\] s: it looks like microseconds "
+                                        r"\(7.59 us is 7.59e-06 s\)"),
+])
+def test_a_value_in_the_wrong_unit_warns_with_file_field_and_likely_mistake(tmp_path, field, value, hint):
+    from perfmod.machine.plausibility import PlatformWarning
+
+    text = (shipped_platforms_dir() / "summit.toml").read_text()
+    assert field in text
+    p = tmp_path / "summit_typo.toml"
+    p.write_text(text.replace(field, value, 1))
+    with pytest.warns(PlatformWarning, match=rf"summit_typo.toml: comm\.postal\.\w+\.\w+\.{hint}"):
+        P.load(p)

@@ -194,3 +194,21 @@ def test_a_launched_rank_starts_without_the_dataset_and_trace_layers(proxy: str)
             "print(sorted(m for m in ('pandas', 'xarray', 'numba', 'perfmod.trace') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", f"{proxy} imports {out.stdout.strip()}"
+
+
+def test_region_store_errors_name_the_path_and_a_missing_table_is_an_error(tmp_path):
+    from perfmod.measure.regions.store import RegionStore, RegionStoreError
+
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all, just some bytes " * 40)
+    with pytest.raises(RegionStoreError, match=rf"{junk}: not a region store: file is not a database"):
+        RegionStore(junk)
+    good = tmp_path / "good.sqlite"
+    RegionStore(good).close()
+    RegionStore(good).close()  # a complete store opens again
+    conn = sqlite3.connect(good)
+    conn.execute("DROP TABLE perfmod_calls")
+    conn.commit()
+    conn.close()
+    with pytest.raises(RegionStoreError, match=rf"{good}: the region store has no table perfmod_calls"):
+        RegionStore(good)

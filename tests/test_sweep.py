@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from perfmod.workflow.sweep import SweepError, grid_points, read_grid, sweep
 
@@ -129,7 +132,7 @@ def test_measuring_notebooks_are_exclusive_and_analytic_ones_are_not():
 def test_exclusive_points_wait_for_the_measuring_lock(tmp_path, monkeypatch):
     from perfmod.workflow.sweep import host_lock
 
-    monkeypatch.setenv("PERFMOD_DATA", str(tmp_path))
+    monkeypatch.setenv("PERFMOD_LOCK_FILE", str(tmp_path / "measure.lock"))
     monkeypatch.delenv("PERFMOD_MEASURE_LOCK", raising=False)
     holder = subprocess.Popen([sys.executable, "-m", "perfmod.measure.lock", "--", sys.executable, "-c",
                                "import time; time.sleep(3)"], env={**__import__("os").environ})
@@ -162,6 +165,156 @@ def test_one_swept_parameter_becomes_the_sorted_dimension(tmp_path):
     assert list(ds.status.values) == ["failed", "ok", "ok"] and list(ds.elapsed.values) == [1.0, 2.0, 0.0]
     assert np.isnan(ds.y.sel(n=10)).all() and ds.y.sel(n=30).values.tolist() == [30.0, 31.0]
     assert "point" not in ds.coords and ds.elapsed.attrs["units"] == "s"
+
+
+def test_sweep_file_equals_the_returned_dataset_with_a_failed_point_and_strings_of_different_widths(tmp_path):
+    """Every dtype round-trips: whole strings (the first point's width cuts nothing), an integer result of a
+    failed point NaN (not the int64 sentinel), a string result of a failed point the declared empty string;
+    the failed point's error is the notebook's own exception, whole, with the cell and line it came from."""
+    from perfmod.core.io import read_dataset
+
+    grid = {"zip": {"label": ["a", "a much longer label", "xyz"], "b": [1, 2, 3],
+                    "fail_with": ["", "", "bad value\nsecond line of the message"]}}
+    ds = sweep(FIXTURE, grid, out=tmp_path / "sw", workers=2, progress=False)
+    back = read_dataset(tmp_path / "sw" / "sweep.nc")
+    xr.testing.assert_identical(back, ds)
+    assert list(ds.status.values) == ["ok", "ok", "failed"]
+    assert list(back["name"].values) == ["a", "a much longer label", ""]
+    assert back["count"].isel(zip=[0, 1]).values.tolist() == [[1, 1, 1], [2, 2, 2]]
+    assert np.isnan(back["count"].isel(zip=2)).all() and np.isnan(back["y"].isel(zip=2)).all()
+    assert back["positive"].isel(zip=[0, 1]).values.tolist() == [1.0, 1.0] and np.isnan(back["positive"][2])
+    error = str(back.error.isel(zip=2).item())
+    assert error.startswith("ValueError: bad value\nsecond line of the message\n"
+                            "  in the executed notebook's cell 3 (In [3]), line 14"), error
+    assert "raise ValueError(fail_with)" in error
+    assert list(back.error.isel(zip=[0, 1]).values) == ["", ""]
+
+
+@pytest.mark.parametrize("bad", ["file", "readonly"])
+def test_an_unusable_out_is_refused_before_anything_starts(tmp_path, bad):
+    out = tmp_path / "out"
+    if bad == "file":
+        out.write_text("")
+        match = "is a file, not a directory"
+    else:
+        out.mkdir()
+        out.chmod(0o500)
+        match = "cannot write there"
+        if os.access(out, os.W_OK):
+            pytest.skip("running as root: a read-only directory is writable")
+    t0 = time.monotonic()
+    with pytest.raises(SweepError, match=match):
+        sweep(FIXTURE, {"product": {"b": [0, 1]}}, out=out, workers=1, progress=False)
+    assert time.monotonic() - t0 < 5  # no cluster was started
+    with pytest.raises(SweepError, match="--workers 0: give at least 1 worker"):
+        sweep(FIXTURE, {"product": {"b": [0, 1]}}, out=tmp_path / "ok", workers=0, progress=False)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_sweep_stops_every_point_and_keeps_the_completed_ones(tmp_path, sig):
+    import psutil
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("zip:\n  sleep: [0, 300, 300]\n  label: [fast, slow, slower]\n")
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "perfmod.workflow.cli", "sweep", str(FIXTURE), "--grid", str(grid), "--out",
+           str(out), "--workers", "2", "-q"]
+    sweeper = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:  # the fast point done, both slow ones running (with their kernels)
+            done = [d for d in out.glob("*/status.json")]
+            running = [json.loads(f.read_text()) for f in out.glob("*/running.json") if f.stat().st_size]
+            if done and len(running) == 2:
+                tops = [psutil.Process(r["pid"]) for r in running]
+                procs = [*tops, *(c for t in tops for c in t.children(recursive=True))]
+                if len(procs) >= 4:  # each perfmod run has started its kernel
+                    break
+            time.sleep(0.5)
+        assert len(procs) >= 4, "the slow points did not start"
+        sweeper.send_signal(sig)
+        _, err = sweeper.communicate(timeout=120)
+    finally:
+        if sweeper.poll() is None:
+            sweeper.kill()
+    assert sweeper.returncode != 0 and "interrupted" in err
+    gone, alive = psutil.wait_procs(procs, timeout=10)
+    assert not alive, f"orphaned: {[p.cmdline()[:4] for p in alive]}"
+    from perfmod.core.io import read_dataset
+
+    ds = read_dataset(out / "sweep.nc")  # the completed point and the status of the others
+    assert list(ds.status.values) == ["ok", "missing", "missing"] and ds["name"].values[0] == "fast"
+    assert not list(out.glob("*/running.json"))
+
+
+def test_a_point_that_another_process_runs_is_not_started_again(tmp_path):
+    import fcntl
+
+    from perfmod.workflow.sweep import run_point
+
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "running.json").write_text(json.dumps({"pid": 12345, "host": "h"}))
+    with open(d / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        rec = run_point(str(FIXTURE), {"b": 1}, str(d), smoke=False, exclusive=False)
+    assert time.monotonic() - t0 < 2 and rec["status"] == "failed"
+    assert rec["error"].startswith("already running in another process ({'pid': 12345")
+    assert not (d / "status.json").exists()
+
+
+def test_in_process_points_give_the_papermill_dataset(tmp_path):
+    """choi2020_what_if's run() in the worker gives the same sweep as one papermill process per point."""
+    from perfmod.workflow.inprocess import study_module
+
+    nb = NOTEBOOKS / "choi2020_what_if.ipynb"
+    assert study_module(nb) == "perfmod.studies.choi2020_what_if"
+    # gpus_per_node is also a dimension of the study's dataset: the sweep's dimension is swept_gpus_per_node
+    grid = {"models": ["maxrate"], "product": {"gpus_per_node": [[1, 4], [2, 4]]}}
+    fast = sweep(nb, grid, out=tmp_path / "in", workers=2, smoke=True, progress=False)
+    slow = sweep(nb, grid, out=tmp_path / "pm", workers=2, smoke=True, progress=False, inprocess=False)
+    assert (fast.status == "ok").all() and (slow.status == "ok").all()
+    assert fast.sizes["swept_gpus_per_node"] == 2 and fast.sizes["gpus_per_node"] == 3  # 1, 2, 4 (outer join)
+    assert list(fast.swept_gpus_per_node.values) == ["[1, 4]", "[2, 4]"]
+    from perfmod.core.io import read_dataset
+
+    xr.testing.assert_identical(read_dataset(tmp_path / "in" / "sweep.nc"), fast)
+    assert not list((tmp_path / "in").glob("*/*.ipynb")) and len(list((tmp_path / "pm").glob("*/*.ipynb"))) == 2
+    xr.testing.assert_identical(fast.drop_vars(["elapsed", "point_dir"]), slow.drop_vars(["elapsed", "point_dir"]))
+    assert fast.elapsed.max() < slow.elapsed.min()
+
+
+def test_an_in_process_failure_names_the_study_line_and_gets_its_notebook(tmp_path):
+    nb = NOTEBOOKS / "choi2020_what_if.ipynb"
+    ds = sweep(nb, {"product": {"platform": ["lassen", "frontier"]}}, out=tmp_path / "sw", workers=1, smoke=True,
+               progress=False)
+    assert list(ds.status.values) == ["failed", "ok"]  # sorted: frontier, lassen
+    error = str(ds.error.sel(platform="frontier").item())
+    assert "unknown platform 'frontier'" in error, error
+    point = Path(str(ds.point_dir.sel(platform="frontier").item()))
+    assert (point / "choi2020_what_if.ipynb").is_file()  # --notebooks failed: rendered for the failed point
+    assert not (Path(str(ds.point_dir.sel(platform="lassen").item())) / "choi2020_what_if.ipynb").exists()
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/usage.md"])
+def test_the_documented_grid_is_a_valid_what_if_grid(doc):
+    import re
+
+    import yaml
+
+    from perfmod.workflow.notebooks import declared_parameters
+    from perfmod.workflow.params import check_type
+
+    text = (Path(__file__).parents[1] / doc).read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    points = grid_points(yaml.safe_load(__import__("textwrap").dedent(block)), doc)
+    declared = declared_parameters(NOTEBOOKS / "choi2020_what_if.ipynb")
+    assert len(points) == 4 * (2 if "zip:" in block else 1)
+    for p in points:
+        for k, v in p.params.items():
+            check_type(k, v, declared[k])
 
 
 def test_grid_and_parameter_files_share_one_yaml_reader(tmp_path):

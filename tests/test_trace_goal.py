@@ -58,8 +58,9 @@ def test_hand_checked_schedule(tmp_path):
     b.append(1, "barrier")
     text = write_goal(b.build(), tmp_path / "a.goal").read_text().splitlines()
     t = COLLECTIVE_TAG
-    assert text[1:] == [
-        "num_ranks 2", "",
+    assert text[0] == "num_ranks 2" and text[1].startswith("// GOAL schedule written by perfmod")
+    assert text[2:] == [
+        "",
         "rank 0 {",
         "l1: calc 1500",
         "l2: recv 8b from 1 tag 0", "l2 requires l1",
@@ -93,8 +94,9 @@ def test_hand_checked_sendrecv_alltoallv_reduce_scatter(tmp_path):
     b.append(1, "ssend", peer=PROC_NULL, nbytes=8, compute=1e-9)
     text = write_goal(b.build(), tmp_path / "b.goal").read_text().splitlines()
     t = COLLECTIVE_TAG
-    assert text[1:] == [
-        "num_ranks 2", "",
+    assert text[0] == "num_ranks 2" and text[1].startswith("// GOAL schedule written by perfmod")
+    assert text[2:] == [
+        "",
         "rank 0 {",
         "l1: calc 2",
         "l2: send 8b to 1 tag 3", "l2 requires l1",

@@ -308,8 +308,28 @@ def test_allgatherv_is_not_skipped_silently(tmp_path):
     assert read_tit(p, unknown="keep").other_names == ("allgatherv",)
 
 
-def test_file_cut_in_the_middle_of_its_last_line(tmp_path):
+def test_a_last_line_without_newline_is_read_and_a_cut_one_is_caught_by_the_replay(tmp_path):
+    """SimGrid's replay reads a file whose last line has no newline; so does perfmod.  A file cut in the middle of
+    a number ("1000" read as "1") still reads as a valid line: the replay's message matching names it."""
+    from perfmod.replay.engine import ReplayError, replay
+
+    whole = "0 init\n1 init\n0 send 1 0 1000\n1 recv 0 0 1000\n0 finalize\n1 finalize"
+    (tmp_path / "a.tit").write_text(whole)
+    (tmp_path / "b.tit").write_text(whole + "\n")
+    a, b = read_tit(tmp_path / "a.tit"), read_tit(tmp_path / "b.tit")
+    assert a.counts() == b.counts() and a.nbytes.tolist() == b.nbytes.tolist()
     p = tmp_path / "cut.tit"
     p.write_text("0 init\n1 init\n0 send 1 0 1000\n1 recv 0 0 1")  # "1000" cut to "1"
-    with pytest.raises(FormatError, match=r"cut.tit:4: the last line '1 recv 0 0 1' has no newline: the file is cut"):
+    with pytest.raises(ReplayError, match=r"cut.tit:4: .*smaller than the 1000 B message"):
+        replay(read_tit(p), "summit", "postal")
+
+
+def test_a_misspelt_action_is_an_error_unless_skipping_is_asked_for(tmp_path):
+    p = tmp_path / "m.tit"
+    p.write_text("".join(f"{r} init\n{r} allreduse 8 0\n{r} finalize\n" for r in range(4)))
+    with pytest.raises(FormatError, match=r"m.tit:2: allreduse: not an action of SimGrid's replay \(misspelt\?\)"):
         read_tit(p)
+    with pytest.warns(TraceWarning, match=r"m.tit: skipped 4 lines whose action SimGrid's replay does not define: "
+                                          r"allreduse x4"):
+        t = read_tit(p, unknown="skip")
+    assert t.meta["unknown_calls"] == {"allreduse": 4}

@@ -13,7 +13,9 @@ Two places:
   (``data/raw/<host>``), datasets the studies write (``data/processed``) and
   platforms fitted on this machine (``data/platforms/local.toml``).  It is
   ``$PERFMOD_DATA`` when set, else ``data/`` of the source checkout perfmod
-  runs from, else ``./data`` under the current working directory.
+  runs from, else (an installed wheel) the user's data directory
+  (``platformdirs.user_data_dir("perfmod")``, e.g. ``~/.local/share/perfmod``),
+  never the directory a command happens to run in.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "repo_root",
     "package_data_dir",
     "data_dir",
+    "in_checkout",
     "paper_dir",
     "platforms_dir",
     "shipped_platforms_dir",
@@ -47,14 +50,22 @@ def package_data_dir() -> Path:
 
 
 def data_dir() -> Path:
-    """Return the project data directory (``$PERFMOD_DATA``, the checkout's ``data/``, or ``./data``)."""
+    """Return the project data directory (``$PERFMOD_DATA``, the checkout's ``data/``, or the user's)."""
     env = os.environ.get("PERFMOD_DATA")
     if env:
         return Path(env)
     root = repo_root()
-    if (root / "pyproject.toml").is_file() and (root / "data").is_dir():
+    if in_checkout():
         return root / "data"
-    return Path.cwd() / "data"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("perfmod", appauthor=False))
+
+
+def in_checkout() -> bool:
+    """Whether perfmod runs from a source checkout (``pyproject.toml`` and ``data/`` beside the package)."""
+    root = repo_root()
+    return (root / "pyproject.toml").is_file() and (root / "data").is_dir()
 
 
 def paper_dir() -> Path:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,7 @@ import pandas as pd
 
 from perfmod.core.paths import platforms_dir, repo_root, shipped_platforms_dir
 from perfmod.machine.mapping import MODES
+from perfmod.machine.plausibility import PlatformWarning, implausible
 
 __all__ = [
     "MODES",
@@ -494,6 +496,10 @@ def available() -> list[str]:
 def load(name_or_path: str | Path) -> Platform:
     """Load a platform by name (case-insensitive, see :func:`available`) or from a TOML file.
 
+    A parameter outside its physical range (``beta = 12.5``: a bandwidth in
+    GB/s typed as s/B) is a :class:`~perfmod.machine.plausibility.PlatformWarning`
+    naming the file, the field and the likely unit mistake.
+
     Raises
     ------
     PlatformError
@@ -514,7 +520,10 @@ def load(name_or_path: str | Path) -> Platform:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise PlatformError(f"{_where(path)}: not valid TOML: {exc}") from exc
-    return from_dict(data, path=path)
+    plat = from_dict(data, path=path)
+    for message in implausible(plat.comm, _where(path)):
+        warnings.warn(message, PlatformWarning, stacklevel=2)
+    return plat
 
 
 def as_platform(platform: Platform | str | Path) -> Platform:

@@ -1,8 +1,11 @@
-"""One measurement at a time: an ``fcntl.flock`` lock under the data directory.
+"""One measurement at a time on a host: an ``fcntl.flock`` lock every checkout and sweep shares.
 
-Two measuring studies on one machine disturb each other's timings, so
-measuring work holds an exclusive lock on ``<data dir>/.measure.lock``
-(:func:`lock_path`) and work that only computes may hold it shared:
+Two measuring studies on one machine disturb each other's timings, whichever
+checkout or sweep they come from, so measuring work holds an exclusive lock
+on one file per host (:func:`lock_path`: ``$PERFMOD_LOCK_FILE``, else
+``/run/lock/perfmod-measure.lock``, else ``$XDG_RUNTIME_DIR/perfmod/measure.lock``,
+else ``<tmp>/perfmod-<uid>/measure.lock``) and work that only computes may
+hold it shared:
 
 - :func:`perfmod.measure.runner.run_mpi` takes it exclusively around every
   run (unless the process or an ancestor already holds it);
@@ -28,23 +31,35 @@ import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from perfmod.core.paths import data_dir
-
-__all__ = ["LOCK_ENV", "lock_path", "measuring_lock", "main"]
+__all__ = ["LOCK_ENV", "LOCK_FILE_ENV", "lock_path", "measuring_lock", "main"]
 
 LOCK_ENV = "PERFMOD_MEASURE_LOCK"
 """Environment variable naming the lock file while this process or an ancestor holds it."""
+LOCK_FILE_ENV = "PERFMOD_LOCK_FILE"
+"""Environment variable that chooses the lock file (default: one per host, :func:`lock_path`)."""
 
 _held: dict[str, int] = {}
 
 
 def lock_path() -> Path:
-    """``<data dir>/.measure.lock`` (:func:`perfmod.core.paths.data_dir`)."""
-    return data_dir() / ".measure.lock"
+    """The host's measuring lock: ``$PERFMOD_LOCK_FILE``, else the first writable of
+    ``/run/lock/perfmod-measure.lock`` (every user), ``$XDG_RUNTIME_DIR/perfmod/measure.lock`` and
+    ``<tmp>/perfmod-<uid>/measure.lock``: outside any checkout, so two checkouts and a sweep share it."""
+    env = os.environ.get(LOCK_FILE_ENV)
+    if env:
+        return Path(env)
+    run_lock = Path("/run/lock")
+    if run_lock.is_dir() and os.access(run_lock, os.W_OK | os.X_OK):
+        return run_lock / "perfmod-measure.lock"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and Path(runtime).is_dir() and os.access(runtime, os.W_OK | os.X_OK):
+        return Path(runtime) / "perfmod" / "measure.lock"
+    return Path(tempfile.gettempdir()) / f"perfmod-{os.getuid()}" / "measure.lock"
 
 
 @contextlib.contextmanager
@@ -82,7 +97,13 @@ def measuring_lock(shared: bool = False, timeout: float | None = None, path: str
                 del _held[key]
         return
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o666)
+        with contextlib.suppress(OSError):  # another user's measurement takes the same host-wide file
+            os.fchmod(fd, 0o666)
+        writable = True
+    except PermissionError:  # made by another user: flock needs no write access
+        fd, writable = os.open(p, os.O_RDONLY), False
     try:
         op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         start, said = time.monotonic(), False
@@ -98,7 +119,7 @@ def measuring_lock(shared: bool = False, timeout: float | None = None, path: str
                     print(f"waiting for the measuring lock {p} (held by {_holder(p)})", file=sys.stderr, flush=True)
                     said = True
                 time.sleep(0.2)
-        if not shared:
+        if not shared and writable:
             os.ftruncate(fd, 0)
             os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}\n".encode())
         _held[key] = 1

@@ -146,7 +146,13 @@ def studies(root: str | Path | None = None) -> list[Study]:
     Raises :class:`StudyMetadataError` for a notebook with bad metadata, and for an alias used twice or equal to
     another study's name.
     """
-    out = [read_study(p) for p in sorted((_root(root) / "notebooks").glob("*.ipynb")) if not p.name.startswith("_")]
+    if root is None:  # this checkout's notebooks, or the copy an installed wheel ships
+        from perfmod.workflow.notebooks import notebooks_dir
+
+        where = notebooks_dir()
+    else:
+        where = Path(root) / "notebooks"
+    out = [read_study(p) for p in sorted(where.glob("*.ipynb")) if not p.name.startswith("_")]
     names = {s.name for s in out}
     seen: dict[str, str] = {}
     for s in out:

@@ -7,7 +7,7 @@
     perfmod sweep NOTEBOOK --grid GRID.yaml --out DIR [--workers N | --scheduler ADDRESS] [--resume] [--smoke]
     perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
-    perfmod list [studies | platforms | devices | tables]
+    perfmod list [studies | platforms | devices | tables | models]
     perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] -o OUT
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
@@ -18,8 +18,10 @@ outputs in ``data/processed``, ``figures`` and ``data/platforms``.  ``perfmod
 repeat`` runs a measuring study N times, each in a run directory of its own,
 and writes the headline figures of every run with their median and range
 (:mod:`perfmod.workflow.repeat`; with ``--canonical`` to
-``data/processed/repeat_<study>.nc``).  Errors
-are one line and a non-zero exit status; ``--debug`` shows the traceback.
+``data/processed/repeat_<study>.nc``).  An error is its type and whole
+message (a notebook's own exception, with the cell and line it came from:
+:mod:`perfmod.workflow.errors`) and a non-zero exit status; ``--debug``
+adds the traceback (the kernel's, for a notebook).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from perfmod.workflow.params import (
 
 __all__ = ["CLIError", "resolve_notebook", "main"]
 
+#: Modules of the ``notebooks`` extra (papermill, the kernel, dask, YAML); a missing one names the extra.
+NOTEBOOK_EXTRA = frozenset({"yaml", "papermill", "nbformat", "nbclient", "jupyter_client", "ipykernel", "distributed",
+                            "dask"})
 RUN_TIMES = ("comm_time", "send_time", "recv_time", "wait_time", "collective_time", "compute_time", "total_time")
 
 
@@ -85,14 +90,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise CLIError(f"{nb.name} has no parameter {name!r}; parameters: {', '.join(declared)}")
         given[name] = check_type(name, value, declared[name])
     given = resolve_paths(given)
+    if not args.smoke:
+        _quiet_machine(nb, args.force)
     if args.canonical:
+        from perfmod.core.paths import in_checkout
+
+        if not in_checkout():
+            raise CLIError("--canonical writes a checkout's data/processed and figures, and perfmod runs from an "
+                           "installed package; drop --canonical (the outputs go to a run directory)")
         if given or args.smoke or args.out:
             raise CLIError("--canonical runs a study with its defaults into data/processed and figures; "
                            "drop -p/-f/--smoke/--out, or drop --canonical to write a run directory")
-        params: dict[str, Any] = {}
-        executed = None
+        return _run_canonical(nb, args.quiet)
     else:
         run_dir = (Path(args.out).resolve() if args.out else default_run_dir(nb.stem))
+        if run_dir.exists() and not run_dir.is_dir():
+            raise CLIError(f"--out {args.out}: is a file, not a directory; give a directory for the run's outputs")
         params = place_outputs(declared, given, run_dir, args.smoke, nb.stem) | given
         run_dir.mkdir(parents=True, exist_ok=True)
         executed = run_dir / nb.name
@@ -103,6 +116,67 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if name in params:
             print(f"{name}: {params[name]}")
     return 0
+
+
+def _run_canonical(nb: Path, quiet: bool) -> int:
+    """The study with its defaults, its outputs staged and swapped in together at the end
+    (:mod:`perfmod.workflow.staging`): an interrupted or failed run leaves the previous complete set."""
+    from perfmod.core.paths import repo_root
+    from perfmod.workflow.staging import staged_outputs, swap_in
+
+    final = repo_root() / "build" / "executed" / nb.name
+    start = time.monotonic()
+    with staged_outputs(nb, final) as (params, staged_nb, moves):
+        run_notebook(nb, params, output=staged_nb, progress=not quiet)
+        written = swap_in(moves)
+    print(f"executed notebook: {final} ({time.monotonic() - start:.0f} s)")  # the make all budget, per study
+    for path in written:
+        if path != final:
+            print(f"wrote {path}")
+    return 0
+
+
+def _measures(nb: Path) -> bool:
+    """Whether the notebook measures this machine (metadata ``perfmod.exclusive``), read without nbformat."""
+    import json
+
+    try:
+        meta = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {})
+    except (OSError, ValueError):
+        return False
+    return bool(meta.get("perfmod", {}).get("exclusive", False))
+
+
+def _quiet_machine(nb: Path, force: bool) -> None:
+    """Before a measuring study: wait (bounded) for other processes to leave the machine, or stop saying so."""
+    if not _measures(nb):
+        return
+    from perfmod.measure.busy import MachineBusy, wait_until_quiet
+
+    try:
+        wait_until_quiet(nb.stem, force=force)
+    except MachineBusy as err:
+        raise CLIError(str(err)) from None
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from perfmod.workflow.show import describe_study
+
+    print(describe_study(resolve_notebook(args.study)))
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from perfmod.workflow.check import format_states, study_states
+
+    notebooks = [resolve_notebook(s) for s in args.studies] if args.studies else study_notebooks()
+    states = study_states(notebooks)
+    print(format_states(states))
+    missing = [s.study for s in states if s.headline_missing]
+    if missing:
+        print(f"perfmod check: no headline for {', '.join(missing)} (see the detail above; a busy machine flags "
+              "every run: rerun the study on a quiet one)", file=sys.stderr)
+    return 1 if missing else 0
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -124,10 +198,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise CLIError(f"--synthetic {args.synthetic}: {e}") from None
     elif args.trace:
-        trace = read_trace(args.trace)
+        trace = read_trace(args.trace, **_reader_unknown(args.trace, args.unknown))
     else:
         raise CLIError("give a TRACE file or --synthetic APP:NPROCS:ITERATIONS")
-    ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown)
+    if args.output and Path(args.output).exists() and not args.force:
+        raise CLIError(f"-o {args.output}: exists; give --force to overwrite it")
+    ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown or "skip")
+    skipped = {str(k): int(v) for k, v in dict(trace.meta.get("unknown_calls") or {}).items()}
+    if skipped:
+        print(f"skipped {sum(skipped.values())} calls perfmod does not model: "
+              + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items())), file=sys.stderr)
     comm = ds.comm_time.values
     order = np.argsort(comm)[::-1][: args.top]
     print(f"{trace!r} on {args.platform}, {args.model}: slowest rank {int(order[0])}")
@@ -138,6 +218,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.output:
         print(f"wrote {write_dataset(ds, args.output)}")
     return 0
+
+
+def _reader_unknown(path: str, unknown: str | None) -> dict[str, str]:
+    """``unknown=`` for the trace reader: the user's choice where the format's reader takes one."""
+    from perfmod.trace.formats import detect_format
+
+    return {"unknown": unknown} if unknown and detect_format(path) in ("tit", "dumpi", "otf2") else {}
 
 
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
@@ -197,12 +284,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     nb = resolve_notebook(args.notebook)
     ds = sweep(nb, args.grid, out=args.out, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
-               smoke=args.smoke, progress=not args.quiet)
+               smoke=args.smoke, progress=not args.quiet, notebooks=args.notebooks,
+               inprocess=False if args.papermill else None)
     status = ds["status"].values.ravel()
     ok = int((status == "ok").sum())
     print(f"{ok} of {status.size} points ok; combined dataset: {Path(args.out) / 'sweep.nc'}")
     for err in sorted({str(e) for e, s in zip(ds["error"].values.ravel(), status, strict=True) if s != "ok"}):
-        print(f"  failed: {err}")
+        print("  failed: " + err.replace("\n", "\n          "))
     return 0 if ok == status.size else 1
 
 
@@ -210,6 +298,8 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
     from perfmod.workflow.repeat import figures_of, repeat
 
     nb = resolve_notebook(args.study)
+    if not args.smoke:
+        _quiet_machine(nb, args.force)
     ds = repeat(nb, args.n, out=args.out, smoke=args.smoke, canonical=args.canonical, resume=args.resume,
                 progress=not args.quiet)
     print(f"{nb.stem}: headline figures over {ds.sizes['run']} run(s)")
@@ -252,7 +342,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print("devices:\n" + "\n".join(f"  {d}" for d in read_devices().names))
     if what in ("tables", "all"):
         print("paper tables:\n" + "\n".join(f"  {t}" for t in paper_tables()))
+    if what in ("models", "all"):
+        _list_models()
     return 0
+
+
+def _list_models() -> None:
+    """The communication models ``--model`` and the studies' ``models`` take, with their one-line description."""
+    from perfmod.models.comm.registry import comm_model, model_names
+
+    print("communication models:")
+    for name in model_names():
+        print(f"  {name:<12s} {comm_model(name).description}")
 
 
 def _studies_table() -> str:
@@ -287,9 +388,19 @@ def _replay_description() -> str:
     return f"Replay a trace in any registered format, detected from the file ({names})."
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("perfmod")
+    except PackageNotFoundError:
+        return "(not installed: a source tree)"
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="perfmod", description=__doc__.splitlines()[0])
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    ap.add_argument("--version", action="version", version=f"perfmod {_version()}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="run a study notebook (papermill)",
                          description="Run a study notebook. Without --canonical, outputs go to a run directory.")
@@ -302,22 +413,39 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--canonical", action="store_true",
                      help="write the canonical outputs (data/processed, figures, data/platforms); used by make")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--force", action="store_true",
+                     help="measure even when other processes keep the machine busy (the runs are flagged)")
     run.set_defaults(func=_cmd_run)
+    chk = sub.add_parser("check", help="every study's state: fitted, not fitted (why), computed, not run",
+                         description="Read each study's canonical dataset and print one table of their states; "
+                                     "exit 1 when a measuring study has no headline figures (not run, or not "
+                                     "fitted).")
+    chk.add_argument("studies", nargs="*", help="studies to check (default: all)")
+    chk.set_defaults(func=_cmd_check)
+    shw = sub.add_parser("show", help="a study's parameters: types, defaults, comments; its smoke set",
+                         description="Print a study's parameters (types, defaults and their comments) and smoke set.")
+    shw.add_argument("study", help="study name or notebook path (perfmod list studies)")
+    shw.set_defaults(func=_cmd_show)
     rep = sub.add_parser("replay", help="replay an MPI trace (any format read_trace reads)",
                          describe=_replay_description)
     rep.add_argument("trace", nargs="?", help="trace file or directory")
     rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS", help="a synthetic trace, e.g. jacobi2d:1536:100")
     rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
     rep.add_argument("--model", default="kmodel",
-                     help="communication model (perfmod.models.comm.registry.model_names(); default kmodel)")
+                     help="communication model (the names: perfmod list models; default kmodel)")
     rep.add_argument("--mapping", default="block", choices=("block", "round_robin"), help="rank placement")
-    rep.add_argument("--unknown", default="skip", choices=("skip", "error"), help="unknown MPI calls")
+    rep.add_argument("--unknown", choices=("skip", "error"),
+                     help="MPI calls perfmod does not model: skip them (counted and printed) or stop; default: the "
+                          "reader's (a TIT action SimGrid does not define stops), then skip and print the count")
+    rep.add_argument("--force", action="store_true", help="overwrite an existing -o file")
     rep.add_argument("--top", type=int, default=5, help="slowest ranks to print (default 5)")
     rep.add_argument("-o", "--output", help="write the per-rank dataset here (netCDF)")
     rep.set_defaults(func=_cmd_replay)
     swp = sub.add_parser("sweep", help="sweep a study notebook over a parameter grid (dask.distributed)",
-                         description="Run one papermill process per grid point on dask workers; combine the "
-                                     "points' datasets into DIR/sweep.nc with the swept parameters as dimensions.")
+                         description="Run every grid point on dask workers (an analytic study's run() in the "
+                                     "worker, a measuring one in its own papermill process under the measuring "
+                                     "lock); combine the points' datasets into DIR/sweep.nc with the swept "
+                                     "parameters as dimensions, status and error per point.")
     swp.add_argument("notebook", help="notebook path or study name")
     swp.add_argument("--grid", required=True, help="YAML grid: fixed parameters, product: and zip: blocks")
     swp.add_argument("--out", required=True, help="sweep directory (one subdirectory per point, sweep.nc)")
@@ -326,6 +454,12 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler")
     swp.add_argument("--resume", action="store_true", help="skip points already done with the same key")
     swp.add_argument("--smoke", action="store_true", help="start every point from the smoke parameters")
+    swp.add_argument("--notebooks", choices=("failed", "all", "none"), default="failed",
+                     help="points that get an executed notebook (default failed; all runs every point under "
+                          "papermill)")
+    swp.add_argument("--papermill", action="store_true",
+                     help="one papermill process per point even for an analytic study (default: its run() "
+                          "in the dask worker, about a second a point)")
     swp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     swp.set_defaults(func=_cmd_sweep)
     rpt = sub.add_parser("repeat", help="run a measuring study N times from scratch: headline median and range",
@@ -341,6 +475,8 @@ def _parser() -> argparse.ArgumentParser:
     rpt.add_argument("--canonical", action="store_true",
                      help="also write data/processed/repeat_<study>.nc once all runs are done; used by make")
     rpt.add_argument("-q", "--quiet", action="store_true", help="no progress bar within a run")
+    rpt.add_argument("--force", action="store_true",
+                     help="measure even when other processes keep the machine busy (the runs are flagged)")
     rpt.set_defaults(func=_cmd_repeat)
     cal = sub.add_parser("calibrate", help="fit a platform from a ping-pong file, or measure one (local_calibration)",
                          description="With PINGPONG.nc: fit the postal (and max-rate) parameters per protocol from "
@@ -352,34 +488,69 @@ def _parser() -> argparse.ArgumentParser:
                      help="measure and write data/platforms/local.toml (what make calibration does)")
     cal.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     cal.set_defaults(func=_cmd_calibrate)
-    lst = sub.add_parser("list", help="list studies, platforms, devices or paper tables")
-    lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables"))
+    lst = sub.add_parser("list", help="list studies, platforms, devices, paper tables or communication models")
+    lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables",
+                                                                 "models"))
     lst.set_defaults(func=_cmd_list)
     _add_extrapolate(sub)
     return ap
 
 
+def _report(cmd: str, err: BaseException, debug: bool) -> None:
+    """Print what failed, whole: a usage or input error as its message; a notebook's failure as its own
+    exception, cell and line; anything else as its type and message.  ``--debug`` adds the traceback."""
+    from perfmod.workflow.errors import describe, notebook_traceback
+
+    if debug:
+        print(notebook_traceback(err), file=sys.stderr)
+    if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] in NOTEBOOK_EXTRA:
+        print(f"perfmod {cmd}: needs the notebooks extra (no module {err.name!r}): pip install 'perfmod[notebooks]'",
+              file=sys.stderr)
+        return
+    expected = isinstance(err, CLIError | ValueError | OSError | LookupError) and not hasattr(err, "ename")
+    text = (str(err).strip() or type(err).__name__) if expected else describe(err)
+    print(f"perfmod {cmd}: {text}", file=sys.stderr)
+    if not debug and not expected:
+        print("  (rerun with --debug for the traceback)", file=sys.stderr)
+
+
+def _run_help_study(argv: list[str]) -> str | None:
+    """The study of ``perfmod run STUDY ... --help`` (None for any other command line)."""
+    at = argv.index("run") if "run" in argv else -1
+    if at < 0 or at + 1 >= len(argv) or argv[at + 1].startswith("-") or not {"-h", "--help"} & set(argv):
+        return None
+    return argv[at + 1]
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    ap = _parser()
+    action = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfmod`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    study = _run_help_study(argv)
+    if study is not None:  # perfmod run STUDY --help: the command's options, then the study's parameters
+        from perfmod.workflow.show import describe_study
+
+        print(_subparser("run").format_help())
+        try:
+            print(describe_study(resolve_notebook(study)))
+        except (CLIError, ValueError, OSError) as err:
+            print(f"perfmod run: {err}", file=sys.stderr)
+            return 2
+        return 0
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
     except KeyboardInterrupt:
         print("perfmod: interrupted", file=sys.stderr)
         return 130
-    except (CLIError, ParameterError, ValueError, OSError, LookupError) as err:
-        if args.debug:
-            raise
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"perfmod {args.cmd}: {msg}", file=sys.stderr)
+    except Exception as err:  # noqa: BLE001 - every error is reported, none as a bare traceback
+        _report(args.cmd, err, args.debug)
         return 2 if isinstance(err, CLIError | ParameterError) else 1
-    except Exception as err:  # papermill's cell failure and other run errors: one line, the details on --debug
-        if args.debug:
-            raise
-        name = type(err).__name__
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        print(f"perfmod {args.cmd}: {name}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
 
 
 if __name__ == "__main__":

@@ -55,8 +55,11 @@ class NotebookShapeError(ValueError):
 
 
 def notebooks_dir() -> Path:
-    """Return ``<repo>/notebooks``."""
-    return repo_root() / "notebooks"
+    """Return ``<repo>/notebooks`` in a checkout, else the copy an installed wheel ships (``perfmod/notebooks``)."""
+    checkout = repo_root() / "notebooks"
+    if checkout.is_dir():
+        return checkout
+    return Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def study_notebooks() -> list[Path]:
@@ -258,6 +261,9 @@ def run_notebook(
         kernel_name="python3",
         progress_bar=progress,
         request_save_on_cell_execute=False,
+        # the kernel listens on 127.0.0.1 with HMAC-signed messages; its "running over TCP without encryption"
+        # warning, printed by every kernel, told a user nothing about the study
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     return out
 

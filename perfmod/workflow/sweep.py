@@ -1,4 +1,5 @@
-"""Parameter sweeps of a study notebook on dask.distributed: one papermill process per point.
+"""Parameter sweeps of a study notebook on dask.distributed: the study's ``run()`` in the worker, or a papermill
+process per point.
 
 A grid file is papermill's parameter file plus two blocks::
 
@@ -10,7 +11,10 @@ A grid file is papermill's parameter file plus two blocks::
       models: [[postal], [maxrate]]
       base_device: [Tesla V100, Tesla P100]
 
-Each point runs ``perfmod run NOTEBOOK -f <point>/parameters.yaml --out
+An analytic study of the standard shape runs each point's ``run()`` in the
+dask worker's process (:mod:`perfmod.workflow.inprocess`: about a second a
+point; executed notebooks only for the points asked for, ``notebooks=``).
+Any other point runs ``perfmod run NOTEBOOK -f <point>/parameters.yaml --out
 <point>`` in its own process on a dask worker (papermill is not thread-safe
 with a working directory, and kernels started side by side sometimes fail
 with "Address already in use": such start failures are retried).  A point's
@@ -26,9 +30,18 @@ by default) or an existing cluster's scheduler.
 
 The result is one :class:`xarray.Dataset`: the points' datasets combined
 with the swept parameters as dimensions (a ``zip`` block is one dimension,
-``zip``, with its parameters as coordinates), plus ``status`` (``ok`` or
-``failed``), ``error``, ``elapsed`` (s) and ``point_dir`` over the same
-dimensions.  A failed point is NaN in every result variable, never dropped.
+``zip``, with its parameters as coordinates; a parameter whose name the
+points' datasets use themselves, such as a dimension ``gpus_per_node``, is
+the dimension ``swept_<name>``), plus ``status`` (``ok``,
+``failed``, or ``missing`` after an interrupt), ``error`` (the exception,
+whole, and the cell or line it came from), ``elapsed`` (s) and
+``point_dir`` over the same dimensions.  A failed point is NaN in every
+numeric result and the empty string in every text result, never dropped, and
+``out/sweep.nc`` equals the returned Dataset (no point's on-disk encoding is
+kept: :func:`plain`).  SIGINT or SIGTERM stops every running point's
+processes (:func:`stop_points`) and writes what completed; a point runs under
+a lock of its own (:func:`point_lock`), so a resumed sweep never runs a point
+twice at once.
 """
 
 from __future__ import annotations
@@ -38,8 +51,10 @@ import hashlib
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -51,13 +66,14 @@ import pandas as pd
 import xarray as xr
 import yaml
 
-from perfmod.core.io import annotate, write_dataset
+from perfmod.core.io import annotate, read_dataset, write_dataset
 from perfmod.measure.lock import measuring_lock
 from perfmod.workflow.notebooks import declared_parameters
 from perfmod.workflow.params import check_type, read_yaml_mapping
+from perfmod.workflow.pointlock import point_lock
 
-__all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "run_point",
-           "sweep"]
+__all__ = ["SweepError", "Point", "read_grid", "grid_points", "sources_hash", "point_id", "host_lock", "point_lock",
+           "run_point", "stop_points", "plain", "swept_name", "writable_dir", "sweep"]
 
 #: Substrings of a failed run's output that mean the kernel did not start (worth a retry).
 START_FAILURES = ("Address already in use", "Kernel died before replying", "Kernel didn't respond",
@@ -144,9 +160,24 @@ def host_lock(exclusive: bool) -> Iterator[None]:
         yield
 
 
+def _describe_failure(proc: subprocess.CompletedProcess | subprocess.Popen, stderr: str) -> str:
+    """The point's error as ``perfmod run`` reported it (whole, several lines), or how its process ended."""
+    at = stderr.find("perfmod run: ")
+    if at >= 0:
+        text = stderr[at + len("perfmod run: "):]
+        return "\n".join(ln for ln in text.strip().splitlines() if "rerun with --debug" not in ln)
+    if proc.returncode is not None and proc.returncode < 0:
+        return f"perfmod run was killed by {signal.Signals(-proc.returncode).name}"
+    return stderr.strip()[-2000:] or f"perfmod run exited with status {proc.returncode}"
+
+
 def run_point(notebook: str, params: dict[str, Any], point_dir: str, smoke: bool, exclusive: bool,
               retries: int = 2) -> dict[str, Any]:
-    """Run one point in its own ``perfmod run`` process; return its status record (also in status.json)."""
+    """Run one point in its own ``perfmod run`` process; return its status record (also in status.json).
+
+    While it runs, ``point_dir/running.json`` names the process (pid, start time, host): an interrupted
+    sweep stops it and its kernel (:func:`stop_points`).  A point another process is running is not started
+    again: its record says so (status ``failed``, error ``already running ...``)."""
     d = Path(point_dir)
     d.mkdir(parents=True, exist_ok=True)
     (d / "parameters.yaml").write_text(yaml.safe_dump(params, sort_keys=True))
@@ -154,20 +185,79 @@ def run_point(notebook: str, params: dict[str, Any], point_dir: str, smoke: bool
            "--out", str(d), "-q"] + (["--smoke"] if smoke else [])
     t0 = time.perf_counter()
     attempts = 0
-    with host_lock(exclusive):
-        while True:
-            attempts += 1
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=d)
-            text = proc.stdout + proc.stderr
-            if proc.returncode == 0 or attempts > retries or not any(s in text for s in START_FAILURES):
-                break
-    elapsed = time.perf_counter() - t0
-    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.startswith("perfmod run:")]
-    record = {"status": "ok" if proc.returncode == 0 else "failed", "elapsed": elapsed, "attempts": attempts,
-              "error": "" if proc.returncode == 0 else (lines[-1] if lines else proc.stderr.strip()[-500:]),
-              "params": params, "host": os.uname().nodename}
-    (d / "status.json").write_text(json.dumps(record, indent=1, default=str))
+    with point_lock(d) as fd:
+        if fd is None:
+            return {"status": "failed", "elapsed": 0.0, "attempts": 0, "params": params,
+                    "error": f"already running in another process ({_read_json(d / 'running.json')})",
+                    "host": os.uname().nodename}
+        with host_lock(exclusive):
+            while True:
+                attempts += 1
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d,
+                                        pass_fds=(fd,))
+                running = {"pid": proc.pid, "host": os.uname().nodename,
+                           "create_time": _create_time(proc.pid)}
+                (d / "running.json").write_text(json.dumps(running))
+                try:
+                    stdout, stderr = proc.communicate()
+                finally:
+                    (d / "running.json").unlink(missing_ok=True)
+                text = stdout + stderr
+                if proc.returncode == 0 or attempts > retries or not any(s in text for s in START_FAILURES):
+                    break
+        elapsed = time.perf_counter() - t0
+        record = {"status": "ok" if proc.returncode == 0 else "failed", "elapsed": elapsed, "attempts": attempts,
+                  "error": "" if proc.returncode == 0 else _describe_failure(proc, stderr),
+                  "params": params, "host": os.uname().nodename}
+        (d / "status.json").write_text(json.dumps(record, indent=1, default=str))
     return record
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _create_time(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def stop_points(dirs: list[Path], grace: float = 3.0) -> list[int]:
+    """Stop the processes of the points still running in ``dirs`` (their ``perfmod run`` and its kernel).
+
+    Reads each ``running.json`` written by :func:`run_point` on this host; a process whose start time
+    differs (its pid was reused) is left alone.  SIGTERM, then SIGKILL after ``grace`` seconds.
+    Returns the pids stopped."""
+    import psutil
+
+    procs = []
+    for d in dirs:
+        info = _read_json(d / "running.json")
+        if not isinstance(info, dict) or info.get("host") != os.uname().nodename:
+            continue
+        try:
+            top = psutil.Process(int(info["pid"]))
+            if info.get("create_time") is not None and abs(top.create_time() - info["create_time"]) > 0.01:
+                continue
+            procs += [*top.children(recursive=True), top]
+        except psutil.Error:
+            continue
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return [p.pid for p in procs]
 
 
 def _client(scheduler: str | None, workers: int | None) -> Any:
@@ -179,17 +269,47 @@ def _client(scheduler: str | None, workers: int | None) -> Any:
     return Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"))
 
 
+def plain(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` as it reads back from netCDF: no on-disk encoding kept from a point's file (which would cut
+    strings to that point's width and write the NaN of a missing integer as a sentinel), and a missing
+    string (a failed point) as the empty string, the declared fill value of text results."""
+    ds = ds.drop_encoding()
+    for name in list(ds.variables):
+        var = ds[name]
+        if var.dtype != object:
+            continue
+        values = var.values
+        missing = pd.isna(values)
+        if missing.any() and all(isinstance(v, str) for v in values[~missing]):
+            filled = np.where(missing, "", values).astype(object)
+            ds[name] = var.copy(data=filled)
+            ds[name].attrs["fill_value_meaning"] = "the empty string: no value (the point did not finish ok)"
+    return ds
+
+
+def swept_name(name: str, taken: set[str]) -> str:
+    """The sweep dimension of parameter ``name``: its own name, or ``swept_<name>`` where the points' datasets
+    already use that name for a dimension or variable (``gpus_per_node`` in choi2020_what_if)."""
+    return f"swept_{name}" if name in taken else name
+
+
 def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path], stem: str) -> xr.Dataset:
-    dims = list(points[0].index)
-    parts = []
-    for p, rec, d in zip(points, records, dirs, strict=True):
+    loaded = []
+    for rec, d in zip(records, dirs, strict=True):
         nc = d / f"{stem}.nc"
-        ds = xr.open_dataset(nc).load() if rec["status"] == "ok" and nc.is_file() else xr.Dataset()
-        ds = ds.drop_attrs(deep=False)
+        ds = rec.get("dataset")  # an in-process point's, as it came back
+        if ds is None:
+            ds = read_dataset(nc) if rec["status"] == "ok" and nc.is_file() else xr.Dataset()
+        loaded.append(ds.drop_attrs(deep=False).drop_encoding())
+    taken = {str(n) for ds in loaded for n in (*ds.dims, *ds.variables)}
+    rename = {k: swept_name(k, taken) for k in points[0].index}
+    dims = list(rename.values())
+    parts = []
+    for p, rec, d, ds in zip(points, records, dirs, loaded, strict=True):
         extra = {"status": rec["status"], "error": rec["error"], "elapsed": rec["elapsed"], "point_dir": str(d)}
         ds = ds.assign({k: ((), v) for k, v in extra.items()})
         parts.append(ds.expand_dims({"point": [len(parts)]}).assign_coords(
-            {k: ("point", [v]) for k, v in p.index.items()}))
+            {rename[k]: ("point", [v]) for k, v in p.index.items()}))
     combined = xr.concat(parts, dim="point", join="outer", data_vars="all", coords="minimal",
                          compat="equals", fill_value={"status": "missing", "error": "", "point_dir": ""})
     if dims:  # the swept parameters become the dimensions, sorted (one level is a MultiIndex too)
@@ -199,16 +319,17 @@ def _combine(points: list[Point], records: list[dict[str, Any]], dirs: list[Path
     else:
         combined = combined.isel(point=0, drop=True)
     meta = {"elapsed": ("s", "wall time of the point (its perfmod run process)"),
-            "status": ("", "ok, failed, or missing (not run)"), "error": ("", "the point's error, one line"),
+            "status": ("", "ok, failed, or missing (not run)"),
+            "error": ("", "the point's error: the exception, the cell and line it came from"),
             "point_dir": ("", "directory of the point's executed notebook, dataset and figures")}
     for name, (units, long_name) in meta.items():
         combined[name].attrs.update(units=units, long_name=long_name)
-    return combined
+    return plain(combined)
 
 
 def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLike, *, out: str | os.PathLike,
           scheduler: str | None = None, workers: int | None = None, resume: bool = False, smoke: bool = False,
-          progress: bool = True) -> xr.Dataset:
+          progress: bool = True, notebooks: str = "failed", inprocess: bool | None = None) -> xr.Dataset:
     """Sweep ``notebook`` over ``grid``; write ``out/<point>/`` per point and ``out/sweep.nc``.
 
     Parameters
@@ -227,6 +348,16 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
         Skip points that already finished ``ok`` with the same key.
     smoke : bool
         Start every point from the notebook's smoke parameters.
+    notebooks : {"failed", "all", "none"}
+        Which points get an executed notebook (``point_dir/<notebook>``):
+        the failed ones (default), all (every point runs under papermill),
+        none.
+    inprocess : bool, optional
+        Run the study's ``run`` in the worker's process
+        (:mod:`perfmod.workflow.inprocess`; about a second a point) instead
+        of a papermill process per point.  Default: in-process for an
+        analytic study of the standard shape unless ``notebooks="all"``;
+        never for a measuring study.
 
     Returns
     -------
@@ -234,8 +365,6 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
         The combined results (also written to ``out/sweep.nc``).
     """
     import nbformat
-    from distributed import as_completed
-    from tqdm.auto import tqdm
 
     nb = Path(notebook).resolve()
     where = str(grid) if not isinstance(grid, Mapping) else "grid"
@@ -248,8 +377,20 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
                 raise SweepError(f"{where}: {nb.name} has no parameter {k!r}; parameters: {', '.join(declared)}")
             check_type(k, v, declared[k])
     exclusive = bool(nbformat.read(str(nb), as_version=4).metadata.get("perfmod", {}).get("exclusive", False))
+    if notebooks not in ("failed", "all", "none"):
+        raise SweepError(f"--notebooks {notebooks!r}: choose failed, all or none")
+    from perfmod.workflow.inprocess import study_module
+
+    module = study_module(nb) if not exclusive and notebooks != "all" else None
+    if inprocess and module is None:
+        raise SweepError(f"{nb.name}: cannot run in-process (a measuring study, notebooks='all', or not the shape "
+                         "'ds = study.run(**study_parameters(study.run, globals())); write_dataset(ds, dataset_path)')")
+    if inprocess is False:
+        module = None
+    if workers is not None and workers < 1:
+        raise SweepError(f"--workers {workers}: give at least 1 worker process (or leave it out for one per core)")
+    root = writable_dir(out)
     sources = sources_hash()
-    root = Path(out).resolve()
     dirs = [root / point_id(nb, p.params, sources) for p in points]
     records: list[dict[str, Any] | None] = [None] * len(points)
     todo = []
@@ -259,22 +400,98 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
             records[i] = json.loads(status.read_text())
         else:
             todo.append(i)
-    if todo:
-        with _client(scheduler, workers) as client:
-            futs = {client.submit(run_point, str(nb), points[i].params, str(dirs[i]), smoke, exclusive,
-                                  pure=False, key=f"point-{dirs[i].name}"): i for i in todo}
-            bar = tqdm(total=len(todo), desc=f"sweep {nb.stem}", disable=not progress)
-            for fut in as_completed(futs):
+    try:
+        with _terminate_as_interrupt():
+            if todo:
+                _run_points(nb, points, dirs, records, todo, smoke, exclusive, scheduler, workers, progress, module,
+                            notebooks)
+    except KeyboardInterrupt:
+        stop_points([dirs[i] for i in todo if records[i] is None])
+        _write(nb, g, points, records, dirs, root, scheduler, workers)  # the completed points and their status
+        raise
+    return _write(nb, g, points, records, dirs, root, scheduler, workers)
+
+
+def _run_points(nb: Path, points: list[Point], dirs: list[Path], records: list[dict[str, Any] | None],
+                todo: list[int], smoke: bool, exclusive: bool, scheduler: str | None, workers: int | None,
+                progress: bool, module: str | None = None, notebooks: str = "failed") -> None:
+    from distributed import as_completed
+    from tqdm.auto import tqdm
+
+    from perfmod.workflow.inprocess import run_point_inprocess
+
+    def submit(i: int, papermill: bool) -> Any:
+        if papermill:
+            return client.submit(run_point, str(nb), points[i].params, str(dirs[i]), smoke, exclusive,
+                                 pure=False, key=f"point-{dirs[i].name}-papermill")
+        return client.submit(run_point_inprocess, module, str(nb), points[i].params, str(dirs[i]), smoke,
+                             pure=False, key=f"point-{dirs[i].name}")
+
+    with _client(scheduler, workers) as client:
+        futs = {submit(i, module is None): i for i in todo}
+        bar = tqdm(total=len(todo), desc=f"sweep {nb.stem}", disable=not progress)
+        try:
+            ac = as_completed(futs)
+            for fut in ac:
                 i = futs[fut]
                 try:
-                    records[i] = fut.result()
+                    rec = fut.result()
                 except Exception as err:  # a worker lost mid-point: recorded, the others go on
-                    records[i] = {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed": np.nan}
+                    rec = {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed": np.nan}
+                if module is not None and rec.get("mode") == "in-process" and rec["status"] != "ok" \
+                        and notebooks == "failed":  # its executed notebook shows where it failed
+                    again = submit(i, True)
+                    futs[again] = i
+                    ac.add(again)
+                    records[i] = rec
+                    continue
+                records[i] = rec
                 bar.update()
+        except KeyboardInterrupt:  # stop the points' processes before the cluster goes (it would orphan them)
+            stop_points([dirs[i] for i in todo])
+            raise
+        finally:
             bar.close()
-    ds = _combine(points, [r for r in records if r is not None], dirs, nb.stem)
-    ds = annotate(ds, f"{nb.stem}_sweep", f"perfmod sweep of {nb.name}", g)
+
+
+def _write(nb: Path, grid: dict[str, Any], points: list[Point], records: list[dict[str, Any] | None],
+           dirs: list[Path], root: Path, scheduler: str | None, workers: int | None) -> xr.Dataset:
+    missing = {"status": "missing", "error": "not run (the sweep was interrupted)", "elapsed": np.nan}
+    ds = _combine(points, [r if r is not None else missing for r in records], dirs, nb.stem)
+    ds = annotate(ds, f"{nb.stem}_sweep", f"perfmod sweep of {nb.name}", grid)
     ds.attrs["executor"] = scheduler or f"LocalCluster({workers or os.cpu_count()} workers)"
     write_dataset(ds, root / "sweep.nc")
     return ds
 
+
+def writable_dir(out: str | os.PathLike) -> Path:
+    """``out`` as a directory this process can write into (made if missing); else :class:`SweepError`."""
+    root = Path(out).resolve()
+    if root.exists() and not root.is_dir():
+        raise SweepError(f"--out {out}: is a file, not a directory; give a directory for the sweep")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as e:
+        raise SweepError(f"--out {out}: cannot write there ({e.strerror})") from None
+    return root
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread for the block, so it stops the points as SIGINT does."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    old = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

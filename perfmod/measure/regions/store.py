@@ -20,6 +20,7 @@ process killed mid-run leaves every committed batch readable.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
@@ -31,7 +32,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["exclusive_ns", "RegionStore", "MissingParameterError", "EIGER_SCHEMA"]
+__all__ = ["exclusive_ns", "RegionStore", "RegionStoreError", "MissingParameterError", "EIGER_SCHEMA"]
 
 EIGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS model_sources(ID INTEGER PRIMARY KEY, name TEXT UNIQUE);
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS perfmod_calls(trialID INTEGER PRIMARY KEY REFERENCES 
 """
 
 _RESULT_METRICS = ("time", "energy")
+_TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", EIGER_SCHEMA))
 
 
 
@@ -81,6 +83,10 @@ def exclusive_ns(df: pd.DataFrame) -> pd.Series:
     key = pd.MultiIndex.from_arrays([df["run_id"], df["rank"], df["seq"]])
     nested = child.reindex(key).fillna(0).to_numpy(dtype=np.int64)
     return pd.Series(df["time_ns"].to_numpy(dtype=np.int64) - nested, index=df.index, name="exclusive_ns")
+
+class RegionStoreError(ValueError):
+    """A file that is not a region store, or a store that lacks some of its tables (the message names the path)."""
+
 
 class MissingParameterError(ValueError):
     """Some calls of a region lack a parameter that other calls of it carry."""
@@ -99,10 +105,27 @@ class RegionStore:
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
         self.path = Path(path)
-        self.conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(EIGER_SCHEMA)
+        existed = self.path.is_file() and self.path.stat().st_size > 0
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+        except sqlite3.Error as e:
+            raise RegionStoreError(f"{self.path}: cannot open the region store: {e}") from None
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            if existed:  # an existing store keeps every table: a missing one would read as "no calls"
+                have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                missing = [t for t in _TABLES if t not in have]
+                if missing:
+                    raise RegionStoreError(f"{self.path}: the region store has no table {', '.join(missing)} "
+                                           "(damaged, or not written by perfmod's recorder)")
+            self.conn.executescript(EIGER_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise RegionStoreError(f"{self.path}: not a region store: {e}") from None
+        except RegionStoreError:
+            self.conn.close()
+            raise
         self._ids: dict[tuple[str, ...], int] = {}
         self._datasets: dict[tuple, int] = {}
         self._raw_datasets: dict[tuple, dict[tuple, int]] = {}

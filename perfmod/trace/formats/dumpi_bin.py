@@ -41,6 +41,7 @@ with :meth:`~perfmod.trace.core.Trace.validate`, 81 bytes per event).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -367,10 +368,14 @@ def _read_any_dumpi(path: str | os.PathLike, **options: Any) -> Trace:
     return read_dumpi_bin(path, **options) if binary else read_dumpi(path, **options)
 
 
+_TEXT_CALL = re.compile(rb"^MPI_\w+ (?:entering|returning) at walltime ", re.MULTILINE)
+
+
 def _is_dumpi(path: Path, head: bytes) -> bool:
     if path.is_dir():
         return any(path.glob("*.meta")) or any(path.glob("*.bin")) or any(path.glob("*.txt"))
-    return first_line(head).startswith("MPI_") or "dumpi" in path.name
+    # a dumpi2ascii file may open with its header (version=, hostname=, ...): look for a call line anywhere
+    return first_line(head).startswith("MPI_") or "dumpi" in path.name or bool(_TEXT_CALL.search(head))
 
 
 TRACE_FORMAT = TraceFormat(

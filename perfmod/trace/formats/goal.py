@@ -103,8 +103,9 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, p
     positive = comp > 0
     units = np.where(positive, np.rint(np.where(positive, comp, 0.0) / time_unit), 0).astype(np.int64)
     g = op_graph(trace, resolve_requests(trace), units)
-    head = (f"// GOAL schedule written by perfmod from {trace.source or 'a trace'}: calc in units of "
-            f"{time_unit!r} s, sizes in bytes\nnum_ranks {trace.nprocs}\n")
+    # num_ranks first, as Schedgen writes it: a file without the .goal extension is told by that line
+    head = (f"num_ranks {trace.nprocs}\n// GOAL schedule written by perfmod from {trace.source or 'a trace'}: "
+            f"calc in units of {time_unit!r} s, sizes in bytes\n")
     nodes = np.diff(g.rank_ptr)
     deps = np.diff(g.pred_ptr[g.rank_ptr])
     room = np.zeros(trace.nprocs + 1, dtype=np.int64)

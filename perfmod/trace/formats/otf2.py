@@ -146,7 +146,12 @@ def _timeline(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
 
 
 def write_otf2(trace: Trace, path: str | os.PathLike) -> Path:
-    """Write ``trace`` as an OTF2 archive (directory ``path``; returns its anchor ``traces.otf2``).
+    """Write ``trace`` as an OTF2 archive; return its anchor file (what :func:`read_otf2` reads).
+
+    A ``path`` ending in ``.otf2`` names the anchor itself: ``run.otf2``
+    writes the archive beside it as OTF2 lays one out (``run.otf2``,
+    ``run.def`` and the event files in ``run/``).  Any other ``path`` is the
+    archive directory, with the anchor ``traces.otf2`` inside.
 
     One location per rank; communicators other than world become OTF2
     communicators with the world ranks of :attr:`Trace.comms`.  The archive
@@ -160,11 +165,13 @@ def write_otf2(trace: Trace, path: str | os.PathLike) -> Path:
     first = np.rint(trace.compute * 1e9).astype(np.int64)
     base = int(min((t0 - first).min(), 0)) if len(trace) else 0
     dest = Path(path)
+    anchor_named = dest.suffix == ".otf2"
+    name = dest.stem if anchor_named else "traces"
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     shutil.rmtree(tmp)
     try:
-        with otf2.writer.open(str(tmp), timer_resolution=_NS) as w:
+        with otf2.writer.open(str(tmp), archive_name=name, timer_resolution=_NS) as w:
             d = w.definitions
             node = d.system_tree_node("perfmod")
             locs = [d.location("Master thread", group=d.location_group(f"MPI Rank {r}", system_tree_parent=node))
@@ -206,13 +213,18 @@ def write_otf2(trace: Trace, path: str | os.PathLike) -> Path:
                     _records(ew, trace, i, c, a, b, comms, reqs, CollectiveOp)
                     ew.leave(b, reg)
                 ew.leave(int(t1[sl.stop - 1]) - base, main)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
+        parts = [(tmp / p, dest.parent / p) for p in (name, f"{name}.def", f"{name}.otf2")] if anchor_named else \
+            [(tmp, dest)]
+        for src, target in parts:  # the anchor last: a reader never finds it before the files it names
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+            os.replace(src, target)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
-    return dest / "traces.otf2"
+    return dest if anchor_named else dest / "traces.otf2"
 
 
 def _u32(v: int, wildcard: int) -> int:

@@ -61,6 +61,7 @@ from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError, alltoallv_recv_bytes, gc_paused, numbered_lines
 from perfmod.trace.formats.tit_actions import (
     DEFAULT_FLOP_RATE,
+    SMPI_ACTIONS,
     SMPI_ANY_SOURCE,
     SMPI_ANY_TAG,
     TIT_TYPE_SIZES,
@@ -94,7 +95,7 @@ def _files(path: Path) -> list[Path]:
 
 
 def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: float = DEFAULT_FLOP_RATE,
-             unknown: str = "skip") -> Trace:
+             unknown: str = "strict") -> Trace:
     """Read a SimGrid time-independent trace (one file, or an index of per-rank files).
 
     Parameters
@@ -105,18 +106,22 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
         World size (default: highest rank seen + 1).
     flop_rate : float
         flop/s that turns ``compute`` flops into seconds.
-    unknown : {"skip", "keep", "error"}
+    unknown : {"strict", "skip", "keep", "error"}
         Actions perfmod does not model (``scan``, ``gatherv``, ``location``,
         ``comm_split``...): dropped, kept as ``Call.OTHER``, or an error;
-        counted in ``meta["unknown_calls"]`` either way.
+        counted in ``meta["unknown_calls"]`` either way.  ``strict`` (the
+        default) drops SMPI's actions perfmod does not model but stops on a
+        name SMPI's replay does not define either (a misspelt action would
+        otherwise vanish, and its time with it); ``skip`` drops those too and
+        warns how many lines it dropped.
 
     Raises
     ------
     FormatError
         Naming file, line and argument.
     """
-    if unknown not in ("skip", "keep", "error"):
-        raise ValueError(f"unknown= must be 'skip', 'keep' or 'error', got {unknown!r}")
+    if unknown not in ("strict", "skip", "keep", "error"):
+        raise ValueError(f"unknown= must be 'strict', 'skip', 'keep' or 'error', got {unknown!r}")
     if flop_rate <= 0:
         raise ValueError(f"flop_rate must be > 0 flop/s, got {flop_rate!r}")
     rows: list[tuple[int, dict]] = []
@@ -124,7 +129,7 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
     unknown_calls: Counter = Counter()
     red_flops = 0.0
     for f in _files(Path(path)):
-        for n, text in numbered_lines(f, complete=True):
+        for n, text in numbered_lines(f):  # SimGrid writes files whose last line has no newline
             tok = text.split()
             if not tok or tok[0].startswith("#"):
                 continue
@@ -171,6 +176,10 @@ def read_tit(path: str | os.PathLike, nprocs: int | None = None, flop_rate: floa
                       + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items()))
                       + "; the replay leaves their communication out (read with unknown='keep' or 'error')",
                       TraceWarning, stacklevel=2)
+    foreign = {k: v for k, v in unknown_calls.items() if k not in SMPI_ACTIONS}
+    if foreign and unknown == "skip":
+        warnings.warn(f"{path}: skipped {sum(foreign.values())} lines whose action SimGrid's replay does not define: "
+                      + ", ".join(f"{k} x{v}" for k, v in sorted(foreign.items())), TraceWarning, stacklevel=2)
     b = TraceBuilder(size, source=str(path))
     for rank, ev in rows:
         other = ev.pop("other", None)
@@ -340,7 +349,9 @@ def _is_tit(path: Path, head: bytes) -> bool:
     words = first_line(head).split()
     if len(words) >= 2 and (words[0].isdigit() or words[0].startswith("p")):
         return True  # <rank> <action> ...
-    return len(words) == 1 and (path.parent / words[0]).exists()  # an index: one per-rank file name per line
+    # an index: one per-rank file name per line, relative to the directory SMPI's replay runs in (its
+    # examples' split_traces) or, as perfmod writes them, to the index
+    return len(words) == 1 and ((path.parent / words[0]).is_file() or Path(words[0]).is_file())
 
 
 TRACE_FORMAT = TraceFormat(

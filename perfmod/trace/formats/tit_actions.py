@@ -14,7 +14,7 @@ from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call
 from perfmod.trace.formats.textio import FormatError
 
 __all__ = ["TIT_TYPE_SIZES", "DEFAULT_FLOP_RATE", "SMPI_ANY_SOURCE", "SMPI_ANY_TAG", "SMPI_PROC_NULL", "RankState",
-           "Line", "action", "finish_vector"]
+           "Line", "SMPI_ACTIONS", "action", "finish_vector"]
 
 #: Bytes per element of SMPI's datatype ids (``src/smpi/mpi/smpi_datatype.cpp``, CREATE_MPI_DATATYPE).
 TIT_TYPE_SIZES: dict[int, int] = {0: 8, 1: 4, 2: 1, 3: 2, 4: 8, 5: 4, 6: 1, 7: 8, 8: 1, 9: 1, 10: 2, 11: 4, 12: 8,
@@ -86,6 +86,13 @@ class Line:
 _VECTOR = {"alltoallv": Call.ALLTOALLV, "reducescatter": Call.REDUCE_SCATTER}
 #: SMPI actions that move data and that perfmod does not model: skipping them warns.
 _NOT_READ = frozenset({"allgatherv", "gatherv", "scatterv", "scan", "exscan"})
+#: The actions SMPI's replay registers (``smpi_replay_init`` in ``smpi_replay.cpp``), plus the older
+#: ``sendRecv``, ``scan`` and ``exscan``; SMPI stops on any other name ("action ... is unknown").
+SMPI_ACTIONS = frozenset({
+    "init", "finalize", "comm_size", "comm_split", "comm_dup", "send", "isend", "recv", "irecv", "test", "wait",
+    "waitall", "barrier", "bcast", "reduce", "allreduce", "alltoall", "alltoallv", "gather", "scatter", "gatherv",
+    "scatterv", "allgather", "allgatherv", "reducescatter", "compute", "sleep", "location", "sendRecv", "scan",
+    "exscan"})
 
 
 def _wait_or_test(ln: Line, st: RankState) -> dict:
@@ -229,7 +236,10 @@ def action(ln: Line, rank: int, st: RankState, unknown: str, rate: float,
                     aux=[_peer(ln.int(3, "src"), True), ln.size(2, "recvcount", 5, st), 0]), 0.0
     if a == "comm_size":
         return {}, 0.0
-    if a in _NOT_READ and unknown == "skip":
+    if a not in SMPI_ACTIONS and unknown == "strict":
+        raise ln.fail("not an action of SimGrid's replay (misspelt?); read with unknown='skip' to drop such lines "
+                      "(counted and reported) or unknown='keep'")
+    if a in _NOT_READ and unknown in ("skip", "strict"):
         st.skipped_data[a] = st.skipped_data.get(a, 0) + 1
     if unknown == "error":
         raise ln.fail("action not modelled by perfmod (read with unknown='skip' or 'keep' to count it instead)")
