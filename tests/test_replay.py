@@ -583,3 +583,25 @@ def test_kernel_takes_the_call_codes_from_trace_as_compile_time_constants():
         assert f"global({name}: {value})  :: Literal[int]({value})" in typed, name
     with pytest.raises(ImportError, match="not contiguous"):
         kernel._code_range({Call.SEND, Call.ISEND}, "test")
+
+
+@pytest.mark.parametrize("model", ["postal", "maxrate", "kmodel"])
+def test_a_replay_too_large_for_the_memory_says_so_before_allocating(model, monkeypatch):
+    from perfmod.core.memory import MemoryShortError
+
+    tr = synthetic("jacobi2d", 16, 2)
+    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(100 * len(tr)))  # half of what the replay needs
+    with pytest.raises(MemoryShortError, match=rf"the {model} replay of {len(tr):,} events needs about .* GiB"):
+        replay(tr, SUMMIT, model)
+    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(10**9))
+    assert replay(tr, SUMMIT, model).total_time.max() > 0
+
+
+def test_progress_bar_names_the_replay_stages(capsys):
+    tr = synthetic("jacobi2d", 16, 2)
+    quiet = replay(tr, SUMMIT, "postal")  # small traces: no bar by default
+    assert capsys.readouterr().err == ""
+    shown = replay(tr, SUMMIT, "postal", progress=True)
+    err = capsys.readouterr().err
+    assert f"replay of {len(tr):,} events" in err and "6/6" in err and "event loop" in err
+    assert float(shown.total_time.max()) == float(quiet.total_time.max())

@@ -50,7 +50,7 @@ import numpy as np
 from perfmod.machine.platforms import MODES
 from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, steps_time
 from perfmod.models.comm.network import Network
-from perfmod.replay.matching import Collectives, Matching
+from perfmod.replay.matching import Collectives, Matching, call_is
 from perfmod.trace.core import COLLECTIVES, Call, Trace, code_set
 
 __all__ = ["event_phases", "MessageCosts", "message_costs", "collective_costs"]
@@ -60,7 +60,7 @@ def event_phases(trace: Trace) -> np.ndarray:
     """Communication phase of every event (see the module docstring), numbered per rank from 0."""
     n = len(trace)
     boundary = np.zeros(n, dtype=bool)
-    coll = np.isin(trace.call, code_set(COLLECTIVES)) & (trace.comm == 0)
+    coll = call_is(trace.call, code_set(COLLECTIVES)) & (trace.comm == 0)
     boundary[1:] = coll[:-1]  # the event after a collective on MPI_COMM_WORLD starts a new phase
     if trace.iteration is not None and n:
         boundary[1:] |= trace.iteration[1:] != trace.iteration[:-1]
@@ -120,7 +120,7 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
     time[ev] = times
     rndv = np.zeros(n, dtype=bool)
     rndv[ev] = match.nbytes > net.platform.eager_max_bytes
-    rndv |= np.isin(trace.call, code_set({Call.SSEND, Call.ISSEND}))
+    rndv |= call_is(trace.call, code_set({Call.SSEND, Call.ISSEND}))
     return MessageCosts(time, rndv, modes, phase, info)
 
 

@@ -1,7 +1,7 @@
 """The replay's discrete-event loop, compiled with numba (the hot path).
 
 Events are processed in simulated-time order from one priority queue
-(a binary heap of ``(time, kind, rank)``): a *rank step* runs a rank from
+(a 4-ary heap of ``(time, kind, rank)``): a *rank step* runs a rank from
 its clock as far as it can go without its clock passing the time of the
 step; a *NIC step* hands a rank's ready messages to its network interface.
 A rank that needs something another rank has not done yet (a matching
@@ -69,57 +69,65 @@ ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 _KIND_RANK, _KIND_NIC = 0, 1
 
 
-@njit(cache=True)
-def _less(ht, hk, a, b):
-    if ht[a] != ht[b]:
-        return ht[a] < ht[b]
-    return hk[a] < hk[b]
+@njit(cache=True, inline="always")
+def _before(t1, k1, t2, k2):
+    return t1 < t2 or (t1 == t2 and k1 < k2)
 
 
 @njit(cache=True)
 def _push(heap, t, key):
-    """heap = (times, keys, size); returns possibly grown arrays."""
-    ht, hk, size = heap
+    """heap = (entries, size): a 4-ary min-heap of ``(time, key)`` rows (the key stored as a float, exact below
+    2**53), ordered by time then key; returns the possibly grown heap.  Four children share a cache line, and
+    entries move into a hole instead of being swapped."""
+    hd, size = heap
     n = size[0]
-    if n == ht.size:
-        nt = np.empty(2 * n, dtype=ht.dtype)
-        nk = np.empty(2 * n, dtype=hk.dtype)
-        nt[:n] = ht
-        nk[:n] = hk
-        ht, hk = nt, nk
-    ht[n] = t
-    hk[n] = key
+    if n == hd.shape[0]:
+        nh = np.empty((2 * n, 2))
+        nh[:n] = hd
+        hd = nh
+    kf = np.float64(key)
     i = n
     while i > 0:
-        p = (i - 1) // 2
-        if _less(ht, hk, i, p):
-            ht[i], ht[p] = ht[p], ht[i]
-            hk[i], hk[p] = hk[p], hk[i]
+        p = (i - 1) >> 2
+        if _before(t, kf, hd[p, 0], hd[p, 1]):
+            hd[i, 0] = hd[p, 0]
+            hd[i, 1] = hd[p, 1]
             i = p
         else:
             break
+    hd[i, 0] = t
+    hd[i, 1] = kf
     size[0] = n + 1
-    return ht, hk, size
+    return hd, size
 
 
 @njit(cache=True)
-def _pop(ht, hk, size):
+def _pop(hd, size):
     n = size[0] - 1
-    t, k = ht[0], hk[0]
-    ht[0], hk[0] = ht[n], hk[n]
+    t, k = hd[0, 0], np.int64(hd[0, 1])
     size[0] = n
+    if n == 0:
+        return t, k
+    lt, lk = hd[n, 0], hd[n, 1]  # the last entry, sifted down from the root
     i = 0
     while True:
-        a, b, m = 2 * i + 1, 2 * i + 2, i
-        if a < n and _less(ht, hk, a, m):
-            m = a
-        if b < n and _less(ht, hk, b, m):
-            m = b
-        if m == i:
+        c = 4 * i + 1
+        if c >= n:
             break
-        ht[i], ht[m] = ht[m], ht[i]
-        hk[i], hk[m] = hk[m], hk[i]
-        i = m
+        m = c
+        mt, mk = hd[c, 0], hd[c, 1]
+        for q in range(c + 1, min(c + 4, n)):
+            if _before(hd[q, 0], hd[q, 1], mt, mk):
+                m = q
+                mt, mk = hd[q, 0], hd[q, 1]
+        if _before(mt, mk, lt, lk):
+            hd[i, 0] = mt
+            hd[i, 1] = mk
+            i = m
+        else:
+            break
+    hd[i, 0] = lt
+    hd[i, 1] = lk
     return t, k
 
 
@@ -230,13 +238,13 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     inst_max = np.zeros(ninst)
     inst_done = np.full(ninst, np.nan)
     qtime = np.full(nprocs, np.nan)  # time of the rank's queued step (NaN: none); later entries are stale
-    heap = (np.empty(2 * nprocs + 16), np.empty(2 * nprocs + 16, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    heap = (np.empty((2 * nprocs + 16, 2)), np.zeros(1, dtype=np.int64))
     for r in range(nprocs):
         if pc[r] < end[r]:
             heap = _wake(heap, qtime, r, 0.0)
     buf = np.empty(16, dtype=np.int64)
-    while heap[2][0] > 0:
-        t_now, key = _pop(heap[0], heap[1], heap[2])
+    while heap[1][0] > 0:
+        t_now, key = _pop(heap[0], heap[1])
         if key >= nprocs:  # NIC step: send the rank's ready messages, oldest posting first
             s = key - nprocs
             if nic_sched[s] == t_now:

@@ -25,7 +25,7 @@ import numpy as np
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
 from perfmod.trace.requests import group_key
 
-__all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer"]
+__all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer", "call_is"]
 
 
 class ReplayError(RuntimeError):
@@ -40,6 +40,15 @@ class ReplayError(RuntimeError):
         self.details = details or []
 
 
+def call_is(call: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``np.isin(call, codes)`` for the uint8 call column, as one table look-up (a pass, not one per code)."""
+    if call.dtype != np.uint8:
+        return np.isin(call, codes)
+    table = np.zeros(256, dtype=bool)
+    table[codes] = True
+    return table[call]
+
+
 _SEND_CODES = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.SENDRECV})
 _RECV_CODES = code_set({Call.RECV, Call.IRECV})
 
@@ -47,6 +56,8 @@ _RECV_CODES = code_set({Call.RECV, Call.IRECV})
 def world_peer(trace: Trace, peer: np.ndarray, comm: np.ndarray) -> np.ndarray:
     """World ranks of communicator-local ``peer`` ranks (negative values kept)."""
     out = peer.astype(np.int64)
+    if not comm.any():  # all on MPI_COMM_WORLD (no sort to find the communicators)
+        return out
     for c in np.unique(comm).tolist():
         if c == 0:
             continue
@@ -116,8 +127,8 @@ def match_messages(trace: Trace) -> Matching:
     """
     n = len(trace)
     call = trace.call
-    is_send = np.isin(call, _SEND_CODES)
-    is_recv = np.isin(call, _RECV_CODES)
+    is_send = call_is(call, _SEND_CODES)
+    is_recv = call_is(call, _RECV_CODES)
     sr = call == Call.SENDRECV
     s_ev = np.flatnonzero(is_send)
     s_peer, s_tag, s_comm, s_bytes = trace.peer[s_ev], trace.tag[s_ev], trace.comm[s_ev], trace.nbytes[s_ev]
@@ -260,7 +271,7 @@ def collective_instances(trace: Trace) -> Collectives:
         Members of one instance disagree on the call, the byte count or the root.
     """
     n = len(trace)
-    ev = np.flatnonzero(np.isin(trace.call, code_set(COLLECTIVES)))
+    ev = np.flatnonzero(call_is(trace.call, code_set(COLLECTIVES)))
     inst = np.full(n, -1, dtype=np.int64)
     empty = np.zeros(0, np.int64)
     if ev.size == 0:

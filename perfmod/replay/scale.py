@@ -28,9 +28,16 @@ import numpy as np
 import xarray as xr
 
 from perfmod.core.io import provenance_attrs
+from perfmod.core.paths import host_name
 from perfmod.trace.core import Trace
 
-__all__ = ["loggopsim_side_by_side", "scale_table"]
+__all__ = ["loggopsim_side_by_side", "scale_table", "scale_markdown", "write_docs_table", "DOCS_MARKERS"]
+
+#: the lines around the scale table in docs/library.md, which :func:`write_docs_table` replaces
+DOCS_MARKERS = ("<!-- replay scale table: written by `make bench` (replay.scale.write_docs_table); do not edit -->",
+                "<!-- end of the replay scale table -->")
+#: rank counts above which a model is not measured (the LogGOPS replay of a trace needs about 1.2 kB per event)
+MAX_RANKS = {"loggp": 65_536}
 
 
 def _cpu(fn, *args, **kwargs):
@@ -45,13 +52,14 @@ def _children_cpu() -> float:
 
 
 def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmodel", "loggp"),
-                platform: str = "summit") -> xr.Dataset:
+                platform: str = "summit", max_ranks: Mapping[str, int] = MAX_RANKS) -> xr.Dataset:
     """Events per CPU-second and peak bytes per event of ``replay`` per model and rank count.
 
     ``traces`` maps a rank count to its trace (the benchmark gives Jacobi2D traces of about the same number
     of events); each model replays the smallest trace once before timing, so compiled kernels are loaded.
-    Returns a dataset over (``model``, ``ranks``): ``events``, ``cpu_s``, ``events_per_cpu_s``,
-    ``peak_bytes_per_event``, with the load average of the machine while it measured.
+    A model is measured up to ``max_ranks[model]`` ranks (NaN above).  Returns a dataset over (``model``,
+    ``ranks``): ``events``, ``cpu_s``, ``events_per_cpu_s``, ``peak_bytes_per_event``, with the load average of
+    the machine while it measured.
     """
     from perfmod.replay import replay
 
@@ -62,6 +70,8 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
     for j, p in enumerate(ranks):
         trace = traces[p]
         for i, model in enumerate(models):
+            if p > max_ranks.get(model, p):
+                continue
             if j == 0:
                 replay(trace, platform, model)  # compiled code loaded before timing
             _, cpu = _cpu(replay, trace, platform, model)
@@ -83,7 +93,42 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
                                      {"models": list(models), "ranks": list(ranks), "platform": platform,
                                       "traces": {p: repr(t) for p, t in traces.items()}}))
     ds.attrs["load_average"] = f"{min(loads):.2f}-{max(loads):.2f}"
+    ds.attrs["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
+    ds.attrs["host"] = host_name()
     return ds
+
+
+def scale_markdown(ds: xr.Dataset) -> str:
+    """:func:`scale_table`'s dataset as a Markdown table: M events per CPU-second per model and rank count, and
+    the range of peak bytes per event; a last line says the events per trace, the date and the load."""
+    ranks = [int(r) for r in ds.ranks.values]
+    lines = ["| model (synthetic Jacobi2D) | " + " | ".join(f"{r:,} ranks" for r in ranks) + " | peak bytes/event |",
+             "|---" * (len(ranks) + 2) + "|"]
+    for m in ds.model.values.tolist():
+        eps = ds.events_per_cpu_s.sel(model=m).values
+        bpe = ds.peak_bytes_per_event.sel(model=m).values
+        cells = ["-" if np.isnan(v) else f"{v / 1e6:.2f} M/s" for v in eps]
+        lo, hi = np.nanmin(bpe), np.nanmax(bpe)
+        lines.append(f"| `{m}` | " + " | ".join(cells) + f" | {lo:,.0f}" + ("" if round(lo) == round(hi) else
+                                                                             f"-{hi:,.0f}") + " |")
+    ev = ds.events.max("model").values
+    lines.append("")
+    lines.append("Events per trace: " + ", ".join(f"{int(e):,}" for e in ev)
+                 + f"; measured {ds.attrs.get('measured', '?')} on `{ds.attrs.get('host', '?')}`, CPU time, "
+                 f"load average {ds.attrs.get('load_average', '?')}.")
+    return "\n".join(lines)
+
+
+def write_docs_table(ds: xr.Dataset, doc: str | os.PathLike) -> Path:
+    """Replace the table between :data:`DOCS_MARKERS` in ``doc`` by :func:`scale_markdown` of ``ds``."""
+    path = Path(doc)
+    text = path.read_text()
+    a, b = text.find(DOCS_MARKERS[0]), text.find(DOCS_MARKERS[1])
+    if a < 0 or b < a:
+        raise ValueError(f"{path}: the replay scale table's markers are missing: {DOCS_MARKERS}")
+    a += len(DOCS_MARKERS[0])
+    path.write_text(text[:a] + "\n" + scale_markdown(ds) + "\n" + text[b:])
+    return path
 
 
 def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (128, 128, 3)),
