@@ -45,3 +45,23 @@ def test_a_measuring_study_with_a_nan_headline_fails_the_check(tmp_path, monkeyp
     assert state.detail == "not fitted: every run flagged; 45 of 45 runs interfered; headline NaN: t_step_error"
     assert main(["check", str(nb)]) == 1
     assert "perfmod check: no headline for sharif_gol" in capsys.readouterr().err
+
+
+def test_a_not_fitted_study_says_why_and_the_others_say_nothing(tmp_path, monkeypatch):
+    """Issue 25 item 11: the docs' index table and the notice at the top of a page that was not fitted."""
+    nb, done = _notebook(tmp_path, "sharif_gol"), _notebook(tmp_path, "done_study")
+    (tmp_path / "sharif_gol.nc").write_text("")
+    write_dataset(annotate(xr.Dataset({"y": ("x", [1.0])}), "done_study", "test", {}, {"y": ("s", "y")}),
+                  tmp_path / "done_study.nc")
+    real = check.summarize
+    monkeypatch.setattr(check, "summarize", lambda p: real(p) if Path(p).stem == "done_study" else StudySummary(
+        Path(p), "sharif_gol", [], 45, 45, 0, "", [("t_step_error", "NaN")], "not fitted: every run flagged"))
+    gol, ok = check.study_states([nb, done])
+    assert check.states_rows([gol, ok]) == [
+        ["sharif_gol", "not fitted", "not fitted: every run flagged; 45 of 45 runs interfered; headline NaN: "
+                                     "t_step_error"],
+        ["done_study", "computed", "model side (no measured values)"]]
+    notice = check.not_fitted_notice(gol)
+    assert notice.startswith("sharif_gol is not fitted in this run: not fitted: every run flagged; 45 of 45")
+    assert "--force" in notice
+    assert check.not_fitted_notice(ok) is None

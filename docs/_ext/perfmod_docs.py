@@ -21,6 +21,9 @@ the notes come from the study's dataset (``data/processed/<study>.nc``).
   converts from SI (``ms``, ``us``, ``%``, ``GB/s``, ...), ``<format>`` (optional,
   default ``.3g``) is a format spec.  A study not run here renders as "(not run)".
 - ``{perfmod-gallery}`` (directive): every figure under ``figures/``, by study.
+- ``{perfmod-states}`` (directive): every study's state (fitted, not fitted and why, computed, not run), read
+  from the datasets as ``perfmod check`` reads them; a study page whose study is not fitted opens with the
+  reason and shows none of its figures.
 
 A missing study output is a notice on the page, never a build error; a wrong
 expression or variable in the notes is an error (the build runs with ``-W``).
@@ -29,7 +32,6 @@ expression or variable in the notes is an error (the build runs with ``-W``).
 from __future__ import annotations
 
 import json
-import re
 from functools import cache
 from pathlib import Path
 
@@ -40,6 +42,8 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
+from perfmod.workflow import catalog
+from perfmod.workflow.check import StudyState, not_fitted_notice, states_rows, study_states
 from perfmod.workflow.repeat import headline_summary, measuring_studies, repeat_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,14 +64,13 @@ UNITS = {
 
 
 def studies() -> list[str]:
-    """The study names: one notebook each in ``notebooks/``."""
-    return sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb") if not p.name.startswith("_"))
+    """The study names, as the notebooks' metadata lists them (:mod:`perfmod.workflow.catalog`)."""
+    return [s.name for s in catalog.studies(ROOT)]
 
 
-def make_targets() -> dict[str, str]:
-    """Study -> its make target, read from the Makefile's study lines."""
-    text = (ROOT / "Makefile").read_text()
-    return {m.group(2): m.group(1) for m in re.finditer(r"^([\w-]+): \$\(PROCESSED\)/(\w+)\.nc", text, re.M)}
+def study_state(study: str) -> StudyState:
+    """The study's state as ``perfmod check`` reads it from its dataset (fitted, not fitted and why, ...)."""
+    return study_states([ROOT / "notebooks" / f"{study}.ipynb"])[0]
 
 
 @cache
@@ -80,9 +83,8 @@ def _dataset(study: str) -> xr.Dataset | None:
 
 
 def _not_run(study: str, code: str = "`") -> str:
-    target = make_targets().get(study, study)
     c = code
-    return (f"This study has not been run in this checkout: {c}make {target}{c} (or {c}make all{c}) writes "
+    return (f"This study has not been run in this checkout: {c}make {study}{c} (or {c}make all{c}) writes "
             f"{c}data/processed/{study}.nc{c}, {c}figures/{study}/{c} and {c}build/executed/{study}.ipynb{c}; "
             f"{c}make docs{c} then renders them here.")
 
@@ -198,7 +200,13 @@ class StudyDirective(SphinxDirective):
         if study not in studies():
             raise self.error(f"unknown study {study!r}; studies: {', '.join(studies())}")
         ds = _dataset(study)
-        out: list[nodes.Node] = headline_nodes(study, ds)
+        notice = not_fitted_notice(study_state(study)) if ds is not None else None
+        out: list[nodes.Node] = []
+        if notice:  # said first, and no figures of a fit that did not happen
+            warning = nodes.warning()
+            warning += _para(notice)
+            out.append(warning)
+        out += headline_nodes(study, ds)
         if out:
             self.env.note_dependency(str(repeat_path(study, PROCESSED)))
         if ds is None:  # the generated page opens with the notice (write_study_pages)
@@ -218,11 +226,21 @@ class StudyDirective(SphinxDirective):
             out.append(_para("Measured against predicted, from the dataset (|predicted / measured - 1| "
                              "over every point where both are finite):"))
             out.append(_table(["quantity", "points", "median error", "max error"], rows))
-        if "no-figures" not in self.options:
+        if "no-figures" not in self.options and not notice:
             for fig in figure_paths(study):
                 out.append(_image(fig, self.env.docname, alt=f"{study}: {fig.stem}"))
                 out.append(_para(f"figures/{study}/{fig.name}"))
         return out
+
+
+class StatesDirective(SphinxDirective):
+    """``{perfmod-states}``: every study's state in one table, as ``perfmod check`` reads it from the datasets."""
+
+    def run(self) -> list[nodes.Node]:
+        states = study_states([ROOT / "notebooks" / f"{name}.ipynb" for name in studies()])
+        for st in states:
+            self.env.note_dependency(str(PROCESSED / f"{st.study}.nc"))
+        return [_table(["study", "state", "detail"], states_rows(states))]
 
 
 class GalleryDirective(SphinxDirective):
@@ -296,6 +314,7 @@ def _builder_inited(app) -> None:
 def setup(app):
     app.add_directive("perfmod-study", StudyDirective)
     app.add_directive("perfmod-gallery", GalleryDirective)
+    app.add_directive("perfmod-states", StatesDirective)
     app.add_role("result", ResultRole())
     app.connect("builder-inited", _builder_inited)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -22,7 +22,7 @@ from pathlib import Path
 from perfmod.workflow.staging import canonical_paths
 from perfmod.workflow.summary import summarize
 
-__all__ = ["StudyState", "study_states", "format_states"]
+__all__ = ["StudyState", "study_states", "format_states", "states_rows", "not_fitted_notice"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,17 @@ def format_states(states: list[StudyState]) -> str:
     lines = [f"{'study':<{w}s}  {'state':<10s}  detail"]
     lines += [f"{s.study:<{w}s}  {s.state:<10s}  {s.detail}" for s in states]
     return "\n".join(lines)
+
+
+def states_rows(states: list[StudyState]) -> list[list[str]]:
+    """The table's rows for a page (the documentation's index): study, state, detail."""
+    return [[s.study, s.state, s.detail] for s in states]
+
+
+def not_fitted_notice(state: StudyState) -> str | None:
+    """What a study's page says at its top when its headline is missing (None when there is nothing to say)."""
+    if state.state != "not fitted":
+        return None
+    return (f"{state.study} is not fitted in this run: {state.detail}. Its headline figures are missing and its "
+            "figures are not shown; rerun it on a quiet machine (`perfmod run` waits for one, `--force` runs "
+            "anyway, flagged).")
