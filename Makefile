@@ -28,9 +28,14 @@ help: ## list the targets
 setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@test -x $(PY) || { echo "perfmod setup: creating $(VENV) with $(PYTHON_SYS)"; $(PYTHON_SYS) -m venv $(VENV); }
+	@echo "perfmod setup: upgrading pip"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "perfmod setup: installing perfmod and its dependencies into $(VENV) (a few minutes on a fresh machine;" \
+	      "one line per package)"
+	@$(PY) -m pip install --progress-bar off -e '.[dev]' \
+	  | { grep --line-buffered -E '^(Collecting|Successfully)' || true; } | sed -u 's/^/  /'
+	@echo "perfmod setup: done"
 	@touch $@
 
 # The studies: the notebooks' metadata is the one list (perfmod.workflow.catalog; a study is its module, its
