@@ -219,7 +219,10 @@ def test_an_interrupted_sweep_stops_every_point_and_keeps_the_completed_ones(tmp
     out = tmp_path / "sw"
     cmd = [sys.executable, "-m", "perfmod.workflow.cli", "sweep", str(FIXTURE), "--grid", str(grid), "--out",
            str(out), "--workers", "2", "-q"]
-    sweeper = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal's Ctrl-C delivers it: a process started in the background of a script (as CI may start
+    # this suite) inherits SIGINT ignored, and Python then leaves it ignored
+    sweeper = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     procs: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + 240
