@@ -40,9 +40,18 @@ class StudyState:
         return self.measuring and self.state != "fitted"
 
 
-def _measuring(study: str) -> bool:
+def _measuring(nb: Path) -> bool:
+    """Whether the study measures this machine, as its notebook's metadata says (:mod:`perfmod.workflow.catalog`):
+    an analytic study with headline figures (``modeling_benchmark``) is judged as computed, not fitted."""
+    from perfmod.workflow.catalog import StudyMetadataError, read_study
+
     try:
-        module = importlib.import_module(f"perfmod.studies.{study}")
+        if not read_study(nb).measuring:
+            return False
+    except StudyMetadataError:  # a notebook outside the catalogue: a measuring study states its headline
+        pass
+    try:
+        module = importlib.import_module(f"perfmod.studies.{nb.stem}")
     except ModuleNotFoundError:
         return False
     return callable(getattr(module, "headline", None))
@@ -52,7 +61,7 @@ def study_states(notebooks: list[Path]) -> list[StudyState]:
     """The state of each study notebook's canonical dataset."""
     out = []
     for nb in notebooks:
-        measuring = _measuring(nb.stem)
+        measuring = _measuring(nb)
         path = canonical_paths(nb).get("dataset_path")
         if path is None or not path.is_file():
             out.append(StudyState(nb.stem, "not run", f"no dataset {path}" if path else "no dataset_path",
