@@ -1,6 +1,6 @@
 """Domain decompositions and halo-exchange message lists of the proxies (paper 000 §4.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt``.  Each constructor returns
+Paper: Choi et al., ICS 2020 (paper 000).  Each constructor returns
 an :class:`Exchange`: one communication phase as a flat list of messages
 (sender, receiver, bytes), from which :func:`perfmod.apps.registry.kmodel_counts`
 counts K_inter and K_total.  The rules come from the proxies' own code in

@@ -1,6 +1,6 @@
 """Jacobi2D (paper 000 §4.2): 2D block decomposition, halo exchange and kernel counts.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 - :func:`decompose`: ``MPI_Dims_create(P, 2)``, ``MPI_Cart_create`` non-periodic, no reorder;
   up to 4 neighbours, a face message is one block edge (``block`` doubles).

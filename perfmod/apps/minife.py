@@ -1,6 +1,6 @@
 """MiniFE (paper 000 §4.2, paper 002): recursive coordinate bisection, 27-point halo and kernel counts.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 - :func:`decompose`: miniFE's bisection of the global element box, up to 26 neighbours.
 - :func:`kernel_counts`: the CG iteration's kernels' algorithmic counts.

@@ -1,6 +1,6 @@
 """MiniMD (paper 000 §4.2): processor grid, border-atom exchange of an FCC lattice and kernel counts.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 - :func:`decompose`: miniMD's surface-minimizing grid, periodic, six swaps per phase.
 - :func:`kernel_counts`: the time step's kernels' algorithmic counts.

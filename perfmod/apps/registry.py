@@ -1,6 +1,6 @@
 """The three paper applications by name: halo exchanges, K counts, kernel tables, analytic communication.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 Each application is one module (:mod:`perfmod.apps.jacobi2d`, :mod:`perfmod.apps.minife`,
 :mod:`perfmod.apps.minimd`, :mod:`perfmod.apps.allreduce`) that declares an

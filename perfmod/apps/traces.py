@@ -1,6 +1,6 @@
 """Synthetic traces of the proxies' communication at any rank count (paper 000 §4.2, Listing 1).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt``.  The paper replays DUMPI
+Paper: Choi et al., ICS 2020 (paper 000).  The paper replays DUMPI
 traces of Jacobi2D, MiniFE and MiniMD runs (up to 1,536 ranks); here the
 same communication is generated from the decompositions of
 :mod:`perfmod.apps` (message lists checked there against the

@@ -1,6 +1,6 @@
 """MPI Cartesian process grids: ``MPI_Dims_create`` and the row-major ``MPI_Cart_*`` primitives.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 - :func:`dims_create`: ``MPI_Dims_create`` as MPICH computes it (checked
   against ``mpi4py``'s ``MPI.Compute_dims`` in the tests).

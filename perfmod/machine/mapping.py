@@ -1,6 +1,6 @@
 """Rank placement, process grids and the K-model counts (paper 000 §3.1, Table 5).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 - :func:`node_of`, :func:`socket_of`, :func:`pair_modes`, :func:`mode_names`:
   where ranks live and the communication mode of each (src, dst) pair.

@@ -1,6 +1,6 @@
 """Trace-driven, node-aware replay of MPI communication (paper 000 §2.2, §3.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt``.  NACoM replays DUMPI
+Paper: Choi et al., ICS 2020 (paper 000).  NACoM replays DUMPI
 traces in TraceR-CODES with an analytical model computing "how long a
 message takes to traverse the network" (§2.2), node-aware: separate
 parameters for intra-socket, inter-socket and inter-node messages and the

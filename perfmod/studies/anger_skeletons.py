@@ -1,6 +1,6 @@
 """Paper 004's skeleton study on this machine: region models, skeleton accuracy and speed, replay at scale.
 
-Paper: ``shared/papers/004_771325c66d6cd69c.txt`` §V (instrument, learn,
+Paper: Anger et al. (paper 004) §V (instrument, learn,
 skeletonize), §VI (Figures 6-9).  For each proxy (HPCCG-like CG, MiniMD-like
 Lennard-Jones, and on request the LULESH-like hydro of the Sedov kernels):
 

@@ -1,6 +1,6 @@
 """Study ``choi2020_comm_models`` (notebook ``notebooks/choi2020_comm_models.ipynb``): the study contract.
 
-Paper 000 (``shared/papers/000_95042cffe07dd549.txt`` §2.1, §3.1, §3.2, §4.1,
+Paper 000 (Choi et al., ICS 2020 (paper 000) §2.1, §3.1, §3.2, §4.1,
 Tables 1-5): the postal and max-rate parameters of Tables 2-4 as model
 curves, Table 5 (K-model counts) reproduced from the decompositions, and the
 per-iteration communication time of Jacobi2D, MiniFE and MiniMD under the

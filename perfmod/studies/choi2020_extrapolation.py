@@ -1,7 +1,7 @@
 """Study ``choi2020_extrapolation`` (notebook ``notebooks/choi2020_extrapolation.ipynb``): paper 000's runs at
 scales nobody traced.
 
-Paper 000 (``shared/papers/000_95042cffe07dd549.txt`` §4.2, §5.2-5.3, §6).  The
+Paper 000 (Choi et al., ICS 2020 (paper 000) §4.2, §5.2-5.3, §6).  The
 authors' DUMPI traces of MiniFE and MiniMD on Lassen (2-32 ranks here, read
 from where :func:`perfmod.studies.papers.choi2020_lassen.trace_root` finds them) are
 the training data of :func:`perfmod.apps.extrapolate.extrapolate_trace`:

@@ -1,6 +1,6 @@
 """Study ``choi2020_traces`` (notebook ``notebooks/choi2020_traces.ipynb``): paper 000's own Lassen traces.
 
-Paper 000 (``shared/papers/000_95042cffe07dd549.txt`` §4.2, §5.2-5.3, Table 5,
+Paper 000 (Choi et al., ICS 2020 (paper 000) §4.2, §5.2-5.3, Table 5,
 Figures 7 and 10).  The MiniFE and MiniMD traces that the paper's authors
 recorded with DUMPI on Lassen are public; perfmod does not ship them (they are
 another project's data).  This study reads them from a directory the user

@@ -1,6 +1,6 @@
 """Columnar in-memory MPI trace (paper 000 §2.2, §3.2: the input of the replay).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt``.  NACoM replays DUMPI
+Paper: Choi et al., ICS 2020 (paper 000).  NACoM replays DUMPI
 traces, "all the MPI routines called by the program ... (with
 dependencies)"; perfmod keeps such a trace as one set of NumPy columns, one
 row per event (an MPI call or an explicit compute region), whatever format

@@ -1,6 +1,6 @@
 """Record the MPI calls of an mpi4py program as a perfmod trace (paper 000 §2.2, §3.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2 (the source run is
+Paper: Choi et al., ICS 2020 (paper 000) §2.2 (the source run is
 traced, then replayed).  Instead of an MPI profiling library (DUMPI,
 Score-P), the program talks to a :class:`RecordingComm`: a thin proxy of an
 ``mpi4py`` communicator whose buffer methods (``Send``, ``Recv``,

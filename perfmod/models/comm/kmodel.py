@@ -1,6 +1,6 @@
 """K-model counts of a communication phase: K_inter, K_total, k' and k (paper 000 §3.1, Eq. 4-5).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` (Choi et al., ICS 2020).
+Paper: Choi et al., ICS 2020 (paper 000) (Choi et al., ICS 2020).
 
 The counts come from a phase's message list (sender, receiver) and the
 rank-to-node mapping (:func:`perfmod.machine.mapping.node_of`); the

@@ -56,7 +56,7 @@ __all__ = [
     "compare_coefficients",
 ]
 
-PAPER = "shared/papers/001_10099451130f018d.txt"
+PAPER = "Sasidharan, thesis 2021/22 (paper 001)"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Reader for SST DUMPI traces in their ``dumpi2ascii`` text form (paper 000 §2.2, §3.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2 and §3.2: NACoM
+Paper: Choi et al., ICS 2020 (paper 000) §2.2 and §3.2: NACoM
 replays the DUMPI traces of the source run.  DUMPI writes one binary file
 per rank; sst-dumpi's ``dumpi2ascii`` prints it as text, which is what this
 module reads (one text file per rank).  The format, as printed by

@@ -1,6 +1,6 @@
 """Reader for SST DUMPI's binary traces (``.meta`` + one ``.bin`` per rank), paper 000 §2.2, §3.2.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2 and §3.2: NACoM
+Paper: Choi et al., ICS 2020 (paper 000) §2.2 and §3.2: NACoM
 replays the DUMPI traces of the source run.  libdumpi writes one binary
 file per rank; this module reads them directly, without ``dumpi2ascii``,
 and gives the same :class:`~perfmod.trace.core.Trace` as the text reader

@@ -1,6 +1,6 @@
 """GOAL schedules for LogGOPSim / ATLAHS: writer, and a reader to check them (paper 000 §2.2, §3.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2, §3.2.  GOAL
+Paper: Choi et al., ICS 2020 (paper 000) §2.2, §3.2.  GOAL
 ("Group Operation Assembly Language", Hoefler et al.) describes each rank's
 operations and their dependencies; LogGOPSim (github.com/spcl/LogGOPSim,
 ``src/LogGOPSim/txt2bin.re``) and ATLAHS simulate it at message or packet

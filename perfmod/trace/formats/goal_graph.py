@@ -1,6 +1,6 @@
 """A trace as GOAL's operation graph, built by compiled code: what ``write_goal`` writes and ``loggp`` replays.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2, §3.2.  The rules
+Paper: Choi et al., ICS 2020 (paper 000) §2.2, §3.2.  The rules
 are those of :mod:`perfmod.trace.formats.goal` (its module docstring states
 them): per rank a *frontier* of the operations the next blocking step waits
 for, ``calc`` nodes for compute, ``send``/``recv`` nodes for messages,

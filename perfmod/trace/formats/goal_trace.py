@@ -1,6 +1,6 @@
 """GOAL schedules as traces: what the replay takes, so a Schedgen or LogGOPSim schedule runs in perfmod.
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2, §3.2 (trace-driven
+Paper: Choi et al., ICS 2020 (paper 000) §2.2, §3.2 (trace-driven
 replay).  A GOAL schedule (:mod:`perfmod.trace.formats.goal`; LogGOPSim's
 ``txt2bin`` input, written by Schedgen, Schedgen2, ATLAHS or
 :func:`~perfmod.trace.formats.goal.write_goal`) is a dependency graph per

@@ -1,6 +1,6 @@
 """OTF2 traces (Score-P's format, read by TraceR): reader and writer (paper 000 §2.2, §3.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2, §3.2.  Uses the
+Paper: Choi et al., ICS 2020 (paper 000) §2.2, §3.2.  Uses the
 ``otf2`` package from PyPI (the OTF2 library's own Python bindings,
 manylinux wheels), imported when a function is called.
 

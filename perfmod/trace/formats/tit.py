@@ -1,6 +1,6 @@
 """SimGrid time-independent traces (TIT): reader and writer (paper 000 §2.2, §3.2).
 
-Paper: ``shared/papers/000_95042cffe07dd549.txt`` §2.2, §3.2 (trace-driven
+Paper: Choi et al., ICS 2020 (paper 000) §2.2, §3.2 (trace-driven
 replay).  SMPI replays these traces (``smpirun -replay``); the action syntax
 is that of ``src/smpi/internals/smpi_replay.cpp`` (github.com/simgrid/simgrid):
 one action per line, ``<rank> <action> <args...>``, ``#`` comments::
