@@ -6,7 +6,7 @@ per node, GPUs per socket, MPI ranks per node), the MPI protocol thresholds
 communication parameters in SI units:
 
 - ``postal``: ``alpha`` (s), ``beta`` (s/B) -- paper 000 Table 2
-  (Choi et al., ICS 2020 (paper 000));
+  (Choi et al., ICS 2020, paper 000);
 - ``maxrate``: short protocol ``alpha`` (s), ``beta`` (s/B) (Table 3, the
   two-parameter form, Eq. 3); eager and rendezvous ``alpha`` (s), ``r_cb``
   and ``r_ci`` (B/s) (Table 4, the three-parameter form, Eq. 2);
@@ -296,7 +296,7 @@ def _entry(where: str, key: tuple[str, str, str], entry: Any) -> Params | NotAva
 class Platform:
     """A machine: node topology, protocol thresholds and communication parameters.
 
-    The GPU platforms transcribe paper 000 (Choi et al., ICS 2020 (paper 000)):
+    The GPU platforms transcribe paper 000 (Choi et al., ICS 2020):
     Table 1 (nodes, CPU, GPU, GPUs per node and socket, network, MPI) and
     Tables 2-4 (postal and max-rate parameters per mode and protocol).
     Construction validates every field (:class:`PlatformError`), also after

@@ -1,6 +1,6 @@
 """R model formulas on patsy (the formula engine of statsmodels' formula API).
 
-Paper 001 (Sasidharan, thesis 2021/22 (paper 001)) built its models in R
+paper 001 (Sasidharan, thesis 2021/22) built its models in R
 (§5.1: "R [34] was the software used to build the statistical model"); its
 tables name terms the way R's ``summary(lm)`` does, in R's order.  This module
 takes an R formula as the paper would write it, e.g. Model C of §5.1.2::

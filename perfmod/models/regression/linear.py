@@ -1,6 +1,6 @@
 """Linear models like R's ``lm``: coefficients, summary, intervals (paper 001 §3).
 
-Paper 001 (Sasidharan, thesis 2021/22 (paper 001)) fits every model by
+paper 001 (Sasidharan, thesis 2021/22) fits every model by
 least squares in R and reports, per term, Estimate, Stand.Error, t-value and
 Pr(>|t|) (Tables 1, 3, 5, 6, 8, 10, 11), the residual standard error (RSE)
 and the overall F test's p-value (§5.1.2: "Model A had an RSE of 181.4 and

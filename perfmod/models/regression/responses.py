@@ -1,7 +1,7 @@
 """Responses of distributed and multi-device runs, and their energy (paper 001 Eq. 4-11).
 
 Paper 001 measures times per device and per iteration and turns them into the
-responses it models (Sasidharan, thesis 2021/22 (paper 001)):
+responses it models (Sasidharan, thesis 2021/22, paper 001):
 
 * Eq. 4, computation: T_comp = max over hosts i of sum over iterations j of
   max over the host's devices d of T_comp[i, j, d] (devices of a host wait for

@@ -1,6 +1,6 @@
 """What the Sedov and Quicksilver studies of paper 001 share: run tables, hold-out checks, validation tables.
 
-Paper 001 (Sasidharan, thesis 2021/22 (paper 001)) §3: models are fitted by
+paper 001 (Sasidharan, thesis 2021/22) §3: models are fitted by
 least squares on training experiments; competing models are compared with
 ANOVA and by the error on a held-out part of the training set (§5.1.2: 232 of
 275 observations to fit, 43 to score; :func:`perfmod.models.regression.compare_models`);
