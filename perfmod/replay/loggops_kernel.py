@@ -105,18 +105,14 @@ def _done(v, t, rr, done, nexto_h, nd, succ_ptr, succ, fbuf, nfree):
     """Mark node ``v`` done at ``t``; append the nodes it frees to ``fbuf``."""
     done[v] = t
     rr[v] = nexto_h
-    for q in range(succ_ptr[v], succ_ptr[v + 1]):
-        w = succ[q]
-        nd[w, _C_NDEPS] -= 1
-        if nd[w, _C_NDEPS] == 0:
-            fbuf[nfree] = w
-            nfree += 1
-    return nfree
+    return _started(v, succ_ptr, succ, nd, fbuf, nfree)  # the same release, over the done-successors
 
 
 @njit(cache=True, inline="always")
 def _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree):
-    """Node ``v`` starts: append the nodes that only waited for its start (GOAL's ``irequires``) to ``fbuf``."""
+    """Node ``v`` starts: append the nodes that only waited for its start (GOAL's ``irequires``) to ``fbuf``.
+
+    Given the done-successor lists instead, it releases what waited for ``v`` to finish (:func:`_done`)."""
     for q in range(ssucc_ptr[v], ssucc_ptr[v + 1]):
         w = ssucc[q]
         nd[w, _C_NDEPS] -= 1
