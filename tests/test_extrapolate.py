@@ -47,6 +47,16 @@ def lassen():
                 for app in ("minife", "minimd")}
 
 
+
+def _kept_events(t, keep, source):
+    """``t`` with only the events where ``keep`` (per-rank sequence numbers renumbered, times dropped)."""
+    seq = np.arange(len(t))[keep] - np.searchsorted(t.rank[keep], t.rank[keep])
+    return replace(t, rank=t.rank[keep], seq=seq.astype(np.int32), call=t.call[keep], peer=t.peer[keep],
+                   nbytes=t.nbytes[keep], tag=t.tag[keep], comm=t.comm[keep], request=t.request[keep],
+                   compute=t.compute[keep], aux_ptr=np.r_[0, np.cumsum(np.diff(t.aux_ptr)[keep])],
+                   aux=t.aux[np.repeat(keep, np.diff(t.aux_ptr))], t_entry=None, t_exit=None, line=None,
+                   source=source)
+
 def test_command_params_reads_name_value_pairs():
     assert command_params(["./miniMD", "-i", "in.lj", "-nx", "128", "--ny", "64", "-v"]) == {"nx": 128.0, "ny": 64.0}
 
@@ -167,23 +177,14 @@ def test_bad_input_is_named(lassen):
         extrapolate_trace([fe[4], fe[8]], 16, train_params=[{"nx": 400, "ny": 400, "nz": 200}, {"nx": 400}])
     t = fe[4]
     keep = t.rank != 3  # rank 3's file missing
-    missing = replace(t, rank=t.rank[keep], seq=t.seq[keep], call=t.call[keep], peer=t.peer[keep],
-                      nbytes=t.nbytes[keep], tag=t.tag[keep], comm=t.comm[keep], request=t.request[keep],
-                      compute=t.compute[keep], aux_ptr=np.r_[0, np.cumsum(np.diff(t.aux_ptr)[keep])],
-                      aux=t.aux[np.repeat(keep, np.diff(t.aux_ptr))], t_entry=None, t_exit=None, line=None,
-                      source="n4-missing")
+    missing = _kept_events(t, keep, "n4-missing")
     with pytest.raises(ExtrapolationError, match="n4-missing: rank 3 of 4 has no events"):
         extrapolate_trace([fe[2], missing], 8)
     # not SPMD: rank 1 makes one allreduce less
     sl = t.rank_events(1)
     drop = np.ones(len(t), bool)
     drop[sl.start + int(np.flatnonzero(t.call[sl] == 17)[0])] = False
-    seq = np.arange(len(t))[drop] - np.searchsorted(t.rank[drop], t.rank[drop])
-    nonspmd = replace(t, rank=t.rank[drop], seq=seq.astype(np.int32), call=t.call[drop], peer=t.peer[drop],
-                      nbytes=t.nbytes[drop], tag=t.tag[drop], comm=t.comm[drop], request=t.request[drop],
-                      compute=t.compute[drop], aux_ptr=np.r_[0, np.cumsum(np.diff(t.aux_ptr)[drop])],
-                      aux=t.aux[np.repeat(drop, np.diff(t.aux_ptr))], t_entry=None, t_exit=None, line=None,
-                      source="n4-nonspmd")
+    nonspmd = _kept_events(t, drop, "n4-nonspmd")
     with pytest.raises(ExtrapolationError, match="n4-nonspmd: not SPMD: rank 1"):
         extrapolate_trace([fe[2], nonspmd], 8)
 
