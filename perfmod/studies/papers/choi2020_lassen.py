@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmod.core.paths import repo_root
 from perfmod.models.comm.kmodel import kmodel_counts_from
 from perfmod.replay import replay
 from perfmod.replay.matching import match_messages
@@ -37,7 +38,7 @@ GET_TRACES = (
     f"(or {TRACE_ENV}=traces)")
 """How to get the traces (shell), for the ``traces_missing`` attribute."""
 
-DEFAULT_TRACE_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "choi2020-traces"
+DEFAULT_TRACE_DIR = repo_root().parent / "shared" / "data" / "choi2020-traces"
 """Where a checkout finds the traces when nothing names them: ``../shared/data/choi2020-traces`` beside it."""
 
 
