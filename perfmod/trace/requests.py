@@ -1,4 +1,4 @@
-"""Which nonblocking call each wait or test completes (vectorized).
+"""Which nonblocking call each wait or test completes (one compiled pass).
 
 A request id is a handle local to its rank; MPI reuses handles once a
 request has completed, so a reference is resolved to the latest earlier
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from perfmod.trace.core import LIST_CALLS, NO_REQUEST, NONBLOCKING, Call, Trace, TraceError, code_set
 
@@ -67,8 +68,104 @@ class Requests:
     never_completed: np.ndarray
 
 
+def _table(codes: np.ndarray) -> np.ndarray:
+    t = np.zeros(256, dtype=np.bool_)
+    t[codes] = True
+    return t
+
+
+_CREATE = _table(code_set(NONBLOCKING))
+_SINGLE = _table(code_set({Call.WAIT, Call.TEST}))
+_LIST = _table(code_set(LIST_CALLS))
+
+
+@njit(cache=True, inline="always")
+def _slot(keys_r, keys_id, r, q):
+    """Slot of ``(r, q)`` in the open-addressing table (its own or the free one where it would go)."""
+    mask = keys_r.size - 1
+    h = (np.uint64(r) * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(q) * np.uint64(0xC2B2AE3D27D4EB4F))
+    s = np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+    while keys_r[s] >= 0 and (keys_r[s] != r or keys_id[s] != q):
+        s = (s + 1) & mask
+    return s
+
+
+@njit(cache=True)
+def _resolve(rank, call, request, aux_ptr, aux, create, single, lists, ncreate):
+    """One pass in event order over the references: per (rank, id) the pending creating event (-1: none).
+
+    Returns ``(ref_ptr, created, never, bad_ref, bad_ref_id, bad_cre, bad_cre_id, bad_prev)``: ``bad_ref`` and
+    ``bad_cre`` are the first (by rank, id, event) reference to an id not pending and creation of an id still
+    pending (-1: none), with their ids; ``bad_prev`` the pending creation of ``bad_cre``.
+    """
+    n = rank.size
+    ref_ptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = call[i]
+        k = 0
+        if single[c] and request[i] != -1:
+            k = 1
+        elif lists[c]:
+            k = aux_ptr[i + 1] - aux_ptr[i]
+        ref_ptr[i + 1] = ref_ptr[i] + k
+    created = np.empty(ref_ptr[n], dtype=np.int64)
+    cap = 16
+    while cap < 2 * ncreate:
+        cap *= 2
+    keys_r = np.full(cap, -1, dtype=np.int64)
+    keys_id = np.zeros(cap, dtype=np.int64)
+    pend = np.full(cap, -1, dtype=np.int64)
+    bad_ref = -1
+    bref_r = np.int64(0)
+    bref_q = np.int64(0)
+    bad_cre = -1
+    bad_prev = -1
+    bcre_r = np.int64(0)
+    bcre_q = np.int64(0)
+    for i in range(n):
+        c = call[i]
+        r = np.int64(rank[i])
+        if create[c]:
+            q = request[i]
+            s = _slot(keys_r, keys_id, r, q)
+            if keys_r[s] < 0:
+                keys_r[s] = r
+                keys_id[s] = q
+            elif pend[s] >= 0 and (bad_cre < 0 or r < bcre_r or (r == bcre_r and q < bcre_q)):
+                bad_cre, bad_prev, bcre_r, bcre_q = i, pend[s], r, q
+            pend[s] = i
+            continue
+        a, b = ref_ptr[i], ref_ptr[i + 1]
+        for m in range(a, b):
+            q = request[i] if single[c] else aux[aux_ptr[i] + m - a]
+            s = _slot(keys_r, keys_id, r, q)
+            if keys_r[s] < 0 or pend[s] < 0:
+                created[m] = -1
+                if bad_ref < 0 or r < bref_r or (r == bref_r and q < bref_q):
+                    bad_ref, bref_r, bref_q = i, r, q
+            else:
+                created[m] = pend[s]
+                pend[s] = -1
+    nn = 0
+    for s in range(cap):
+        if pend[s] >= 0:
+            nn += 1
+    never = np.empty(nn, dtype=np.int64)
+    nn = 0
+    for s in range(cap):
+        if pend[s] >= 0:
+            never[nn] = pend[s]
+            nn += 1
+    never.sort()
+    return ref_ptr, created, never, bad_ref, bref_q, bad_cre, bcre_q, bad_prev
+
+
 def resolve_requests(trace: Trace) -> Requests:
     """Resolve every request completed by a wait or test to the event that created it.
+
+    One compiled pass in event order keeps, per (rank, id), the pending
+    creating event in a hash table (no sort); errors name the first bad
+    event in (rank, id, event) order.
 
     Raises
     ------
@@ -77,67 +174,26 @@ def resolve_requests(trace: Trace) -> Requests:
         never created (or already completed) on that rank, or an id created
         again while still pending.
     """
-    n = len(trace)
     call = trace.call
-    is_create = np.isin(call, code_set(NONBLOCKING))
+    is_create = _CREATE[call]
     trace._fail(is_create & (trace.request < 0), "nonblocking call needs a request id >= 0", "request")
-    single = np.isin(call, code_set({Call.WAIT, Call.TEST})) & (trace.request != NO_REQUEST)
-    trace._fail(~(is_create | single) & (trace.request != NO_REQUEST) & ~np.isin(call, code_set(LIST_CALLS)),
+    lists = _LIST[call]
+    trace._fail(~(is_create | _SINGLE[call] | lists) & (trace.request != NO_REQUEST),
                 "only nonblocking calls, waits and tests carry a request", "request")
-    lists = np.isin(call, code_set(LIST_CALLS))
-    alen = np.diff(trace.aux_ptr)
-    list_ev = np.repeat(np.arange(n, dtype=np.int64), np.where(lists, alen, 0))
-    # aux entries belonging to list calls, in event order
-    mask_aux = np.repeat(lists, alen)
-    list_ids = trace.aux[mask_aux]
-    single_ev = np.flatnonzero(single).astype(np.int64)
-    ref_ev = np.concatenate([single_ev, list_ev])
-    ref_id = np.concatenate([trace.request[single_ev], list_ids])
-    # keep each event's references in their aux order: sort by event, stable
-    o = np.argsort(ref_ev, kind="stable")
-    ref_ev, ref_id = ref_ev[o], ref_id[o]
-    trace._fail(np.isin(np.arange(n), ref_ev[ref_id < 0]), "waits on a negative request id", "aux_ptr")
-    cre_ev = np.flatnonzero(is_create).astype(np.int64)
-    cre_id = trace.request[cre_ev]
-    ev = np.concatenate([cre_ev, ref_ev])
-    ids = np.concatenate([cre_id, ref_id])
-    kind = np.concatenate([np.zeros(cre_ev.size, np.int8), np.ones(ref_ev.size, np.int8)])
-    # records in event order (a creation and a completion never share an event), then grouped by
-    # (rank, id) with a stable sort, so each group lists its creations and completions in program order
-    by_event = np.argsort(ev, kind="stable")
-    order = by_event[np.argsort(group_key(trace.rank[ev[by_event]], ids[by_event]), kind="stable")]
-    ev_s, id_s, kind_s = ev[order], ids[order], kind[order]
-    rank_s = trace.rank[ev_s]
-    new_group = np.ones(ev_s.size, dtype=bool)
-    new_group[1:] = (rank_s[1:] != rank_s[:-1]) | (id_s[1:] != id_s[:-1])
-    prev_kind = np.empty_like(kind_s)
-    if kind_s.size:
-        prev_kind[0] = -1
-        prev_kind[1:] = kind_s[:-1]
-    prev_kind[new_group] = -1
-    bad_ref = (kind_s == 1) & (prev_kind != 0)
-    if bad_ref.any():
-        j = int(np.flatnonzero(bad_ref)[0])
-        i = int(ev_s[j])
-        raise TraceError(f"{trace._at(i)}: request {int(id_s[j])} was never created on this rank by an earlier "
-                         f"nonblocking call, or was already completed")
-    bad_cre = (kind_s == 0) & (prev_kind == 0)
-    if bad_cre.any():
-        j = int(np.flatnonzero(bad_cre)[0])
-        raise TraceError(f"{trace._at(int(ev_s[j]))}: request {int(id_s[j])} created again while the earlier "
-                         f"request with this id (event {int(trace.seq[ev_s[j - 1]])}) is still pending")
-    created_sorted = np.full(ev_s.size, -1, dtype=np.int64)
-    is_ref = kind_s == 1
-    created_sorted[is_ref] = ev_s[np.flatnonzero(is_ref) - 1]
-    # back to the (event, aux) order of the references
-    created = np.empty(ref_ev.size, dtype=np.int64)
-    ref_positions = order[is_ref] - cre_ev.size  # index into ref arrays
-    created[ref_positions] = created_sorted[is_ref]
-    ref_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(ref_ev, minlength=n), out=ref_ptr[1:])
-    last_in_group = np.ones(ev_s.size, dtype=bool)
-    last_in_group[:-1] = new_group[1:]
-    never = np.sort(ev_s[last_in_group & (kind_s == 0)])
+    single = _SINGLE[call] & (trace.request != NO_REQUEST)
+    neg = single & (trace.request < 0)
+    if trace.aux.size and (trace.aux < 0).any():  # a list call's negative ids (other calls' aux may be negative)
+        alen = np.diff(trace.aux_ptr)
+        neg[np.repeat(np.arange(len(trace)), alen)[np.repeat(lists, alen) & (trace.aux < 0)]] = True
+    trace._fail(neg, "waits on a negative request id", "aux_ptr")
+    ref_ptr, created, never, bad_ref, ref_id, bad_cre, cre_id, prev = _resolve(
+        trace.rank, call, trace.request, trace.aux_ptr, trace.aux, _CREATE, _SINGLE, _LIST, int(is_create.sum()))
+    if bad_ref >= 0:
+        raise TraceError(f"{trace._at(int(bad_ref))}: request {int(ref_id)} was never created on this rank by an "
+                         f"earlier nonblocking call, or was already completed")
+    if bad_cre >= 0:
+        raise TraceError(f"{trace._at(int(bad_cre))}: request {int(cre_id)} created again while the earlier "
+                         f"request with this id (event {int(trace.seq[prev])}) is still pending")
     return Requests(ref_ptr, created, never)
 
 
