@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
 from perfmod.trace.requests import group_key
@@ -112,6 +113,93 @@ def _group_position(keys: tuple[np.ndarray, ...], order: np.ndarray) -> np.ndarr
     return pos
 
 
+@njit(cache=True, inline="always")
+def _lex_less(x, y):
+    """Tuple ``x < y`` for equally long int64 arrays."""
+    for k in range(x.size):
+        if x[k] != y[k]:
+            return x[k] < y[k]
+    return False
+
+
+@njit(cache=True)
+def _pair(s_ev, s_src, s_dst, s_tag, s_comm, s_bytes, r_ev, r_src, r_dst, r_tag, r_comm, r_bytes, pdst, psrc):
+    """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive (both in event order).
+
+    Groups are numbered through an open-addressing hash table (no sort); fills ``pdst``/``psrc`` and
+    returns ``(truncated, a, b)``: the number of receives smaller than their message and, of the first
+    in (src, dst, tag, comm, occurrence) order, the send and receive positions.
+    """
+    ns, nr = s_ev.size, r_ev.size
+    cap = 16
+    while cap < 2 * ns:
+        cap *= 2
+    mask = cap - 1
+    table = np.full(cap, -1, dtype=np.int64)  # group id (= its first send's position)
+    grp = np.empty(ns, dtype=np.int64)
+    count = np.zeros(ns, dtype=np.int64)  # sends per group, at the group's id
+    for k in range(ns):
+        h = (np.uint64(s_src[k]) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(s_dst[k]) * np.uint64(
+            0xC2B2AE3D27D4EB4F) ^ np.uint64(s_tag[k]) * np.uint64(0x165667B19E3779F9) ^ np.uint64(
+            s_comm[k]) * np.uint64(0x27D4EB2F165667C5))
+        j = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
+        while True:
+            g = table[j]
+            if g < 0:
+                table[j] = k
+                g = k
+                break
+            if s_src[g] == s_src[k] and s_dst[g] == s_dst[k] and s_tag[g] == s_tag[k] and s_comm[g] == s_comm[k]:
+                break
+            j = (j + 1) & mask
+        grp[k] = g
+        count[g] += 1
+    # the sends of each group in event order: CSR over group ids
+    ptr = np.zeros(ns + 1, dtype=np.int64)
+    for k in range(ns):
+        ptr[k + 1] = ptr[k] + count[k]
+    fill = ptr[:-1].copy()
+    slot = np.empty(ns, dtype=np.int64)
+    for k in range(ns):
+        slot[fill[grp[k]]] = k
+        fill[grp[k]] += 1
+    taken = count  # reused: receives matched per group so far
+    taken[:] = 0
+    nbad = 0
+    best_a = -1
+    best_b = -1
+    cur = np.empty(5, dtype=np.int64)
+    best = np.empty(5, dtype=np.int64)
+    for m in range(nr):
+        h = (np.uint64(r_src[m]) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(r_dst[m]) * np.uint64(
+            0xC2B2AE3D27D4EB4F) ^ np.uint64(r_tag[m]) * np.uint64(0x165667B19E3779F9) ^ np.uint64(
+            r_comm[m]) * np.uint64(0x27D4EB2F165667C5))
+        j = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
+        g = -1
+        while table[j] >= 0:
+            t = table[j]
+            if s_src[t] == r_src[m] and s_dst[t] == r_dst[m] and s_tag[t] == r_tag[m] and s_comm[t] == r_comm[m]:
+                g = t
+                break
+            j = (j + 1) & mask
+        if g < 0:
+            continue
+        occ = taken[g]
+        if ptr[g] + occ >= fill[g]:
+            continue  # more receives than sends
+        taken[g] = occ + 1
+        k = slot[ptr[g] + occ]
+        pdst[s_ev[k]] = r_ev[m]
+        psrc[r_ev[m]] = s_ev[k]
+        if r_bytes[m] < s_bytes[k]:
+            nbad += 1
+            cur[0], cur[1], cur[2], cur[3], cur[4] = s_src[k], s_dst[k], s_tag[k], s_comm[k], occ
+            if best_a < 0 or _lex_less(cur, best):
+                best[:] = cur
+                best_a, best_b = k, m
+    return nbad, best_a, best_b
+
+
 def match_messages(trace: Trace) -> Matching:
     """Pair every send with its receive by (source, destination, tag, communicator) in posting order.
 
@@ -163,31 +251,14 @@ def match_messages(trace: Trace) -> Matching:
             a[s_keep] for a in (s_ev, s_src, s_dst, s_tag, s_comm, s_bytes))
         r_ev, r_src, r_dst, r_tag, r_comm, r_bytes = (
             a[r_keep] for a in (r_ev, r_src, r_dst, r_tag, r_comm, r_bytes))
-    # group by (src, dst, tag, comm); stable sorts keep posting order (event order) inside a group, and
-    # the k-th send of a group matches the k-th receive of the same group
-    key = group_key(np.concatenate([s_src, r_src]), np.concatenate([s_dst, r_dst]),
-                    np.concatenate([s_tag, r_tag]), np.concatenate([s_comm, r_comm]))
-    ns = s_ev.size
-    s_key, r_key = key[:ns], key[ns:]
-    so = np.argsort(s_key, kind="stable")
-    ro = np.argsort(r_key, kind="stable")
-    sk, rk = s_key[so], r_key[ro]
-    first_s = np.searchsorted(sk, sk, side="left")
-    occ = np.arange(ns) - first_s  # occurrence number of each sorted send in its group
-    first_r = np.searchsorted(rk, sk, side="left")
-    end_r = np.searchsorted(rk, sk, side="right")
-    ok = first_r + occ < end_r
-    a = so[ok]  # send index
-    b = ro[(first_r + occ)[ok]]  # receive index
-    pdst[s_ev[a]] = r_ev[b]
-    psrc[r_ev[b]] = s_ev[a]
-    trunc = r_bytes[b] < s_bytes[a]
-    if trunc.any():
-        j = int(np.flatnonzero(trunc)[0])
+    # the k-th send of a (src, dst, tag, comm) group, in posting (event) order, matches its k-th receive
+    nbad, a, b = _pair(s_ev, s_src, s_dst, s_tag, s_comm, s_bytes, r_ev, r_src, r_dst, r_tag, r_comm, r_bytes,
+                       pdst, psrc)
+    if nbad:
         raise ReplayError(
-            f"{trace._at(int(r_ev[b[j]]))}: receive buffer of {int(r_bytes[b[j]])} B is smaller than the "
-            f"{int(s_bytes[a[j]])} B message from rank {int(s_src[a[j]])} (tag {int(s_tag[a[j]])}): "
-            f"MPI_ERR_TRUNCATE in {int(trunc.sum())} receives")
+            f"{trace._at(int(r_ev[b]))}: receive buffer of {int(r_bytes[b])} B is smaller than the "
+            f"{int(s_bytes[a])} B message from rank {int(s_src[a])} (tag {int(s_tag[a])}): "
+            f"MPI_ERR_TRUNCATE in {int(nbad)} receives")
     return Matching(pdst, psrc, all_ev, all_src, all_dst, all_bytes.astype(np.int64), dyn)
 
 
