@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["MemoryShortError", "available_bytes", "check_fits"]
+import numpy as np
+
+__all__ = ["MemoryShortError", "available_bytes", "check_fits", "index_dtype"]
 
 
 class MemoryShortError(MemoryError):
@@ -39,3 +41,9 @@ def check_fits(nbytes: float, what: str) -> None:
     if have is not None and nbytes > have:
         raise MemoryShortError(f"{what} needs about {nbytes / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available "
                                "(PERFMOD_MEMORY_BYTES sets a budget)")
+
+
+def index_dtype(n: int) -> np.dtype:
+    """The narrowest of int32/int64 that holds indices ``-2 .. n`` (event indices with -1/-2 flags; half the
+    memory of int64 for traces below 2**31 events)."""
+    return np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)

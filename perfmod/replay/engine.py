@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from perfmod.core.io import provenance_attrs
 from perfmod.core.jit import first_call
-from perfmod.core.memory import check_fits
+from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
@@ -286,12 +286,16 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     else:
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
+        n = len(trace)
+        # one array holds both posting times: a send reads spost only of send events and rpost only of receive
+        # events, and a Sendrecv posts both sides at once
+        post = np.full(n, np.nan)
         with first_call("the replay's event loop"):
             status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
                 rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
                 coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
-                *(np.full(len(trace), np.nan) for _ in range(4)), np.full(len(trace), -1, dtype=np.int64),
-                *_dynamic_args(match, len(trace)))
+                post, post, np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=index_dtype(n)),
+                *_dynamic_args(match, n))
         if status != STATUS_OK:
             raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
     if match.dynamic is not None:

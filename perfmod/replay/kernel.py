@@ -210,8 +210,11 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
     ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
     ``ref_ptr``/``created``: requests each wait completes (creating events).
     ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
-    (int64, -1), one per event, are the state, allocated by the caller
-    (so that their memory is accounted where NumPy allocations are).
+    (int32 or int64, -1), one per event, are the state, allocated by the
+    caller (so that their memory is accounted where NumPy allocations are);
+    ``spost`` and ``rpost`` may be one array (``spost`` is read and written
+    only at send events, ``rpost`` at receive events, and a Sendrecv sets
+    both to the same time).
     Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
     each event's send / receive matching group (-1: matched beforehand),
     ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the

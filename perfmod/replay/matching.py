@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from perfmod.core.memory import index_dtype
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
 from perfmod.trace.requests import group_key
 
@@ -73,9 +74,9 @@ class Matching:
 
     Attributes
     ----------
-    pdst : numpy.ndarray of int64, shape (len(trace),)
+    pdst : numpy.ndarray of int32 (int64 from 2**31 events), shape (len(trace),)
         Receive event matching each send event (-1 unmatched, -2 to PROC_NULL).
-    psrc : numpy.ndarray of int64, shape (len(trace),)
+    psrc : numpy.ndarray of int32 (int64 from 2**31 events), shape (len(trace),)
         Send event matching each receive event (-1 unmatched, -2 from PROC_NULL).
     send_events : numpy.ndarray of int64
         Events that send a message (PROC_NULL excluded).
@@ -232,8 +233,8 @@ def match_messages(trace: Trace) -> Matching:
         r_comm = np.concatenate([r_comm, trace.comm[sr_ev]])
         o = np.argsort(r_ev, kind="stable")
         r_ev, r_peer, r_bytes, r_tag, r_comm = r_ev[o], r_peer[o], r_bytes[o], r_tag[o], r_comm[o]
-    pdst = np.full(n, -1, dtype=np.int64)
-    psrc = np.full(n, -1, dtype=np.int64)
+    pdst = np.full(n, -1, dtype=index_dtype(n))
+    psrc = np.full(n, -1, dtype=index_dtype(n))
     s_null, r_null = s_peer == PROC_NULL, r_peer == PROC_NULL
     pdst[s_ev[s_null]] = -2
     psrc[r_ev[r_null]] = -2
@@ -311,7 +312,7 @@ class Collectives:
 
     Attributes
     ----------
-    inst : numpy.ndarray of int64, shape (len(trace),)
+    inst : numpy.ndarray of int32 (int64 from 2**31 events), shape (len(trace),)
         Instance of each collective event (-1 for other events).
     call, comm, nbytes, root, size : numpy.ndarray
         Per instance: call code, communicator, bytes per rank, root
@@ -343,7 +344,7 @@ def collective_instances(trace: Trace) -> Collectives:
     """
     n = len(trace)
     ev = np.flatnonzero(call_is(trace.call, code_set(COLLECTIVES)))
-    inst = np.full(n, -1, dtype=np.int64)
+    inst = np.full(n, -1, dtype=index_dtype(n))
     empty = np.zeros(0, np.int64)
     if ev.size == 0:
         return Collectives(inst, empty, empty, empty, empty, empty, empty, np.zeros(1, np.int64), empty)
