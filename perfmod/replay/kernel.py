@@ -154,6 +154,26 @@ def _recv_done(j, psrc, rpost, sdone):
 
 
 @njit(cache=True)
+def _can_end(i, call, psrc, rpost, sdone, ref_ptr, created):
+    """Whether the posted point-to-point call or wait ``i`` has every completion time it needs (a collective
+    ends by its last member's arrival, not by a message: False)."""
+    c = call[i]
+    if c == _SEND or c == _SSEND:
+        return not np.isnan(sdone[i])
+    if c == _RECV:
+        return not np.isnan(_recv_done(i, psrc, rpost, sdone))
+    if c == _SENDRECV:
+        return not (np.isnan(sdone[i]) or np.isnan(_recv_done(i, psrc, rpost, sdone)))
+    if c >= _WAIT_LO and c <= _WAIT_HI:
+        for q in range(ref_ptr[i + 1] - 1, ref_ptr[i] - 1, -1):  # the last requests are the likeliest missing
+            e = created[q]
+            if np.isnan(_recv_done(e, psrc, rpost, sdone) if call[e] == _IRECV else sdone[e]):
+                return False
+        return True
+    return False
+
+
+@njit(cache=True)
 def _match(x, g, x_is_send, rank, stag, rsrc, rtag, qhead, qtail, qlink, ohead, otail, olink, pdst, psrc):
     """Match event ``x`` of group ``g`` to the first entry of the other side's queue (``q*``) that fits, else
     append ``x`` to its own side's queue (``o*``).  A receive ``r`` accepts a send ``s`` when its source and
@@ -279,12 +299,13 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 start = max(ready[i], nic[s])
                 sdone[i] = start + msg_time[i]
                 nic[s] = sdone[i]
-                # wake the sender and the receiver (if parked) when this message completes
-                if state[s] == 2:
+                # wake the sender and the receiver when this message completes, if parked in a call that can
+                # now end (a wake before that would find the call still waiting: a step that changes nothing)
+                if state[s] == 2 and _can_end(pc[s], call, psrc, rpost, sdone, ref_ptr, created):
                     heap = _wake(heap, qtime, s, max(sdone[i], clock[s]))
                 if pdst[i] >= 0:
                     w = np.int64(rank[pdst[i]])
-                    if state[w] == 2:
+                    if state[w] == 2 and _can_end(pc[w], call, psrc, rpost, sdone, ref_ptr, created):
                         heap = _wake(heap, qtime, w, max(sdone[i], clock[w]))
             continue
         r = key
