@@ -33,7 +33,7 @@ from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
 from perfmod.replay.loggops import replay_loggops
-from perfmod.replay.matching import ReplayError, collective_instances, match_messages
+from perfmod.replay.matching import SEND_CODES, ReplayError, call_is, collective_instances, match_messages
 from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
 from perfmod.trace.requests import resolve_requests
 
@@ -65,9 +65,8 @@ def _compute_times(trace: Trace, compute: Any) -> np.ndarray:
     return trace.with_compute(np.broadcast_to(np.asarray(compute, dtype=np.float64), trace.compute.shape)).compute
 
 
-def _dynamic_args(match: Any, n: int) -> tuple:
+def _dynamic_args(d: Any, n: int) -> tuple:
     """Kernel arguments for run-time matching (empty when every message was matched beforehand)."""
-    d = match.dynamic
     if d is None:
         e = np.zeros(0, dtype=np.int64)
         return e, e, e, e, e, 0, e, e
@@ -75,10 +74,10 @@ def _dynamic_args(match: Any, n: int) -> tuple:
             np.full(n, -1, dtype=np.int64))
 
 
-def _check_truncation(trace: Trace, match: Any) -> None:
+def _check_truncation(trace: Trace, dynamic: Any, pdst: np.ndarray) -> None:
     """MPI_ERR_TRUNCATE among the messages the kernel matched to wildcard receivers."""
-    send = np.flatnonzero((match.dynamic.sgrp >= 0) & (match.pdst >= 0))
-    recv = match.pdst[send]
+    send = np.flatnonzero((dynamic.sgrp >= 0) & (pdst >= 0))
+    recv = pdst[send]
     rbytes = trace.nbytes[recv].copy()
     sr = trace.call[recv] == Call.SENDRECV
     rbytes[sr] = trace.aux[trace.aux_ptr[recv[sr]] + 1]
@@ -103,8 +102,8 @@ def _describe(trace: Trace, i: int) -> dict[str, Any]:
     return d
 
 
-def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, match: Any, coll: Any, reqs: Any,
-              spost: np.ndarray, rpost: np.ndarray, sdone: np.ndarray) -> DeadlockError:
+def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, pdst: np.ndarray, psrc: np.ndarray, coll: Any,
+              reqs: Any, sdone: np.ndarray) -> DeadlockError:
     blocked = np.flatnonzero(pc < end)
     details = []
     for r in blocked.tolist():
@@ -113,18 +112,18 @@ def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, match: Any, coll: A
         c = int(trace.call[i])
         why = []
         if c in (Call.RECV, Call.SENDRECV):
-            k = int(match.psrc[i])
+            k = int(psrc[i])
             why.append("no matching send in the trace" if k == -1 else
                        f"its message (rank {int(trace.rank[k])} event {int(trace.seq[k])}) is not sent")
         if c in (Call.SEND, Call.SSEND, Call.SENDRECV) and np.isnan(sdone[i]):
-            j = int(match.pdst[i])
+            j = int(pdst[i])
             why.append("no matching receive in the trace" if j == -1 else
                        f"rendezvous: rank {int(trace.rank[j])} has not posted the receive (event {int(trace.seq[j])})")
         if Call.WAIT <= c <= Call.TESTSOME:
             for q in range(int(reqs.ref_ptr[i]), int(reqs.ref_ptr[i + 1])):
                 e = int(reqs.created[q])
                 if trace.call[e] == Call.IRECV:
-                    k = int(match.psrc[e])
+                    k = int(psrc[e])
                     if k == -1:
                         why.append(f"request of Irecv event {int(trace.seq[e])} (source {int(trace.peer[e])}, "
                                    f"tag {int(trace.tag[e])}): no matching send in the trace")
@@ -132,7 +131,7 @@ def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, match: Any, coll: A
                         why.append(f"request of Irecv event {int(trace.seq[e])} (source {int(trace.peer[e])}, "
                                    f"tag {int(trace.tag[e])}): not yet sent")
                 elif np.isnan(sdone[e]):
-                    j = int(match.pdst[e])
+                    j = int(pdst[e])
                     why.append(f"request of {CALL_NAMES[int(trace.call[e])]} event {int(trace.seq[e])} (dest "
                                f"{int(trace.peer[e])}, tag {int(trace.tag[e])}): "
                                + ("no matching receive in the trace" if j == -1 else "receive not posted"))
@@ -268,6 +267,12 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     coll = collective_instances(trace)
     stage(3)
     costs = message_costs(trace, match, net, k_total_rule, stencil)
+    # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the
+    # event loop
+    msgs, bytes_sent = _per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
+    pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
+    msg_time, rndv = costs.time, costs.rndv
+    del match, costs
     n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
     iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
     rank_ptr = trace.rank_ptr
@@ -278,11 +283,10 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         if not res.ok:
             pc = rank_ptr[1:].copy()
             pc[list(res.blocked)] = list(res.blocked.values())
-            nan = np.full(len(trace), np.nan)
-            raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, nan, nan, res.sdone)
-        if match.dynamic is not None:  # the kernel matched the messages to wildcard receives
-            dyn = match.dynamic.sgrp >= 0
-            match.pdst[dyn] = res.pdst[dyn]
+            raise _deadlock(trace, pc, rank_ptr[1:], pdst, psrc, coll, reqs, res.sdone)
+        if dynamic is not None:  # the kernel matched the messages to wildcard receives
+            dyn = dynamic.sgrp >= 0
+            pdst[dyn] = res.pdst[dyn]
     else:
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
@@ -292,15 +296,15 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         post = np.full(n, np.nan)
         with first_call("the replay's event loop"):
             status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
-                rank_ptr, trace.rank, trace.call, comp, match.pdst, match.psrc, costs.time, costs.rndv, coll.inst,
+                rank_ptr, trace.rank, trace.call, comp, pdst, psrc, msg_time, rndv, coll.inst,
                 coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
                 post, post, np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=index_dtype(n)),
-                *_dynamic_args(match, n))
+                *_dynamic_args(dynamic, n))
         if status != STATUS_OK:
-            raise _deadlock(trace, pc, rank_ptr[1:], match, coll, reqs, spost, rpost, sdone)
-    if match.dynamic is not None:
-        _check_truncation(trace, match)
-    unmatched = int(np.count_nonzero(match.pdst[match.send_events] == -1))
+            raise _deadlock(trace, pc, rank_ptr[1:], pdst, psrc, coll, reqs, sdone)
+    if dynamic is not None:
+        _check_truncation(trace, dynamic, pdst)
+    unmatched = int(np.count_nonzero((pdst == -1) & call_is(trace.call, SEND_CODES)))
     if unmatched:
         warnings.warn(f"{trace.source or 'trace'}: {unmatched} eager sends have no matching receive "
                       "(replayed as sent)", ReplayWarning, stacklevel=3)
@@ -308,20 +312,24 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         warnings.warn(f"{trace.source or 'trace'}: {reqs.never_completed.size} requests are never waited for "
                       f"(first: {trace._at(int(reqs.never_completed[0]))})", ReplayWarning, stacklevel=3)
     stage(5)
-    ds = _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, match,
-                  costs, unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
+    ds = _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, msgs,
+                  bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
     bar.update()
     return ds
 
 
-def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,
-             iter_comm: np.ndarray | None, match: Any, costs: Any, unknown_calls: dict[str, int],
-             k_total_rule: str, unmatched: int, never_completed: int) -> xr.Dataset:
-    p = trace.nprocs
+def _per_mode(p: int, src: np.ndarray, mode: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Messages and bytes sent per (rank, mode)."""
     nm = len(MODES)
-    key = match.src * nm + costs.mode.astype(np.int64)
-    msgs = np.bincount(key, minlength=p * nm).reshape(p, nm)
-    nbytes = np.bincount(key, weights=match.nbytes.astype(np.float64), minlength=p * nm).reshape(p, nm)
+    key = src.astype(np.int64) * nm + mode.astype(np.int64)
+    return (np.bincount(key, minlength=p * nm).reshape(p, nm),
+            np.bincount(key, weights=nbytes.astype(np.float64), minlength=p * nm).reshape(p, nm))
+
+
+def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,
+             iter_comm: np.ndarray | None, msgs: np.ndarray, nbytes: np.ndarray, phases: dict[str, np.ndarray],
+             unknown_calls: dict[str, int], k_total_rule: str, unmatched: int, never_completed: int) -> xr.Dataset:
+    p = trace.nprocs
     comm = acc[:, ACC_SEND] + acc[:, ACC_RECV] + acc[:, ACC_WAIT] + acc[:, ACC_COLL]
 
     def var(values: np.ndarray, long_name: str, dims: Any = "rank", units: str = "s") -> tuple:
@@ -348,10 +356,10 @@ def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.nda
               "k": ("1", "K-model k = K_inter / K_total * k' (Eq. 4)"),
               "k_node": ("1", "max-rate k: most ranks of a node sending in the phase"),
               "k_socket": ("1", "max-rate k: most ranks of a socket sending in the phase")}
-    for name, values in costs.phases.items():
+    for name, values in phases.items():
         data[f"phase_{name}"] = var(np.asarray(values, dtype=float), labels[name][1], "phase", labels[name][0])
-    if costs.phases:
-        coords["phase"] = np.arange(len(next(iter(costs.phases.values()))))
+    if phases:
+        coords["phase"] = np.arange(len(next(iter(phases.values()))))
     ds = xr.Dataset(data, coords=coords)
     ds.attrs.update(provenance_attrs(
         "replay", f"trace replay of {trace.source or 'an in-memory trace'}",

@@ -27,7 +27,8 @@ from perfmod.core.memory import index_dtype
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
 from perfmod.trace.requests import group_key
 
-__all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer", "call_is"]
+__all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer", "call_is",
+           "SEND_CODES"]
 
 
 class ReplayError(RuntimeError):
@@ -51,7 +52,8 @@ def call_is(call: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return table[call]
 
 
-_SEND_CODES = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.SENDRECV})
+#: call codes that send a point-to-point message
+SEND_CODES = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.SENDRECV})
 _RECV_CODES = code_set({Call.RECV, Call.IRECV})
 
 
@@ -216,7 +218,7 @@ def match_messages(trace: Trace) -> Matching:
     """
     n = len(trace)
     call = trace.call
-    is_send = call_is(call, _SEND_CODES)
+    is_send = call_is(call, SEND_CODES)
     is_recv = call_is(call, _RECV_CODES)
     sr = call == Call.SENDRECV
     s_ev = np.flatnonzero(is_send)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from perfmod.core.memory import index_dtype
 from perfmod.trace.core import LIST_CALLS, NO_REQUEST, NONBLOCKING, Call, Trace, TraceError, code_set
 
 __all__ = ["Requests", "resolve_requests", "group_key", "validate_trace"]
@@ -54,10 +55,10 @@ class Requests:
 
     Attributes
     ----------
-    ref_ptr : numpy.ndarray of int64, shape (len(trace) + 1,)
+    ref_ptr : numpy.ndarray of int32 (int64 from 2**31 references), shape (len(trace) + 1,)
         CSR offsets: event ``i`` completes the requests
         ``created[ref_ptr[i]:ref_ptr[i + 1]]``.
-    created : numpy.ndarray of int64
+    created : numpy.ndarray of int32 (int64 from 2**31 events)
         Index of the creating event of each completed request.
     never_completed : numpy.ndarray of int64
         Creating events whose request no wait or test completes.
@@ -91,16 +92,10 @@ def _slot(keys_r, keys_id, r, q):
 
 
 @njit(cache=True)
-def _resolve(rank, call, request, aux_ptr, aux, create, single, lists, ncreate):
-    """One pass in event order over the references: per (rank, id) the pending creating event (-1: none).
-
-    Returns ``(ref_ptr, created, never, bad_ref, bad_ref_id, bad_cre, bad_cre_id, bad_prev)``: ``bad_ref`` and
-    ``bad_cre`` are the first (by rank, id, event) reference to an id not pending and creation of an id still
-    pending (-1: none), with their ids; ``bad_prev`` the pending creation of ``bad_cre``.
-    """
-    n = rank.size
-    ref_ptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
+def _count_refs(call, request, aux_ptr, single, lists, ref_ptr):
+    """``ref_ptr``: CSR offsets of the requests each event completes."""
+    ref_ptr[0] = 0
+    for i in range(call.size):
         c = call[i]
         k = 0
         if single[c] and request[i] != -1:
@@ -108,7 +103,17 @@ def _resolve(rank, call, request, aux_ptr, aux, create, single, lists, ncreate):
         elif lists[c]:
             k = aux_ptr[i + 1] - aux_ptr[i]
         ref_ptr[i + 1] = ref_ptr[i] + k
-    created = np.empty(ref_ptr[n], dtype=np.int64)
+
+
+@njit(cache=True)
+def _resolve(rank, call, request, aux_ptr, aux, create, single, ncreate, ref_ptr, created):
+    """One pass in event order over the references: per (rank, id) the pending creating event (-1: none).
+
+    Fills ``created`` and returns ``(never, bad_ref, bad_ref_id, bad_cre, bad_cre_id, bad_prev)``: ``bad_ref`` and
+    ``bad_cre`` are the first (by rank, id, event) reference to an id not pending and creation of an id still
+    pending (-1: none), with their ids; ``bad_prev`` the pending creation of ``bad_cre``.
+    """
+    n = rank.size
     cap = 16
     while cap < 2 * ncreate:
         cap *= 2
@@ -157,7 +162,7 @@ def _resolve(rank, call, request, aux_ptr, aux, create, single, lists, ncreate):
             never[nn] = pend[s]
             nn += 1
     never.sort()
-    return ref_ptr, created, never, bad_ref, bref_q, bad_cre, bcre_q, bad_prev
+    return never, bad_ref, bref_q, bad_cre, bcre_q, bad_prev
 
 
 def resolve_requests(trace: Trace) -> Requests:
@@ -186,8 +191,13 @@ def resolve_requests(trace: Trace) -> Requests:
         alen = np.diff(trace.aux_ptr)
         neg[np.repeat(np.arange(len(trace)), alen)[np.repeat(lists, alen) & (trace.aux < 0)]] = True
     trace._fail(neg, "waits on a negative request id", "aux_ptr")
-    ref_ptr, created, never, bad_ref, ref_id, bad_cre, cre_id, prev = _resolve(
-        trace.rank, call, trace.request, trace.aux_ptr, trace.aux, _CREATE, _SINGLE, _LIST, int(is_create.sum()))
+    n = len(trace)
+    ref_ptr = np.empty(n + 1, dtype=index_dtype(n + trace.aux.size))
+    _count_refs(call, trace.request, trace.aux_ptr, _SINGLE, _LIST, ref_ptr)
+    created = np.empty(int(ref_ptr[-1]), dtype=index_dtype(n))
+    never, bad_ref, ref_id, bad_cre, cre_id, prev = _resolve(
+        trace.rank, call, trace.request, trace.aux_ptr, trace.aux, _CREATE, _SINGLE, int(is_create.sum()), ref_ptr,
+        created)
     if bad_ref >= 0:
         raise TraceError(f"{trace._at(int(bad_ref))}: request {int(ref_id)} was never created on this rank by an "
                          f"earlier nonblocking call, or was already completed")
