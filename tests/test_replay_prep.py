@@ -110,3 +110,15 @@ def test_truncation_reports_the_first_message_of_the_lowest_group():
     b.append(2, "recv", peer=0, tag=9, nbytes=8)  # ... so this one is reported
     with pytest.raises(ReplayError, match=r"rank 2 event 1 .*64 B message from rank 0 \(tag 9\).* in 2 receives"):
         match_messages(b.build())
+
+
+def test_request_table_grows_past_its_first_size():
+    b = TraceBuilder(2)
+    ids = list(range(5000, 0, -1))  # more distinct pending ids than the table's first 1,024 slots hold
+    for q in ids:
+        b.append(0, "isend", peer=1, request=q)
+    b.append(0, "waitall", aux=ids[::2])
+    b.append(1, "recv", peer=0)
+    req = resolve_requests(b.build())
+    assert req.created.tolist() == list(range(0, 5000, 2))
+    assert req.never_completed.tolist() == list(range(1, 5000, 2))

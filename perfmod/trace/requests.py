@@ -92,6 +92,19 @@ def _slot(keys_r, keys_id, r, q):
 
 
 @njit(cache=True)
+def _grow(keys_r, keys_id, pend):
+    """The table at twice the size, every entry in its new slot."""
+    kr = np.full(2 * keys_r.size, -1, dtype=np.int64)
+    ki = np.zeros(2 * keys_r.size, dtype=np.int64)
+    pe = np.full(2 * keys_r.size, -1, dtype=np.int64)
+    for s in range(keys_r.size):
+        if keys_r[s] >= 0:
+            t = _slot(kr, ki, keys_r[s], keys_id[s])
+            kr[t], ki[t], pe[t] = keys_r[s], keys_id[s], pend[s]
+    return kr, ki, pe
+
+
+@njit(cache=True)
 def _count_refs(call, request, aux_ptr, single, lists, ref_ptr):
     """``ref_ptr``: CSR offsets of the requests each event completes."""
     ref_ptr[0] = 0
@@ -114,12 +127,14 @@ def _resolve(rank, call, request, aux_ptr, aux, create, single, ncreate, ref_ptr
     pending (-1: none), with their ids; ``bad_prev`` the pending creation of ``bad_cre``.
     """
     n = rank.size
-    cap = 16
-    while cap < 2 * ncreate:
+    # the table grows with the distinct (rank, id) pairs, which MPI's handle reuse keeps far fewer than requests
+    cap = 1024
+    while cap < 4 * ncreate and cap < 4 * 65536:
         cap *= 2
     keys_r = np.full(cap, -1, dtype=np.int64)
     keys_id = np.zeros(cap, dtype=np.int64)
     pend = np.full(cap, -1, dtype=np.int64)
+    used = 0
     bad_ref = -1
     bref_r = np.int64(0)
     bref_q = np.int64(0)
@@ -134,6 +149,10 @@ def _resolve(rank, call, request, aux_ptr, aux, create, single, ncreate, ref_ptr
             q = request[i]
             s = _slot(keys_r, keys_id, r, q)
             if keys_r[s] < 0:
+                if 2 * (used + 1) > keys_r.size:  # keep the table at most half full
+                    keys_r, keys_id, pend = _grow(keys_r, keys_id, pend)
+                    s = _slot(keys_r, keys_id, r, q)
+                used += 1
                 keys_r[s] = r
                 keys_id[s] = q
             elif pend[s] >= 0 and (bad_cre < 0 or r < bcre_r or (r == bcre_r and q < bcre_q)):
@@ -152,12 +171,12 @@ def _resolve(rank, call, request, aux_ptr, aux, create, single, ncreate, ref_ptr
                 created[m] = pend[s]
                 pend[s] = -1
     nn = 0
-    for s in range(cap):
+    for s in range(keys_r.size):
         if pend[s] >= 0:
             nn += 1
     never = np.empty(nn, dtype=np.int64)
     nn = 0
-    for s in range(cap):
+    for s in range(keys_r.size):
         if pend[s] >= 0:
             never[nn] = pend[s]
             nn += 1
