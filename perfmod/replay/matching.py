@@ -125,82 +125,166 @@ def _lex_less(x, y):
     return False
 
 
-@njit(cache=True)
-def _pair(s_ev, s_src, s_dst, s_tag, s_comm, s_bytes, r_ev, r_src, r_dst, r_tag, r_comm, r_bytes, pdst, psrc):
-    """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive (both in event order).
+@njit(cache=True, inline="always")
+def _hash4(a, b, c, d, mask):
+    h = (np.uint64(a) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
+         ^ np.uint64(c) * np.uint64(0x165667B19E3779F9) ^ np.uint64(d) * np.uint64(0x27D4EB2F165667C5))
+    return np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
 
-    Groups are numbered through an open-addressing hash table (no sort); fills ``pdst``/``psrc`` and
-    returns ``(truncated, a, b)``: the number of receives smaller than their message and, of the first
-    in (src, dst, tag, comm, occurrence) order, the send and receive positions.
+
+@njit(cache=True)
+def _find(table, rep, src, dst, tag, comm, ev, a, b, c, d):
+    """Slot of group (a, b, c, d) in ``table`` (group ids; -1 free): the group's, or the free slot for it.
+    Group ``g``'s key is that of its first send ``rep[g]`` (``src``, ``dst`` and, at event ``ev``, ``tag``,
+    ``comm``)."""
+    mask = table.size - 1
+    j = _hash4(a, b, c, d, mask)
+    while table[j] >= 0:
+        k = rep[table[j]]
+        e = ev[k]
+        if src[k] == a and dst[k] == b and tag[e] == c and comm[e] == d:
+            return j
+        j = (j + 1) & mask
+    return j
+
+
+@njit(cache=True)
+def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, send_tab, recv_tab, sr_code, sgrp,
+               rgrp, pdst, psrc):
+    """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive, both in event order (MPI's
+    non-overtaking rule), in passes over the events with a hash table of groups (no sort).
+
+    ``wpeer``: world peer of each point-to-point event; ``sr_src``: world source of each Sendrecv's receive
+    side, in event order; ``sgrp``/``rgrp`` (empty, or per event): sides left to the kernel (>= 0).  Fills
+    ``pdst``/``psrc`` and returns the sends (events, sender, receiver, bytes; PROC_NULL excluded) and
+    ``(truncated, send, receive, receive bytes)``: how many receive buffers are smaller than their message,
+    and the first such message in (src, dst, tag, comm, occurrence) order.
     """
-    ns, nr = s_ev.size, r_ev.size
-    cap = 16
-    while cap < 2 * ns:
-        cap *= 2
-    mask = cap - 1
-    table = np.full(cap, -1, dtype=np.int64)  # group id (= its first send's position)
-    grp = np.empty(ns, dtype=np.int64)
-    count = np.zeros(ns, dtype=np.int64)  # sends per group, at the group's id
-    for k in range(ns):
-        h = (np.uint64(s_src[k]) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(s_dst[k]) * np.uint64(
-            0xC2B2AE3D27D4EB4F) ^ np.uint64(s_tag[k]) * np.uint64(0x165667B19E3779F9) ^ np.uint64(
-            s_comm[k]) * np.uint64(0x27D4EB2F165667C5))
-        j = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
-        while True:
+    n = call.size
+    dyn = sgrp.size > 0
+    ns = 0
+    for i in range(n):
+        if send_tab[call[i]] and wpeer[i] != PROC_NULL:
+            ns += 1
+    ev = np.empty(ns, dtype=np.int64)
+    src = np.empty(ns, dtype=np.int64)
+    dst = np.empty(ns, dtype=np.int64)
+    nb = np.empty(ns, dtype=np.int64)
+    gsend = np.empty(ns, dtype=np.int64)
+    table = np.full(1024, -1, dtype=np.int64)
+    rep = np.empty(512, dtype=np.int64)  # first send of each group
+    count = np.zeros(512, dtype=np.int64)  # sends per group
+    ng = 0
+    k = 0
+    for i in range(n):
+        if not send_tab[call[i]]:
+            continue
+        if wpeer[i] == PROC_NULL:
+            pdst[i] = -2
+            continue
+        ev[k], src[k], dst[k], nb[k] = i, rank[i], wpeer[i], nbytes[i]
+        gsend[k] = -1
+        if not (dyn and sgrp[i] >= 0):
+            j = _find(table, rep, src, dst, tag, comm, ev, src[k], dst[k], tag[i], comm[i])
+            if table[j] < 0:
+                if 2 * (ng + 1) > table.size:  # keep the table at most half full: double it
+                    table = np.full(2 * table.size, -1, dtype=np.int64)
+                    for g in range(ng):
+                        e = ev[rep[g]]
+                        table[_find(table, rep, src, dst, tag, comm, ev, src[rep[g]], dst[rep[g]], tag[e],
+                                    comm[e])] = g
+                    j = _find(table, rep, src, dst, tag, comm, ev, src[k], dst[k], tag[i], comm[i])
+                if ng == rep.size:
+                    rep = np.concatenate((rep, np.empty(ng, dtype=np.int64)))
+                    count = np.concatenate((count, np.zeros(ng, dtype=np.int64)))
+                table[j] = ng
+                rep[ng] = k
+                ng += 1
             g = table[j]
-            if g < 0:
-                table[j] = k
-                g = k
-                break
-            if s_src[g] == s_src[k] and s_dst[g] == s_dst[k] and s_tag[g] == s_tag[k] and s_comm[g] == s_comm[k]:
-                break
-            j = (j + 1) & mask
-        grp[k] = g
-        count[g] += 1
-    # the sends of each group in event order: CSR over group ids
-    ptr = np.zeros(ns + 1, dtype=np.int64)
-    for k in range(ns):
-        ptr[k + 1] = ptr[k] + count[k]
+            gsend[k] = g
+            count[g] += 1
+        k += 1
+    # the sends of each group in event order (CSR over groups)
+    ptr = np.zeros(ng + 1, dtype=np.int64)
+    for g in range(ng):
+        ptr[g + 1] = ptr[g] + count[g]
     fill = ptr[:-1].copy()
-    slot = np.empty(ns, dtype=np.int64)
+    slot = np.empty(ptr[ng], dtype=np.int64)
     for k in range(ns):
-        slot[fill[grp[k]]] = k
-        fill[grp[k]] += 1
-    taken = count  # reused: receives matched per group so far
-    taken[:] = 0
+        g = gsend[k]
+        if g >= 0:
+            slot[fill[g]] = k
+            fill[g] += 1
+    taken = np.zeros(ng, dtype=np.int64)
     nbad = 0
-    best_a = -1
-    best_b = -1
+    best_s, best_r, best_b = -1, -1, 0
     cur = np.empty(5, dtype=np.int64)
     best = np.empty(5, dtype=np.int64)
-    for m in range(nr):
-        h = (np.uint64(r_src[m]) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(r_dst[m]) * np.uint64(
-            0xC2B2AE3D27D4EB4F) ^ np.uint64(r_tag[m]) * np.uint64(0x165667B19E3779F9) ^ np.uint64(
-            r_comm[m]) * np.uint64(0x27D4EB2F165667C5))
-        j = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
-        g = -1
-        while table[j] >= 0:
-            t = table[j]
-            if s_src[t] == r_src[m] and s_dst[t] == r_dst[m] and s_tag[t] == r_tag[m] and s_comm[t] == r_comm[m]:
-                g = t
-                break
-            j = (j + 1) & mask
-        if g < 0:
+    nsr = 0
+    for i in range(n):
+        c = call[i]
+        if c == sr_code:  # the receive side of a Sendrecv: aux = [source, recv_nbytes, recv_tag]
+            rs, rb, rt = sr_src[nsr], aux[aux_ptr[i] + 1], aux[aux_ptr[i] + 2]
+            nsr += 1
+        elif recv_tab[c]:
+            rs, rb, rt = np.int64(wpeer[i]), nbytes[i], np.int64(tag[i])
+        else:
             continue
+        if rs == PROC_NULL:
+            psrc[i] = -2
+            continue
+        if (dyn and rgrp[i] >= 0) or ng == 0:
+            continue
+        j = _find(table, rep, src, dst, tag, comm, ev, rs, rank[i], rt, comm[i])
+        g = table[j]
+        if g < 0 or taken[g] == count[g]:
+            continue  # no send, or more receives than sends
         occ = taken[g]
-        if ptr[g] + occ >= fill[g]:
-            continue  # more receives than sends
         taken[g] = occ + 1
         k = slot[ptr[g] + occ]
-        pdst[s_ev[k]] = r_ev[m]
-        psrc[r_ev[m]] = s_ev[k]
-        if r_bytes[m] < s_bytes[k]:
+        pdst[ev[k]] = i
+        psrc[i] = ev[k]
+        if rb < nb[k]:
             nbad += 1
-            cur[0], cur[1], cur[2], cur[3], cur[4] = s_src[k], s_dst[k], s_tag[k], s_comm[k], occ
-            if best_a < 0 or _lex_less(cur, best):
+            cur[0], cur[1], cur[2], cur[3], cur[4] = src[k], dst[k], rt, comm[i], occ
+            if best_s < 0 or _lex_less(cur, best):
                 best[:] = cur
-                best_a, best_b = k, m
-    return nbad, best_a, best_b
+                best_s, best_r, best_b = ev[k], i, rb
+    return ev, src, dst, nb, nbad, best_s, best_r, best_b
+
+
+_SEND_TAB = np.zeros(256, dtype=np.bool_)
+_SEND_TAB[SEND_CODES] = True
+_RECV_TAB = np.zeros(256, dtype=np.bool_)
+_RECV_TAB[_RECV_CODES] = True
+_P2P_CODES = np.union1d(SEND_CODES, _RECV_CODES)
+
+
+def _has_wildcards(trace: Trace, sr_ev: np.ndarray) -> bool:
+    recv = call_is(trace.call, _RECV_CODES)
+    if np.any(recv & ((trace.peer == ANY_SOURCE) | (trace.tag == ANY_TAG))):
+        return True
+    base = trace.aux_ptr[sr_ev]
+    return bool(np.any((trace.aux[base] == ANY_SOURCE) | (trace.aux[base + 2] == ANY_TAG)))
+
+
+def _envelopes(trace: Trace, wpeer: np.ndarray, sr_ev: np.ndarray, sr_src: np.ndarray) -> tuple:
+    """Per message (PROC_NULL excluded), in event order: the sends' (event, src, dst, tag, comm) and the
+    receives' (event, src, dst, tag, comm), for :func:`_dynamic`."""
+    call = trace.call
+    s_ev = np.flatnonzero(call_is(call, SEND_CODES) & (wpeer != PROC_NULL))
+    r_ev = np.flatnonzero(call_is(call, _RECV_CODES))
+    r_src, r_tag = wpeer[r_ev].astype(np.int64), trace.tag[r_ev].astype(np.int64)
+    if sr_ev.size:
+        r_ev = np.concatenate([r_ev, sr_ev])
+        r_src = np.concatenate([r_src, sr_src])
+        r_tag = np.concatenate([r_tag, trace.aux[trace.aux_ptr[sr_ev] + 2]])
+        o = np.argsort(r_ev, kind="stable")
+        r_ev, r_src, r_tag = r_ev[o], r_src[o], r_tag[o]
+    keep = r_src != PROC_NULL
+    r_ev, r_src, r_tag = r_ev[keep], r_src[keep], r_tag[keep]
+    return (s_ev, trace.rank[s_ev].astype(np.int64), wpeer[s_ev].astype(np.int64), trace.tag[s_ev],
+            trace.comm[s_ev], r_ev, r_src, trace.rank[r_ev].astype(np.int64), r_tag, trace.comm[r_ev])
 
 
 def match_messages(trace: Trace) -> Matching:
@@ -218,51 +302,27 @@ def match_messages(trace: Trace) -> Matching:
     """
     n = len(trace)
     call = trace.call
-    is_send = call_is(call, SEND_CODES)
-    is_recv = call_is(call, _RECV_CODES)
-    sr = call == Call.SENDRECV
-    s_ev = np.flatnonzero(is_send)
-    s_peer, s_tag, s_comm, s_bytes = trace.peer[s_ev], trace.tag[s_ev], trace.comm[s_ev], trace.nbytes[s_ev]
-    r_ev = np.flatnonzero(is_recv)
-    r_peer, r_tag, r_comm, r_bytes = trace.peer[r_ev], trace.tag[r_ev], trace.comm[r_ev], trace.nbytes[r_ev]
-    sr_ev = np.flatnonzero(sr)
-    if sr_ev.size:  # receive side of Sendrecv: aux = [source, recv_nbytes, recv_tag]
-        base = trace.aux_ptr[sr_ev]
-        r_ev = np.concatenate([r_ev, sr_ev])
-        r_peer = np.concatenate([r_peer, trace.aux[base]]).astype(np.int64)
-        r_bytes = np.concatenate([r_bytes, trace.aux[base + 1]])
-        r_tag = np.concatenate([r_tag, trace.aux[base + 2]]).astype(np.int64)
-        r_comm = np.concatenate([r_comm, trace.comm[sr_ev]])
-        o = np.argsort(r_ev, kind="stable")
-        r_ev, r_peer, r_bytes, r_tag, r_comm = r_ev[o], r_peer[o], r_bytes[o], r_tag[o], r_comm[o]
+    wpeer = trace.peer
+    if trace.comm.any():  # communicator-local peers to world ranks
+        sel = np.flatnonzero(call_is(call, _P2P_CODES) & (trace.comm != 0))
+        wpeer = wpeer.astype(np.int64)
+        wpeer[sel] = world_peer(trace, trace.peer[sel], trace.comm[sel])
+    sr_ev = np.flatnonzero(call == Call.SENDRECV)
+    sr_src = world_peer(trace, trace.aux[trace.aux_ptr[sr_ev]], trace.comm[sr_ev])
+    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if _has_wildcards(trace, sr_ev) else None
+    none = np.zeros(0, dtype=np.int64)
     pdst = np.full(n, -1, dtype=index_dtype(n))
     psrc = np.full(n, -1, dtype=index_dtype(n))
-    s_null, r_null = s_peer == PROC_NULL, r_peer == PROC_NULL
-    pdst[s_ev[s_null]] = -2
-    psrc[r_ev[r_null]] = -2
-    s_ev, s_peer, s_tag, s_comm, s_bytes = (a[~s_null] for a in (s_ev, s_peer, s_tag, s_comm, s_bytes))
-    r_ev, r_peer, r_tag, r_comm, r_bytes = (a[~r_null] for a in (r_ev, r_peer, r_tag, r_comm, r_bytes))
-    s_src = trace.rank[s_ev].astype(np.int64)
-    s_dst = world_peer(trace, s_peer, s_comm)
-    all_ev, all_src, all_dst, all_bytes = s_ev, s_src, s_dst, s_bytes
-    r_dst = trace.rank[r_ev].astype(np.int64)
-    r_src = world_peer(trace, r_peer, r_comm)
-    dyn = _dynamic(n, s_ev, s_src, s_dst, s_tag, s_comm, r_ev, r_src, r_dst, r_tag, r_comm)
-    if dyn is not None:  # messages to (rank, comm) pairs with wildcard receives are matched by the kernel
-        s_keep, r_keep = dyn.sgrp[s_ev] < 0, dyn.rgrp[r_ev] < 0
-        s_ev, s_src, s_dst, s_tag, s_comm, s_bytes = (
-            a[s_keep] for a in (s_ev, s_src, s_dst, s_tag, s_comm, s_bytes))
-        r_ev, r_src, r_dst, r_tag, r_comm, r_bytes = (
-            a[r_keep] for a in (r_ev, r_src, r_dst, r_tag, r_comm, r_bytes))
-    # the k-th send of a (src, dst, tag, comm) group, in posting (event) order, matches its k-th receive
-    nbad, a, b = _pair(s_ev, s_src, s_dst, s_tag, s_comm, s_bytes, r_ev, r_src, r_dst, r_tag, r_comm, r_bytes,
-                       pdst, psrc)
+    ev, src, dst, nbytes, nbad, a, b, rbytes = _match_all(
+        call, trace.rank, wpeer, trace.tag, trace.comm, trace.nbytes, trace.aux_ptr, trace.aux, sr_src, _SEND_TAB,
+        _RECV_TAB, int(Call.SENDRECV), none if dyn is None else dyn.sgrp, none if dyn is None else dyn.rgrp, pdst,
+        psrc)
     if nbad:
         raise ReplayError(
-            f"{trace._at(int(r_ev[b]))}: receive buffer of {int(r_bytes[b])} B is smaller than the "
-            f"{int(s_bytes[a])} B message from rank {int(s_src[a])} (tag {int(s_tag[a])}): "
+            f"{trace._at(int(b))}: receive buffer of {int(rbytes)} B is smaller than the "
+            f"{int(trace.nbytes[a])} B message from rank {int(trace.rank[a])} (tag {int(trace.tag[a])}): "
             f"MPI_ERR_TRUNCATE in {int(nbad)} receives")
-    return Matching(pdst, psrc, all_ev, all_src, all_dst, all_bytes.astype(np.int64), dyn)
+    return Matching(pdst, psrc, ev, src, dst, nbytes, dyn)
 
 
 @dataclass(frozen=True)
