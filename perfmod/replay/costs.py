@@ -46,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from perfmod.machine.platforms import MODES
 from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, steps_time
@@ -56,20 +57,28 @@ from perfmod.trace.core import COLLECTIVES, Call, Trace, code_set
 __all__ = ["event_phases", "MessageCosts", "message_costs", "collective_costs"]
 
 
+@njit(cache=True)
+def _phases(rank, call, comm, iteration, coll_tab):
+    out = np.empty(rank.size, dtype=np.int64)
+    ph = 0
+    for i in range(rank.size):
+        if i == 0 or rank[i] != rank[i - 1]:
+            ph = 0  # numbered per rank
+        elif (coll_tab[call[i - 1]] and comm[i - 1] == 0) or (iteration.size and iteration[i] != iteration[i - 1]):
+            ph += 1  # the event after a collective on MPI_COMM_WORLD, or a new iteration, starts a phase
+        out[i] = ph
+    return out
+
+
+_COLL_TAB = np.zeros(256, dtype=np.bool_)
+_COLL_TAB[code_set(COLLECTIVES)] = True
+
+
 def event_phases(trace: Trace) -> np.ndarray:
-    """Communication phase of every event (see the module docstring), numbered per rank from 0."""
-    n = len(trace)
-    boundary = np.zeros(n, dtype=bool)
-    coll = call_is(trace.call, code_set(COLLECTIVES)) & (trace.comm == 0)
-    boundary[1:] = coll[:-1]  # the event after a collective on MPI_COMM_WORLD starts a new phase
-    if trace.iteration is not None and n:
-        boundary[1:] |= trace.iteration[1:] != trace.iteration[:-1]
-    starts = trace.rank_ptr[:-1]
-    ph = np.cumsum(boundary)
-    first = np.zeros(n, dtype=np.int64)
-    first[starts[starts < n]] = 1
-    base = ph[np.maximum.accumulate(np.where(first.astype(bool), np.arange(n), 0))]
-    return (ph - base).astype(np.int64)
+    """Communication phase of every event (see the module docstring), numbered per rank from 0 (one compiled
+    pass)."""
+    it = trace.iteration if trace.iteration is not None else np.zeros(0, dtype=np.int32)
+    return _phases(trace.rank, trace.call, trace.comm, it, _COLL_TAB)
 
 
 @dataclass(frozen=True)
@@ -106,8 +115,7 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
     ev, src, dst = match.send_events, match.src, match.dst
     nbytes = np.maximum(match.nbytes, 1).astype(np.float64)
     modes = net.modes(src, dst, p)
-    phase_all = event_phases(trace)
-    phase = phase_all[ev]
+    phase = event_phases(trace)[ev]  # the per-event array is freed at once
     nph = int(phase.max(initial=-1)) + 1
     times = np.zeros(ev.size)
     info, kw_of = net.rule.trace_k(net, phase, src, dst, nph, p, k_total_rule, stencil)
