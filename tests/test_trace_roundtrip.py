@@ -55,23 +55,38 @@ def test_an_otf2_anchor_name_is_the_anchor(tmp_path):
 DATA = Path(__file__).parent / "data"
 
 
+SIMGRID_REPLAY = DATA / "simgrid-replay"  # SimGrid's examples/smpi/replay, as SimGrid ships it (README there)
+
+
 def test_a_split_trace_index_with_names_relative_to_the_replay_directory(tmp_path, monkeypatch):
-    """SimGrid's examples/smpi/replay/split_traces lists actions0.txt and actions1.txt, opened by the replay
-    relative to the directory it runs in; rank 0's lines are those of its actions0.txt."""
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "actions0.txt").write_text("0 init\n0 send 1 0 1e6\n0 recv 1 1 1e6\n0 send 1 2 1e6\n0 finalize\n")
-    (run / "actions1.txt").write_text("1 init\n1 recv 0 0 1e6\n1 send 0 1 1e6\n1 recv 0 2 1e6\n1 finalize\n")
-    (tmp_path / "index").mkdir()
-    index = tmp_path / "index" / "split_traces"
-    index.write_text("actions0.txt\nactions1.txt\n")
-    monkeypatch.chdir(run)
-    t = read_trace(index)
-    assert t.nprocs == 2 and t.counts()["MPI_Send"] == 3 and _p2p_bytes(t) == 3 * 10**6
-    monkeypatch.chdir(tmp_path)  # names relative to the index also read
-    (tmp_path / "index" / "actions0.txt").write_bytes((run / "actions0.txt").read_bytes())
-    (tmp_path / "index" / "actions1.txt").write_bytes((run / "actions1.txt").read_bytes())
-    assert read_trace(index).counts() == t.counts()
+    """SimGrid's examples/smpi/replay/split_traces lists replay/actions0.txt and replay/actions1.txt, which the
+    replay opens relative to the directory it runs in (examples/smpi), not to the index."""
+    from perfmod.trace.core import Call
+
+    monkeypatch.chdir(SIMGRID_REPLAY)  # as smpirun runs it: replay/replay/actions0.txt does not exist
+    # rank 1 runs on Jupiter (76.296 Mflop/s in SimGrid's small_platform.xml): SimGrid's replay prints
+    # "1 compute 1e9 13.106847" for its compute line (replay.tesh, and our run of SimGrid 3.32: README)
+    t = read_trace(SIMGRID_REPLAY / "replay" / "split_traces", flop_rate=76.296e6)
+    assert detect_format("replay/split_traces") == "tit" and t.nprocs == 2
+    assert t.counts() == {"MPI_Init": 2, "MPI_Send": 2, "MPI_Recv": 2, "MPI_Isend": 1, "MPI_Irecv": 1,
+                          "MPI_Wait": 1, "MPI_Finalize": 2}
+    assert _p2p_bytes(t) == 3 * 10**6  # "send 1 0 1e6", "send 1 2 1e6" on rank 0, "isend 0 1 1e6" on rank 1
+    r0, r1 = t.rank_events(0), t.rank_events(1)
+    assert t.call[r0].tolist() == [Call.INIT, Call.SEND, Call.RECV, Call.SEND, Call.FINALIZE]  # actions0.txt
+    assert t.tag[r0].tolist() == [0, 0, 1, 2, 0] and t.line[r0].tolist() == [1, 2, 3, 4, 5]
+    assert t.call[r1].tolist() == [Call.INIT, Call.RECV, Call.ISEND, Call.IRECV, Call.WAIT, Call.FINALIZE]
+    assert t.line[r1].tolist() == [1, 2, 4, 5, 6, 7]  # line 3, "1 compute 1e9", is the isend's compute
+    assert t.compute[r1][2] == pytest.approx(13.106847, abs=5e-7) and t.compute.sum() == t.compute[r1][2]
+    # the same files laid out with their names relative to the index also read, from anywhere
+    index = tmp_path / "idx" / "split_traces"
+    (index.parent / "replay").mkdir(parents=True)
+    for name in ("split_traces", "actions0.txt", "actions1.txt"):
+        src = SIMGRID_REPLAY / "replay" / name
+        (index.parent / ("" if name == "split_traces" else "replay") / name).write_bytes(src.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    back = read_trace(index, flop_rate=76.296e6)
+    assert back.counts() == t.counts() and np.array_equal(back.compute, t.compute)
+    assert np.array_equal(back.nbytes, t.nbytes) and np.array_equal(back.peer, t.peer)
 
 
 def test_a_lone_dumpi_text_file_with_its_header_is_detected(tmp_path):
