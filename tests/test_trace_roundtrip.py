@@ -89,13 +89,29 @@ def test_a_split_trace_index_with_names_relative_to_the_replay_directory(tmp_pat
     assert np.array_equal(back.nbytes, t.nbytes) and np.array_equal(back.peer, t.peer)
 
 
-def test_a_lone_dumpi_text_file_with_its_header_is_detected(tmp_path):
-    """dumpi2ascii -H opens its output with header lines (version=, starttime=, hostname=: the keys
-    perfmod.trace.formats.dumpi skips); the file alone, without a .meta, is still DUMPI."""
-    body = (DATA / "dumpi" / "jacobi-mini-0000.txt").read_text()
-    lone = tmp_path / "rank0.txt"
-    lone.write_text("version=1.0.0\nstarttime=1585900000\nhostname=node01\n" + body)
-    assert detect_format(lone) == "dumpi"
-    # the DUMPI reader reads it (and says why one rank's file of this trace is not enough: a derived communicator)
-    with pytest.raises(FormatError, match=r"rank0.txt:\d+: a rank file read alone: this call uses a communicator"):
-        read_trace(lone)
+def test_a_lone_dumpi_text_file_with_its_header_is_detected():
+    """sst-dumpi's dumpi2ascii -H -S -X of one rank file of a real libdumpi trace (tests/data/dumpi-lone,
+    README there) opens with its header record (version=, starttime=, hostname=, username=, meshdim=,
+    meshsize=, meshcrd=); the file alone, without its .meta and named without "dumpi", is still DUMPI."""
+    from perfmod.trace.core import Call
+
+    lone = DATA / "dumpi-lone"
+    head = (lone / "comm_create-0002.txt").read_text().splitlines()[:8]
+    assert head[:2] == ["version=13.0.0", "starttime=Mon Nov 23 23:24:52 2026"] and head[7].startswith("MPI_Init ")
+    assert detect_format(lone / "comm_create-0002.txt") == "dumpi" == detect_format(lone / "comm_create-0000.txt")
+    # world rank 2 is left out of the MPI_Comm_create (comm_create.c): its file alone has only world calls
+    t = read_trace(lone / "comm_create-0002.txt")
+    assert t.nprocs == 4 and t.rank.tolist() == [2, 2, 2]  # MPI_Comm_size's size=4; the other ranks have no events
+    assert t.call.tolist() == [Call.INIT, Call.ALLREDUCE, Call.FINALIZE] and t.nbytes.tolist() == [0, 8, 0]
+    assert t.line.tolist() == [8, 41, 47]  # after the 7 header lines
+    assert t.t_entry.tolist() == [366_280_253_189, 366_292_046_717, 366_312_055_503]  # "at walltime 366.280253189"
+    assert "one rank's file read alone (world of 4 ranks)" in t.meta["notes"][0]
+    # the same events as the binary reader reads for rank 2 from the whole trace
+    full = read_trace(next((DATA / "dumpi-bin" / "comm_create").glob("*.meta")))
+    r2 = full.rank_events(2)
+    for col in ("call", "nbytes", "peer", "t_entry", "t_exit"):
+        assert np.array_equal(getattr(full, col)[r2], getattr(t, col)), col
+    # rank 0 is in the new communicator, whose members are in the other ranks' files
+    with pytest.raises(FormatError, match=r"comm_create-0000.txt:39: a rank file read alone: this call uses a "
+                                          r"communicator made with other ranks"):
+        read_trace(lone / "comm_create-0000.txt")
