@@ -87,6 +87,11 @@ def test_a_split_trace_index_with_names_relative_to_the_replay_directory(tmp_pat
     back = read_trace(index, flop_rate=76.296e6)
     assert back.counts() == t.counts() and np.array_equal(back.compute, t.compute)
     assert np.array_equal(back.nbytes, t.nbytes) and np.array_equal(back.peer, t.peer)
+    # from a directory where the names resolve neither way: the index and both places are named
+    monkeypatch.chdir(tmp_path / "idx" / "replay")
+    with pytest.raises(FormatError, match=r"split_traces:1: an index of per-rank traces whose first file "
+                                          r"'replay/actions0.txt' is neither beside the index"):
+        read_trace(SIMGRID_REPLAY / "replay" / "split_traces", format="tit")
 
 
 def test_a_lone_dumpi_text_file_with_its_header_is_detected():
