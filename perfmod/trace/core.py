@@ -369,10 +369,18 @@ class Trace:
     def _fail(self, mask: np.ndarray, what: str, column: str | None = None) -> None:
         bad = np.flatnonzero(mask)
         if bad.size:
-            i = int(bad[0])
-            val = f" = {getattr(self, column)[i].item()!r}" if column else ""
-            more = f" (and {bad.size - 1} more events)" if bad.size > 1 else ""
-            raise TraceError(f"{self._at(i)}: {column or 'event'}{val}: {what}{more}")
+            self._fail_at(int(bad[0]), bad.size, what, column)
+
+    def _fail_bad(self, bad: np.ndarray, what: str, column: str | None = None) -> None:
+        """:meth:`_fail` for the (ascending) events ``bad``."""
+        if bad.size:
+            self._fail_at(int(bad[0]), bad.size, what, column)
+
+    def _fail_at(self, i: int, count: int, what: str, column: str | None = None) -> None:
+        """Raise :class:`TraceError` naming event ``i``, the first of ``count`` that fail a check."""
+        val = f" = {getattr(self, column)[i].item()!r}" if column else ""
+        more = f" (and {count - 1} more events)" if count > 1 else ""
+        raise TraceError(f"{self._at(i)}: {column or 'event'}{val}: {what}{more}")
 
     def validate(self) -> Trace:
         """Check columns, codes, ranks and sizes; raise :class:`TraceError` or return self.
@@ -404,13 +412,20 @@ class Trace:
             raise TraceError(f"{self._where()}aux_ptr must rise from 0 to len(aux) = {self.aux.size}")
         if n == 0:
             return self
-        self._fail((self.rank < 0) | (self.rank >= self.nprocs), f"outside 0..{self.nprocs - 1}", "rank")
-        self._fail(np.diff(self.rank.astype(np.int64)) < 0, "events not sorted by rank", "rank")
-        expect = np.arange(n, dtype=np.int64) - self.rank_ptr[self.rank]
-        self._fail(self.seq != expect, "seq must number each rank's events 0, 1, 2, ...", "seq")
-        self._fail(~np.isin(self.call, code_set(Call)), "unknown call code", "call")
-        self._fail(self.nbytes < 0, "must be >= 0 bytes", "nbytes")
-        self._fail(~np.isfinite(self.compute) | (self.compute < 0), "must be finite and >= 0 s", "compute")
+        from perfmod.trace.column_checks import check_columns
+
+        sizes = {int(c): np.asarray(r).size for c, r in self.comms.items() if int(c) != 0}
+        first, count = check_columns(self, code_set(Call), code_set(P2P_SEND), code_set(P2P_RECV - {Call.SENDRECV}),
+                                     code_set(ROOTED), sizes, int(Call.OTHER), ANY_SOURCE, PROC_NULL, ANY_TAG)
+        checks = (("rank", f"outside 0..{self.nprocs - 1}"), ("rank", "events not sorted by rank"),
+                  ("seq", "seq must number each rank's events 0, 1, 2, ..."), ("call", "unknown call code"),
+                  ("nbytes", "must be >= 0 bytes"), ("compute", "must be finite and >= 0 s"),
+                  ("peer", "destination outside the communicator"), ("peer", "source outside the communicator"),
+                  ("peer", "root outside the communicator"), ("tag", "negative tag"),
+                  ("peer", f"OTHER events need peer = index into other_names ({len(self.other_names)} names)"))
+        for k in range(6):  # columns, codes and order
+            if count[k]:
+                self._fail_at(int(first[k]), int(count[k]), checks[k][1], checks[k][0])
         if self.has_times():
             rec = (self.t_entry != NO_TIME) & (self.t_exit != NO_TIME)
             self._fail(rec & (self.t_exit < self.t_entry), "exit before entry", "t_exit")
@@ -418,46 +433,40 @@ class Trace:
         for c in comm_ids.tolist():
             if c != 0 and c not in self.comms:
                 self._fail(self.comm == c, "communicator not described in trace.comms", "comm")
-        size = np.full(n, self.nprocs, dtype=np.int64)
-        member = np.ones(n, dtype=bool)
         for c in comm_ids.tolist():
             if c == 0:
                 continue
-            ranks = self.comm_ranks(c)
-            sel = self.comm == c
-            size[sel] = ranks.size
-            member[sel] = np.isin(self.rank[sel], ranks)
-        self._fail(~member, "rank is not a member of the event's communicator", "comm")
-        sends = np.isin(self.call, code_set(P2P_SEND))
-        recvs = np.isin(self.call, code_set(P2P_RECV - {Call.SENDRECV}))
-        rooted = np.isin(self.call, code_set(ROOTED))
-        ok_peer = (self.peer >= 0) & (self.peer < size)
-        self._fail(sends & ~(ok_peer | (self.peer == PROC_NULL)), "destination outside the communicator", "peer")
-        self._fail(recvs & ~(ok_peer | (self.peer == PROC_NULL) | (self.peer == ANY_SOURCE)),
-                   "source outside the communicator", "peer")
-        self._fail(rooted & ~ok_peer, "root outside the communicator", "peer")
-        self._fail((sends | recvs) & (self.tag < 0) & ~(recvs & (self.tag == ANY_TAG)), "negative tag", "tag")
-        other = self.call == Call.OTHER
-        self._fail(other & ((self.peer < 0) | (self.peer >= len(self.other_names))),
-                   f"OTHER events need peer = index into other_names ({len(self.other_names)} names)", "peer")
-        self._validate_aux(size)
+            sel = np.flatnonzero(self.comm == c)
+            self._fail_bad(sel[~np.isin(self.rank[sel], self.comm_ranks(c))],
+                           "rank is not a member of the event's communicator", "comm")
+        for k in range(6, len(checks)):  # peers, roots, tags
+            if count[k]:
+                self._fail_at(int(first[k]), int(count[k]), checks[k][1], checks[k][0])
+        self._validate_aux(sizes)
         return self
 
-    def _validate_aux(self, size: np.ndarray) -> None:
+    def _validate_aux(self, sizes: dict[int, int]) -> None:
+        def size_at(i: np.ndarray) -> np.ndarray:  # communicator sizes of events i
+            out = np.full(i.size, self.nprocs, dtype=np.int64)
+            for c, m in sizes.items():
+                out[self.comm[i] == c] = m
+            return out
+
         alen = np.diff(self.aux_ptr)
         sr = self.call == Call.SENDRECV
         self._fail(sr & (alen != 3), "SENDRECV needs aux = [source, recv_nbytes, recv_tag]", "aux_ptr")
         a2av = self.call == Call.ALLTOALLV
-        self._fail(a2av & (alen != size), "ALLTOALLV needs one aux entry (bytes) per communicator rank", "aux_ptr")
+        a2av_ev = np.flatnonzero(a2av)
+        self._fail_bad(a2av_ev[alen[a2av_ev] != size_at(a2av_ev)],
+                       "ALLTOALLV needs one aux entry (bytes) per communicator rank", "aux_ptr")
         lists = np.isin(self.call, code_set(LIST_CALLS))
         self._fail(~(sr | a2av | lists) & (alen != 0), "this call takes no aux list", "aux_ptr")
         if sr.any():
             i = np.flatnonzero(sr)
             src, rb, rt = (self.aux[self.aux_ptr[i] + k] for k in range(3))
-            bad = ~(((src >= 0) & (src < size[i])) | (src == ANY_SOURCE) | (src == PROC_NULL)) | (rb < 0) | (
+            bad = ~(((src >= 0) & (src < size_at(i))) | (src == ANY_SOURCE) | (src == PROC_NULL)) | (rb < 0) | (
                 (rt < 0) & (rt != ANY_TAG))
-            self._fail(np.isin(np.arange(len(self)), i[bad]), "bad SENDRECV receive side (source, bytes, tag)",
-                       "aux_ptr")
+            self._fail_bad(i[bad], "bad SENDRECV receive side (source, bytes, tag)", "aux_ptr")
         if a2av.any():
             idx = np.repeat(a2av, alen)
             if np.any(self.aux[idx] < 0):
