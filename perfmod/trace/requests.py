@@ -118,45 +118,45 @@ def _count_refs(call, request, aux_ptr, single, lists, ref_ptr):
         ref_ptr[i + 1] = ref_ptr[i] + k
 
 
-@njit(cache=True)
-def _resolve(rank, call, request, aux_ptr, aux, create, single, ncreate, ref_ptr, created):
-    """One pass in event order over the references: per (rank, id) the pending creating event (-1: none).
+# the state of :func:`_run` between calls (numba counts references on arrays a loop reassigns, which made
+# the pass ten times slower: the tables are grown outside it)
+_AT, _USED, _NN, _BAD_REF, _BREF_R, _BREF_Q, _BAD_CRE, _BAD_PREV, _BCRE_R, _BCRE_Q = range(10)
 
-    Fills ``created`` and returns ``(never, bad_ref, bad_ref_id, bad_cre, bad_cre_id, bad_prev)``: ``bad_ref`` and
-    ``bad_cre`` are the first (by rank, id, event) reference to an id not pending and creation of an id still
-    pending (-1: none), with their ids; ``bad_prev`` the pending creation of ``bad_cre``.
-    """
-    n = rank.size
-    # the table grows with the distinct (rank, id) pairs, which MPI's handle reuse keeps far fewer than requests
-    cap = 1024
-    while cap < 4 * ncreate and cap < 4 * 65536:
-        cap *= 2
-    keys_r = np.full(cap, -1, dtype=np.int64)
-    keys_id = np.zeros(cap, dtype=np.int64)
-    pend = np.full(cap, -1, dtype=np.int64)
-    used = 0
-    bad_ref = -1
-    bref_r = np.int64(0)
-    bref_q = np.int64(0)
-    bad_cre = -1
-    bad_prev = -1
-    bcre_r = np.int64(0)
-    bcre_q = np.int64(0)
-    for i in range(n):
+
+@njit(cache=True)
+def _run(st, by_rank, rank, call, request, aux_ptr, aux, create, single, ref_ptr, created, keys_r, keys_id, pend,
+         slots, never):
+    """Resolve from event ``st[_AT]`` on; returns 0 at the end, 1 when the table must grow, 2 when ``never``
+    must (``st[_AT]`` is then the event to resume at)."""
+    used, nn = st[_USED], st[_NN]
+    for i in range(st[_AT], rank.size):
         c = call[i]
         r = np.int64(rank[i])
+        if by_rank and i > 0 and r != rank[i - 1]:  # a new rank: keep the last one's pending requests, empty
+            if nn + used > never.size:
+                st[_AT], st[_USED], st[_NN] = i, used, nn
+                return 2
+            for u in range(used):
+                s = slots[u]
+                if pend[s] >= 0:
+                    never[nn] = pend[s]
+                    nn += 1
+                keys_r[s] = -1
+                pend[s] = -1
+            used = 0
         if create[c]:
             q = request[i]
             s = _slot(keys_r, keys_id, r, q)
             if keys_r[s] < 0:
                 if 2 * (used + 1) > keys_r.size:  # keep the table at most half full
-                    keys_r, keys_id, pend = _grow(keys_r, keys_id, pend)
-                    s = _slot(keys_r, keys_id, r, q)
+                    st[_AT], st[_USED], st[_NN] = i, used, nn
+                    return 1
+                slots[used] = s
                 used += 1
                 keys_r[s] = r
                 keys_id[s] = q
-            elif pend[s] >= 0 and (bad_cre < 0 or r < bcre_r or (r == bcre_r and q < bcre_q)):
-                bad_cre, bad_prev, bcre_r, bcre_q = i, pend[s], r, q
+            elif pend[s] >= 0 and (st[_BAD_CRE] < 0 or r < st[_BCRE_R] or (r == st[_BCRE_R] and q < st[_BCRE_Q])):
+                st[_BAD_CRE], st[_BAD_PREV], st[_BCRE_R], st[_BCRE_Q] = i, pend[s], r, q
             pend[s] = i
             continue
         a, b = ref_ptr[i], ref_ptr[i + 1]
@@ -165,23 +165,59 @@ def _resolve(rank, call, request, aux_ptr, aux, create, single, ncreate, ref_ptr
             s = _slot(keys_r, keys_id, r, q)
             if keys_r[s] < 0 or pend[s] < 0:
                 created[m] = -1
-                if bad_ref < 0 or r < bref_r or (r == bref_r and q < bref_q):
-                    bad_ref, bref_r, bref_q = i, r, q
+                if st[_BAD_REF] < 0 or r < st[_BREF_R] or (r == st[_BREF_R] and q < st[_BREF_Q]):
+                    st[_BAD_REF], st[_BREF_R], st[_BREF_Q] = i, r, q
             else:
                 created[m] = pend[s]
                 pend[s] = -1
-    nn = 0
+    st[_AT], st[_USED], st[_NN] = rank.size, used, nn
+    return 0
+
+
+@njit(cache=True)
+def _resolve(rank, call, request, aux_ptr, aux, create, single, ref_ptr, created):
+    """One pass in event order over the references: per (rank, id) the pending creating event (-1: none).
+
+    Fills ``created`` and returns ``(never, bad_ref, bad_ref_id, bad_cre, bad_cre_id, bad_prev)``: ``bad_ref`` and
+    ``bad_cre`` are the first (by rank, id, event) reference to an id not pending and creation of an id still
+    pending (-1: none), with their ids; ``bad_prev`` the pending creation of ``bad_cre``.
+    """
+    n = rank.size
+    # the table grows with the distinct (rank, id) pairs, which MPI's handle reuse keeps far fewer than requests;
+    # with events sorted by rank it holds one rank's ids at a time (emptied when the rank changes: it stays in cache)
+    by_rank = True
+    for i in range(1, n):
+        if rank[i] < rank[i - 1]:
+            by_rank = False
+            break
+    keys_r = np.full(64, -1, dtype=np.int64)
+    keys_id = np.zeros(64, dtype=np.int64)
+    pend = np.full(64, -1, dtype=np.int64)
+    slots = np.empty(32, dtype=np.int64)  # the used slots, in use order
+    never = np.empty(64, dtype=np.int64)
+    st = np.zeros(10, dtype=np.int64)
+    st[_BAD_REF] = st[_BAD_CRE] = st[_BAD_PREV] = -1
+    while True:
+        why = _run(st, by_rank, rank, call, request, aux_ptr, aux, create, single, ref_ptr, created, keys_r, keys_id,
+                   pend, slots, never)
+        if why == 0:
+            break
+        if why == 2:
+            never = np.concatenate((never, np.empty(never.size + st[_USED], dtype=np.int64)))
+            continue
+        old_r, old_id = keys_r, keys_id
+        keys_r, keys_id, pend = _grow(keys_r, keys_id, pend)
+        slots = np.concatenate((slots, slots))
+        for u in range(st[_USED]):
+            slots[u] = _slot(keys_r, keys_id, old_r[slots[u]], old_id[slots[u]])
+    nn = st[_NN]
     for s in range(keys_r.size):
         if pend[s] >= 0:
-            nn += 1
-    never = np.empty(nn, dtype=np.int64)
-    nn = 0
-    for s in range(keys_r.size):
-        if pend[s] >= 0:
+            if nn == never.size:
+                never = np.concatenate((never, np.empty(nn, dtype=np.int64)))
             never[nn] = pend[s]
             nn += 1
-    never.sort()
-    return never, bad_ref, bref_q, bad_cre, bcre_q, bad_prev
+    return np.sort(never[:nn]), st[_BAD_REF], st[_BREF_Q], st[_BAD_CRE], st[_BCRE_Q], st[_BAD_PREV]
 
 
 def resolve_requests(trace: Trace) -> Requests:
@@ -215,8 +251,7 @@ def resolve_requests(trace: Trace) -> Requests:
     _count_refs(call, trace.request, trace.aux_ptr, _SINGLE, _LIST, ref_ptr)
     created = np.empty(int(ref_ptr[-1]), dtype=index_dtype(n))
     never, bad_ref, ref_id, bad_cre, cre_id, prev = _resolve(
-        trace.rank, call, trace.request, trace.aux_ptr, trace.aux, _CREATE, _SINGLE, int(is_create.sum()), ref_ptr,
-        created)
+        trace.rank, call, trace.request, trace.aux_ptr, trace.aux, _CREATE, _SINGLE, ref_ptr, created)
     if bad_ref >= 0:
         raise TraceError(f"{trace._at(int(bad_ref))}: request {int(ref_id)} was never created on this rank by an "
                          f"earlier nonblocking call, or was already completed")
