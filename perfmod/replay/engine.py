@@ -31,7 +31,7 @@ from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
-from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, run_kernel
+from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, replay_events
 from perfmod.replay.loggops import replay_loggops
 from perfmod.replay.matching import SEND_CODES, ReplayError, call_is, collective_instances, match_messages
 from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
@@ -295,7 +295,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         # events, and a Sendrecv posts both sides at once
         post = np.full(n, np.nan)
         with first_call("the replay's event loop"):
-            status, clock, acc, iter_comm, pc, spost, rpost, sdone = run_kernel(
+            status, clock, acc, iter_comm, pc, spost, rpost, sdone = replay_events(
                 rank_ptr, trace.rank, trace.call, comp, pdst, psrc, msg_time, rndv, coll.inst,
                 coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
                 post, post, np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=index_dtype(n)),

@@ -40,8 +40,8 @@ from numba import njit
 
 from perfmod.trace.core import COLLECTIVES, WAITS, Call
 
-__all__ = ["run_kernel", "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT", "ACC_COLL",
-           "ACC_COMPUTE"]
+__all__ = ["replay_events", "run_kernel", "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT",
+           "ACC_COLL", "ACC_COMPUTE"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
@@ -75,16 +75,14 @@ def _before(t1, k1, t2, k2):
 
 
 @njit(cache=True)
-def _push(heap, t, key):
-    """heap = (entries, size): a 4-ary min-heap of ``(time, key)`` rows (the key stored as a float, exact below
-    2**53), ordered by time then key; returns the possibly grown heap.  Four children share a cache line, and
-    entries move into a hole instead of being swapped."""
-    hd, size = heap
+def _push(hd, size, t, key):
+    """Push onto the 4-ary min-heap ``hd[:size[0]]`` of ``(time, key)`` rows (the key stored as a float, exact
+    below 2**53), ordered by time then key.  Four children share a cache line, and entries move into a hole
+    instead of being swapped.  The caller keeps room (:func:`_loop`); a full heap sets ``size[1]`` instead."""
     n = size[0]
     if n == hd.shape[0]:
-        nh = np.empty((2 * n, 2))
-        nh[:n] = hd
-        hd = nh
+        size[1] = 1
+        return
     kf = np.float64(key)
     i = n
     while i > 0:
@@ -98,7 +96,6 @@ def _push(heap, t, key):
     hd[i, 0] = t
     hd[i, 1] = kf
     size[0] = n + 1
-    return hd, size
 
 
 @njit(cache=True)
@@ -132,12 +129,11 @@ def _pop(hd, size):
 
 
 @njit(cache=True)
-def _wake(heap, qtime, w, t):
+def _wake(hd, size, qtime, w, t):
     """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
     if np.isnan(qtime[w]) or t < qtime[w]:
         qtime[w] = t
-        heap = _push(heap, t, w)
-    return heap
+        _push(hd, size, t, w)
 
 
 @njit(cache=True)
@@ -218,56 +214,24 @@ def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
 
 
 @njit(cache=True)
-def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
-               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
-               link, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
-    """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
-
-    ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
-    PROC_NULL); ``psrc[j]``: send event matching receive ``j``; ``rndv[i]``:
-    send ``i`` waits for its receive; ``coll_inst[i]``: collective instance
-    of event ``i`` (-1 none); members of an instance in
-    ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
-    ``ref_ptr``/``created``: requests each wait completes (creating events).
-    ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
-    (int32 or int64, -1), one per event, are the state, allocated by the
-    caller (so that their memory is accounted where NumPy allocations are);
-    ``spost`` and ``rpost`` may be one array (``spost`` is read and written
-    only at send events, ``rpost`` at receive events, and a Sendrecv sets
-    both to the same time).
-    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
-    each event's send / receive matching group (-1: matched beforehand),
-    ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the
-    queues (empty arrays when there is nothing to match).
-    """
-    nprocs = rank_ptr.size - 1
-    pc = rank_ptr[:-1].copy()
-    end = rank_ptr[1:].copy()
-    clock = np.zeros(nprocs)
-    nic = np.zeros(nprocs)
-    state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
-    acc = np.zeros((nprocs, 5))
-    iter_comm = np.zeros((nprocs, max(n_iter, 1)))
-    # ready, unassigned messages per rank: a linked list through `link`
-    head = np.full(nprocs, -1, dtype=np.int64)
-    dyn = sgrp.size > 0
-    shead = np.full(ngroups, -1, dtype=np.int64)
-    stail = np.full(ngroups, -1, dtype=np.int64)
-    rhead = np.full(ngroups, -1, dtype=np.int64)
-    rtail = np.full(ngroups, -1, dtype=np.int64)
-    nic_sched = np.full(nprocs, np.nan)  # time of the rank's pending NIC step
-    ninst = inst_size.size
-    inst_arrived = np.zeros(ninst, dtype=np.int64)
-    inst_max = np.zeros(ninst)
-    inst_done = np.full(ninst, np.nan)
-    qtime = np.full(nprocs, np.nan)  # time of the rank's queued step (NaN: none); later entries are stale
-    heap = (np.empty((2 * nprocs + 16, 2)), np.zeros(1, dtype=np.int64))
-    for r in range(nprocs):
+def _start(hd, size, qtime, pc, end):
+    for r in range(pc.size):
         if pc[r] < end[r]:
-            heap = _wake(heap, qtime, r, 0.0)
-    buf = np.empty(16, dtype=np.int64)
-    while heap[1][0] > 0:
-        t_now, key = _pop(heap[0], heap[1])
+            _wake(hd, size, qtime, r, 0.0)
+
+
+@njit(cache=True)
+def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
+               rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank_ptr, rank, call, compute, pdst,
+               psrc, msg_time, rndv, coll_inst, inst_size, inst_cost, inst_members_ptr, inst_members, ref_ptr,
+               created, iteration, n_iter, spost, rpost, sdone, ready, link, sgrp, rgrp, stag, rsrc, rtag, slink,
+               rlink):
+    """The event loop of :func:`replay_events`; returns True when the heap ``hd`` needs more room than ``room``
+    free entries (then call it again with a larger one)."""
+    while size[0] > 0 and not size[1]:
+        if size[0] + room > hd.shape[0]:
+            return True
+        t_now, key = _pop(hd, size)
         if key >= nprocs:  # NIC step: send the rank's ready messages, oldest posting first
             s = key - nprocs
             if nic_sched[s] == t_now:
@@ -275,10 +239,6 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
             m = 0
             e = head[s]
             while e >= 0:
-                if m == buf.size:
-                    nb = np.empty(2 * m, dtype=np.int64)
-                    nb[:m] = buf
-                    buf = nb
                 buf[m] = e
                 m += 1
                 e = link[e]
@@ -302,11 +262,11 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 # wake the sender and the receiver when this message completes, if parked in a call that can
                 # now end (a wake before that would find the call still waiting: a step that changes nothing)
                 if state[s] == 2 and _can_end(pc[s], call, psrc, rpost, sdone, ref_ptr, created):
-                    heap = _wake(heap, qtime, s, max(sdone[i], clock[s]))
+                    _wake(hd, size, qtime, s, max(sdone[i], clock[s]))
                 if pdst[i] >= 0:
                     w = np.int64(rank[pdst[i]])
                     if state[w] == 2 and _can_end(pc[w], call, psrc, rpost, sdone, ref_ptr, created):
-                        heap = _wake(heap, qtime, w, max(sdone[i], clock[w]))
+                        _wake(hd, size, qtime, w, max(sdone[i], clock[w]))
             continue
         r = key
         if qtime[r] != t_now:
@@ -320,7 +280,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
                 if clock[r] > t_now:  # computing: continue at the new time
-                    heap = _wake(heap, qtime, r, clock[r])
+                    _wake(hd, size, qtime, r, clock[r])
                     break
             t0 = clock[r]
             done = np.nan
@@ -344,7 +304,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                         head[r] = i
                         if nic_sched[r] != ready[i]:
                             nic_sched[r] = ready[i]
-                            heap = _push(heap, ready[i], nprocs + r)
+                            _push(hd, size, ready[i], nprocs + r)
                     if c == _SENDRECV:
                         rpost[i] = t0
                         k = psrc[i]
@@ -358,7 +318,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                             head[s] = k
                             if nic_sched[s] != ready[k]:
                                 nic_sched[s] = ready[k]
-                                heap = _push(heap, ready[k], nprocs + s)
+                                _push(hd, size, ready[k], nprocs + s)
                 if c == _ISEND or c == _ISSEND:
                     done = t0
                 elif c == _SENDRECV:
@@ -387,7 +347,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                         head[s] = k
                         if nic_sched[s] != ready[k]:
                             nic_sched[s] = ready[k]
-                            heap = _push(heap, ready[k], nprocs + s)
+                            _push(hd, size, ready[k], nprocs + s)
                 if c == _IRECV:
                     done = t0
                 else:
@@ -415,7 +375,7 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                         for mm in range(inst_members_ptr[k], inst_members_ptr[k + 1]):
                             w = inst_members[mm]
                             if w != r:
-                                heap = _wake(heap, qtime, w, inst_done[k])
+                                _wake(hd, size, qtime, w, inst_done[k])
                 done = inst_done[k]
                 slot = ACC_COLL
             else:  # compute, init, finalize, unknown calls (skipped)
@@ -432,10 +392,75 @@ def run_kernel(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_i
                 clock[r] = done
                 if done > t_now:  # blocked until `done`: continue then, in time order
                     if pc[r] < end[r]:
-                        heap = _wake(heap, qtime, r, done)
+                        _wake(hd, size, qtime, r, done)
                     break
-    status = STATUS_OK
-    for r in range(nprocs):
-        if pc[r] < end[r]:
-            status = STATUS_DEADLOCK
+    return False
+
+
+def replay_events(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
+               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
+               link, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
+    """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
+
+    Sets up the per-rank state and runs :func:`run_kernel`, growing its heap between calls (numba counts
+    references on every array a compiled loop may reassign, which cost a quarter of the replay).
+
+    ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
+    PROC_NULL); ``psrc[j]``: send event matching receive ``j``; ``rndv[i]``:
+    send ``i`` waits for its receive; ``coll_inst[i]``: collective instance
+    of event ``i`` (-1 none); members of an instance in
+    ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
+    ``ref_ptr``/``created``: requests each wait completes (creating events).
+    ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
+    (int32 or int64, -1), one per event, are the state, allocated by the
+    caller (so that their memory is accounted where NumPy allocations are);
+    ``spost`` and ``rpost`` may be one array (``spost`` is read and written
+    only at send events, ``rpost`` at receive events, and a Sendrecv sets
+    both to the same time).
+    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
+    each event's send / receive matching group (-1: matched beforehand),
+    ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the
+    queues (empty arrays when there is nothing to match).
+    """
+    nprocs = rank_ptr.size - 1
+    rank_ptr = np.asarray(rank_ptr, dtype=np.int64)
+    pc = rank_ptr[:-1].copy()
+    end = rank_ptr[1:].copy()
+    clock = np.zeros(nprocs)
+    nic = np.zeros(nprocs)
+    state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
+    acc = np.zeros((nprocs, 5))
+    iter_comm = np.zeros((nprocs, max(n_iter, 1)))
+    # ready, unassigned messages per rank: a linked list through `link`
+    head = np.full(nprocs, -1, dtype=np.int64)
+    dyn = bool(sgrp.size > 0)
+    shead = np.full(ngroups, -1, dtype=np.int64)
+    stail = np.full(ngroups, -1, dtype=np.int64)
+    rhead = np.full(ngroups, -1, dtype=np.int64)
+    rtail = np.full(ngroups, -1, dtype=np.int64)
+    nic_sched = np.full(nprocs, np.nan)  # time of the rank's pending NIC step
+    ninst = inst_size.size
+    inst_arrived = np.zeros(ninst, dtype=np.int64)
+    inst_max = np.zeros(ninst)
+    inst_done = np.full(ninst, np.nan)
+    qtime = np.full(nprocs, np.nan)  # time of the rank's queued step (NaN: none); later entries are stale
+    # room kept free in the heap before each step: a NIC step pushes at most two wakes per message of its
+    # rank, a rank step about two entries per event it runs, and a collective's last arrival one per member
+    most = int((end - pc).max(initial=0))
+    room = 2 * most + 2 * nprocs + 64
+    hd = np.empty((2 * nprocs + room, 2))
+    size = np.zeros(2, dtype=np.int64)  # entries, overflow flag
+    _start(hd, size, qtime, pc, end)
+    buf = np.empty(most + 1, dtype=np.int64)  # a NIC step's messages
+    while run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
+                rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank_ptr, rank, call, compute, pdst,
+                psrc, msg_time, rndv, coll_inst, inst_size, inst_cost, inst_members_ptr, inst_members, ref_ptr,
+                created, iteration, n_iter, spost, rpost, sdone, ready, link, sgrp, rgrp, stag, rsrc, rtag, slink,
+                rlink):
+        grown = np.empty((2 * hd.shape[0], 2))  # out of the compiled loop, which would count references otherwise
+        grown[:size[0]] = hd[:size[0]]
+        hd = grown
+    if size[1]:
+        raise RuntimeError("perfmod.replay.kernel: the event heap overflowed its reserved room (please report)")
+    status = STATUS_DEADLOCK if np.any(pc < end) else STATUS_OK
     return status, clock, acc, iter_comm, pc, spost, rpost, sdone
