@@ -149,6 +149,38 @@ def _find(table, rep, src, dst, tag, comm, ev, a, b, c, d):
 
 
 @njit(cache=True)
+def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst, ev, src, dst, nb, gsend, table, rep,
+                 count):
+    """List the sends from event ``st[0]`` (send ``st[1]``) on and number their groups (``st[2]`` so far);
+    returns True, before the event that would need it, when the table is half full (grow it, call again)."""
+    dyn = sgrp.size > 0
+    k, ng = st[1], st[2]
+    for i in range(st[0], call.size):
+        if not send_tab[call[i]]:
+            continue
+        if wpeer[i] == PROC_NULL:
+            pdst[i] = -2
+            continue
+        ev[k], src[k], dst[k], nb[k] = i, rank[i], wpeer[i], nbytes[i]
+        gsend[k] = -1
+        if not (dyn and sgrp[i] >= 0):
+            j = _find(table, rep, src, dst, tag, comm, ev, src[k], dst[k], tag[i], comm[i])
+            if table[j] < 0:
+                if 2 * (ng + 1) > table.size:
+                    st[0], st[1], st[2] = i, k, ng
+                    return True
+                table[j] = ng
+                rep[ng] = k
+                ng += 1
+            g = table[j]
+            gsend[k] = g
+            count[g] += 1
+        k += 1
+    st[0], st[1], st[2] = call.size, k, ng
+    return False
+
+
+@njit(cache=True)
 def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, send_tab, recv_tab, sr_code, sgrp,
                rgrp, pdst, psrc):
     """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive, both in event order (MPI's
@@ -174,36 +206,18 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, send_
     table = np.full(1024, -1, dtype=np.int64)
     rep = np.empty(512, dtype=np.int64)  # first send of each group
     count = np.zeros(512, dtype=np.int64)  # sends per group
-    ng = 0
-    k = 0
-    for i in range(n):
-        if not send_tab[call[i]]:
-            continue
-        if wpeer[i] == PROC_NULL:
-            pdst[i] = -2
-            continue
-        ev[k], src[k], dst[k], nb[k] = i, rank[i], wpeer[i], nbytes[i]
-        gsend[k] = -1
-        if not (dyn and sgrp[i] >= 0):
-            j = _find(table, rep, src, dst, tag, comm, ev, src[k], dst[k], tag[i], comm[i])
-            if table[j] < 0:
-                if 2 * (ng + 1) > table.size:  # keep the table at most half full: double it
-                    table = np.full(2 * table.size, -1, dtype=np.int64)
-                    for g in range(ng):
-                        e = ev[rep[g]]
-                        table[_find(table, rep, src, dst, tag, comm, ev, src[rep[g]], dst[rep[g]], tag[e],
-                                    comm[e])] = g
-                    j = _find(table, rep, src, dst, tag, comm, ev, src[k], dst[k], tag[i], comm[i])
-                if ng == rep.size:
-                    rep = np.concatenate((rep, np.empty(ng, dtype=np.int64)))
-                    count = np.concatenate((count, np.zeros(ng, dtype=np.int64)))
-                table[j] = ng
-                rep[ng] = k
-                ng += 1
-            g = table[j]
-            gsend[k] = g
-            count[g] += 1
-        k += 1
+    st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
+    # the tables grow here, outside the loop (numba counts references on arrays a loop reassigns)
+    while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst, ev, src, dst, nb, gsend,
+                       table, rep, count):
+        ng = st[2]
+        table = np.full(2 * table.size, -1, dtype=np.int64)
+        for g in range(ng):
+            e = ev[rep[g]]
+            table[_find(table, rep, src, dst, tag, comm, ev, src[rep[g]], dst[rep[g]], tag[e], comm[e])] = g
+        rep = np.concatenate((rep, np.empty(rep.size, dtype=np.int64)))
+        count = np.concatenate((count, np.zeros(count.size, dtype=np.int64)))
+    ng = st[2]
     # the sends of each group in event order (CSR over groups)
     ptr = np.zeros(ng + 1, dtype=np.int64)
     for g in range(ng):
