@@ -122,3 +122,18 @@ def test_request_table_grows_past_its_first_size():
     req = resolve_requests(b.build())
     assert req.created.tolist() == list(range(0, 5000, 2))
     assert req.never_completed.tolist() == list(range(1, 5000, 2))
+
+
+def test_group_table_grows_past_its_first_size():
+    b = TraceBuilder(2)
+    tags = list(range(1500))  # more (src, dst, tag, comm) groups than the table's first 512
+    for t in tags:
+        b.append(0, "isend", peer=1, tag=t, nbytes=8, request=t)
+    b.append(0, "waitall", aux=tags)
+    for t in tags[::-1]:
+        b.append(1, "irecv", peer=0, tag=t, nbytes=8, request=t)
+    b.append(1, "waitall", aux=tags[::-1])
+    t = b.build()
+    m = match_messages(t)
+    assert m.pdst[:1500].tolist() == [1501 + 1499 - k for k in range(1500)]
+    assert _reference(t)[3] == m.pdst.tolist() and _reference(t)[4] == m.psrc.tolist()
