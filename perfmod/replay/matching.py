@@ -181,61 +181,34 @@ def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst,
 
 
 @njit(cache=True)
-def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, send_tab, recv_tab, sr_code, sgrp,
-               rgrp, pdst, psrc):
-    """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive, both in event order (MPI's
-    non-overtaking rule), in passes over the events with a hash table of groups (no sort).
-
-    ``wpeer``: world peer of each point-to-point event; ``sr_src``: world source of each Sendrecv's receive
-    side, in event order; ``sgrp``/``rgrp`` (empty, or per event): sides left to the kernel (>= 0).  Fills
-    ``pdst``/``psrc`` and returns the sends (events, sender, receiver, bytes; PROC_NULL excluded) and
-    ``(truncated, send, receive, receive bytes)``: how many receive buffers are smaller than their message,
-    and the first such message in (src, dst, tag, comm, occurrence) order.
-    """
-    n = call.size
-    dyn = sgrp.size > 0
-    ns = 0
-    for i in range(n):
-        if send_tab[call[i]] and wpeer[i] != PROC_NULL:
-            ns += 1
-    ev = np.empty(ns, dtype=np.int64)
-    src = np.empty(ns, dtype=np.int64)
-    dst = np.empty(ns, dtype=np.int64)
-    nb = np.empty(ns, dtype=np.int64)
-    gsend = np.empty(ns, dtype=np.int64)
-    table = np.full(1024, -1, dtype=np.int64)
-    rep = np.empty(512, dtype=np.int64)  # first send of each group
-    count = np.zeros(512, dtype=np.int64)  # sends per group
-    st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
-    # the tables grow here, outside the loop (numba counts references on arrays a loop reassigns)
-    while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst, ev, src, dst, nb, gsend,
-                       table, rep, count):
-        ng = st[2]
-        table = np.full(2 * table.size, -1, dtype=np.int64)
-        for g in range(ng):
-            e = ev[rep[g]]
-            table[_find(table, rep, src, dst, tag, comm, ev, src[rep[g]], dst[rep[g]], tag[e], comm[e])] = g
-        rep = np.concatenate((rep, np.empty(rep.size, dtype=np.int64)))
-        count = np.concatenate((count, np.zeros(count.size, dtype=np.int64)))
-    ng = st[2]
-    # the sends of each group in event order (CSR over groups)
-    ptr = np.zeros(ng + 1, dtype=np.int64)
+def _rehash(table, rep, src, dst, tag, comm, ev, ng):
     for g in range(ng):
-        ptr[g + 1] = ptr[g] + count[g]
+        e = ev[rep[g]]
+        table[_find(table, rep, src, dst, tag, comm, ev, src[rep[g]], dst[rep[g]], tag[e], comm[e])] = g
+
+
+@njit(cache=True)
+def _place(gsend, ptr, slot):
+    """``slot``: the sends of each group in event order (CSR ``ptr`` over groups)."""
     fill = ptr[:-1].copy()
-    slot = np.empty(ptr[ng], dtype=np.int64)
-    for k in range(ns):
+    for k in range(gsend.size):
         g = gsend[k]
         if g >= 0:
             slot[fill[g]] = k
             fill[g] += 1
-    taken = np.zeros(ng, dtype=np.int64)
+
+
+@njit(cache=True)
+def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, recv_tab, sr_code, rgrp, pdst, psrc,
+                   ev, src, dst, nb, table, rep, count, ptr, slot, taken):
+    """Match each receive, in event order, to the next send of its group (see :func:`_match_all`)."""
+    dyn = rgrp.size > 0
     nbad = 0
     best_s, best_r, best_b = -1, -1, 0
     cur = np.empty(5, dtype=np.int64)
     best = np.empty(5, dtype=np.int64)
     nsr = 0
-    for i in range(n):
+    for i in range(call.size):
         c = call[i]
         if c == sr_code:  # the receive side of a Sendrecv: aux = [source, recv_nbytes, recv_tag]
             rs, rb, rt = sr_src[nsr], aux[aux_ptr[i] + 1], aux[aux_ptr[i] + 2]
@@ -247,7 +220,7 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, send_
         if rs == PROC_NULL:
             psrc[i] = -2
             continue
-        if (dyn and rgrp[i] >= 0) or ng == 0:
+        if (dyn and rgrp[i] >= 0) or taken.size == 0:
             continue
         j = _find(table, rep, src, dst, tag, comm, ev, rs, rank[i], rt, comm[i])
         g = table[j]
@@ -264,7 +237,42 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, send_
             if best_s < 0 or _lex_less(cur, best):
                 best[:] = cur
                 best_s, best_r, best_b = ev[k], i, rb
-    return ev, src, dst, nb, nbad, best_s, best_r, best_b
+    return nbad, best_s, best_r, best_b
+
+
+def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_code, sgrp, rgrp, pdst, psrc):
+    """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive, both in event order (MPI's
+    non-overtaking rule), in compiled passes over the events with a hash table of groups (no sort).  The arrays
+    are allocated here, by NumPy, so that the replay's memory measurement (``tracemalloc``) sees them.
+
+    ``wpeer``: world peer of each point-to-point event; ``sr_src``: world source of each Sendrecv's receive
+    side, in event order; ``sgrp``/``rgrp`` (empty, or per event): sides left to the kernel (>= 0).  Fills
+    ``pdst``/``psrc`` and returns the sends (events, sender, receiver, bytes; PROC_NULL excluded) and
+    ``(truncated, send, receive, receive bytes)``: how many receive buffers are smaller than their message,
+    and the first such message in (src, dst, tag, comm, occurrence) order.
+    """
+    ns = int(np.count_nonzero(_SEND_TAB[call] & (wpeer != PROC_NULL)))
+    ev, src, dst, nb, gsend = (np.empty(ns, dtype=np.int64) for _ in range(5))
+    table = np.full(1024, -1, dtype=np.int64)
+    rep = np.empty(512, dtype=np.int64)  # first send of each group
+    count = np.zeros(512, dtype=np.int64)  # sends per group
+    st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
+    # the tables grow here, between compiled calls (numba counts references on arrays a loop reassigns)
+    while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, _SEND_TAB, sgrp, pdst, ev, src, dst, nb, gsend,
+                       table, rep, count):
+        table = np.full(2 * table.size, -1, dtype=np.int64)
+        _rehash(table, rep, src, dst, tag, comm, ev, int(st[2]))
+        rep = np.concatenate((rep, np.empty(rep.size, dtype=np.int64)))
+        count = np.concatenate((count, np.zeros(count.size, dtype=np.int64)))
+    ng = int(st[2])
+    ptr = np.zeros(ng + 1, dtype=np.int64)
+    np.cumsum(count[:ng], out=ptr[1:])
+    slot = np.empty(int(ptr[-1]), dtype=np.int64)
+    _place(gsend, ptr, slot)
+    del gsend
+    out = _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, _RECV_TAB, sr_code, rgrp, pdst,
+                         psrc, ev, src, dst, nb, table, rep, count, ptr, slot, np.zeros(ng, dtype=np.int64))
+    return (ev, src, dst, nb, *out)
 
 
 _SEND_TAB = np.zeros(256, dtype=np.bool_)
@@ -328,9 +336,8 @@ def match_messages(trace: Trace) -> Matching:
     pdst = np.full(n, -1, dtype=index_dtype(n))
     psrc = np.full(n, -1, dtype=index_dtype(n))
     ev, src, dst, nbytes, nbad, a, b, rbytes = _match_all(
-        call, trace.rank, wpeer, trace.tag, trace.comm, trace.nbytes, trace.aux_ptr, trace.aux, sr_src, _SEND_TAB,
-        _RECV_TAB, int(Call.SENDRECV), none if dyn is None else dyn.sgrp, none if dyn is None else dyn.rgrp, pdst,
-        psrc)
+        call, trace.rank, wpeer, trace.tag, trace.comm, trace.nbytes, trace.aux_ptr, trace.aux, sr_src,
+        int(Call.SENDRECV), none if dyn is None else dyn.sgrp, none if dyn is None else dyn.rgrp, pdst, psrc)
     if nbad:
         raise ReplayError(
             f"{trace._at(int(b))}: receive buffer of {int(rbytes)} B is smaller than the "
