@@ -33,7 +33,14 @@ from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, replay_events
 from perfmod.replay.loggops import replay_loggops
-from perfmod.replay.matching import SEND_CODES, ReplayError, call_is, collective_instances, match_messages
+from perfmod.replay.matching import (
+    SEND_CODES,
+    ReplayError,
+    call_is,
+    collective_instances,
+    has_wildcards,
+    match_messages,
+)
 from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
 from perfmod.trace.requests import resolve_requests
 
@@ -41,9 +48,15 @@ __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
 
 
 #: peak bytes per trace event the message-kernel replay (every model but ``loggp``) allocates beyond the trace:
-#: matching, costs, requests and the kernel's state (measured peak 192 B/event on synthetic Jacobi2D from 1,536 to
-#: 65,536 ranks, issue 23), for the check before allocating
-_BYTES_PER_EVENT = 200
+#: requests, matching, costs and the kernel's state, for the check before allocating.  Measured (issue 23) on
+#: synthetic Jacobi2D: peak RSS above the trace's 76-79 B/event at 1,048,576 ranks x 1 iteration (10.5 M events,
+#: kmodel and postal), tracemalloc peak 58-66 B/event at 1,536 x 100 and 16,384 x 10; rounded up to 90.
+_BYTES_PER_EVENT = 90
+#: more per event when some receive is a wildcard: the run-time matching's five int64 envelope columns and the
+#: kernel's two int64 queue links (counted from the array sizes)
+_WILDCARD_BYTES_PER_EVENT = 56
+#: fixed part: the matching and request tables' first sizes, numba's and the allocator's own
+_FIXED_BYTES = 1 << 16
 #: traces of at least this many events show a progress bar over the replay's stages unless ``progress=False``
 PROGRESS_EVENTS = 10_000_000
 _STAGES = ("checks", "requests", "matching", "costs", "event loop", "dataset")
@@ -258,7 +271,8 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
                           + " (kept as events, or skipped by the reader and counted in trace.meta)",
                           [{"call": k, "count": v} for k, v in unknown_calls.items()])
     if net.model.replay != "loggops":  # the LogGOPS replay checks its own (larger) need
-        check_fits(_BYTES_PER_EVENT * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
+        per_event = _BYTES_PER_EVENT + (_WILDCARD_BYTES_PER_EVENT if has_wildcards(trace) else 0)
+        check_fits(_FIXED_BYTES + per_event * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
     comp = _compute_times(trace, compute)
     stage(1)
     reqs = resolve_requests(trace)

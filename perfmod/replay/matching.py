@@ -28,7 +28,7 @@ from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PRO
 from perfmod.trace.requests import group_key
 
 __all__ = ["ReplayError", "Matching", "match_messages", "Collectives", "collective_instances", "world_peer", "call_is",
-           "SEND_CODES"]
+           "SEND_CODES", "has_wildcards"]
 
 
 class ReplayError(RuntimeError):
@@ -282,7 +282,11 @@ _RECV_TAB[_RECV_CODES] = True
 _P2P_CODES = np.union1d(SEND_CODES, _RECV_CODES)
 
 
-def _has_wildcards(trace: Trace, sr_ev: np.ndarray) -> bool:
+def has_wildcards(trace: Trace, sr_ev: np.ndarray | None = None) -> bool:
+    """Whether a receive of ``trace`` names ``MPI_ANY_SOURCE`` or ``MPI_ANY_TAG`` (``sr_ev``: its Sendrecv events,
+    if known)."""
+    if sr_ev is None:
+        sr_ev = np.flatnonzero(trace.call == Call.SENDRECV)
     recv = call_is(trace.call, _RECV_CODES)
     if np.any(recv & ((trace.peer == ANY_SOURCE) | (trace.tag == ANY_TAG))):
         return True
@@ -331,7 +335,7 @@ def match_messages(trace: Trace) -> Matching:
         wpeer[sel] = world_peer(trace, trace.peer[sel], trace.comm[sel])
     sr_ev = np.flatnonzero(call == Call.SENDRECV)
     sr_src = world_peer(trace, trace.aux[trace.aux_ptr[sr_ev]], trace.comm[sr_ev])
-    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if _has_wildcards(trace, sr_ev) else None
+    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if has_wildcards(trace, sr_ev) else None
     none = np.zeros(0, dtype=np.int64)
     pdst = np.full(n, -1, dtype=index_dtype(n))
     psrc = np.full(n, -1, dtype=index_dtype(n))
