@@ -44,6 +44,8 @@ def check_fits(nbytes: float, what: str) -> None:
 
 
 def index_dtype(n: int) -> np.dtype:
-    """The narrowest of int32/int64 that holds indices ``-2 .. n`` (event indices with -1/-2 flags; half the
-    memory of int64 for traces below 2**31 events)."""
+    """int32 if every index from -2 to ``n`` fits (event indices and their -1, -2 flags), else int64.
+
+    Half the memory of int64 for traces of fewer than 2,147,483,647 events.
+    """
     return np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)

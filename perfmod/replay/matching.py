@@ -76,9 +76,9 @@ class Matching:
 
     Attributes
     ----------
-    pdst : numpy.ndarray of int32 (int64 from 2**31 events), shape (len(trace),)
+    pdst : numpy.ndarray of int32 (int64 from 2^31 events), shape (len(trace),)
         Receive event matching each send event (-1 unmatched, -2 to PROC_NULL).
-    psrc : numpy.ndarray of int32 (int64 from 2**31 events), shape (len(trace),)
+    psrc : numpy.ndarray of int32 (int64 from 2^31 events), shape (len(trace),)
         Send event matching each receive event (-1 unmatched, -2 from PROC_NULL).
     send_events : numpy.ndarray of int64
         Events that send a message (PROC_NULL excluded).
@@ -399,7 +399,7 @@ class Collectives:
 
     Attributes
     ----------
-    inst : numpy.ndarray of int32 (int64 from 2**31 events), shape (len(trace),)
+    inst : numpy.ndarray of int32 (int64 from 2^31 events), shape (len(trace),)
         Instance of each collective event (-1 for other events).
     call, comm, nbytes, root, size : numpy.ndarray
         Per instance: call code, communicator, bytes per rank, root

@@ -55,10 +55,10 @@ class Requests:
 
     Attributes
     ----------
-    ref_ptr : numpy.ndarray of int32 (int64 from 2**31 references), shape (len(trace) + 1,)
+    ref_ptr : numpy.ndarray of int32 (int64 from 2^31 references), shape (len(trace) + 1,)
         CSR offsets: event ``i`` completes the requests
         ``created[ref_ptr[i]:ref_ptr[i + 1]]``.
-    created : numpy.ndarray of int32 (int64 from 2**31 events)
+    created : numpy.ndarray of int32 (int64 from 2^31 events)
         Index of the creating event of each completed request.
     never_completed : numpy.ndarray of int64
         Creating events whose request no wait or test completes.
