@@ -46,7 +46,6 @@ import numpy as np
 from perfmod.apps.exchange import DOUBLE, Exchange
 from perfmod.apps.registry import application, exchange
 from perfmod.core.checks import positive_int
-from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import Call, Trace
 
 __all__ = [
@@ -153,6 +152,53 @@ def _iteration_template(nprocs: int, phases: list[tuple[Exchange, bool]], allred
             "aux_len": aux_len, "aux": aux[keep_aux], "ptr": ptr}
 
 
+#: ranks expanded at a time by :func:`_expand` (its temporaries are per chunk, not per trace)
+_CHUNK_RANKS = 1 << 16
+
+
+def _expand(tpl: dict[str, np.ndarray], p: int, iters: int, comp: np.ndarray) -> dict[str, np.ndarray]:
+    """The trace's columns: ``iters`` copies of each rank's template events, written into the final arrays a
+    chunk of ranks at a time (issue 23: building a trace held about 300 bytes per event of temporaries)."""
+    block = np.diff(tpl["ptr"])  # events per rank per iteration
+    per_rank = block * iters
+    starts = np.zeros(p + 1, dtype=np.int64)
+    np.cumsum(per_rank, out=starts[1:])
+    tpl_aux_start = np.zeros(tpl["aux_len"].size + 1, dtype=np.int64)
+    np.cumsum(tpl["aux_len"], out=tpl_aux_start[1:])
+    aux_per_rank = (tpl_aux_start[tpl["ptr"][1:]] - tpl_aux_start[tpl["ptr"][:-1]]) * iters
+    aux_starts = np.zeros(p + 1, dtype=np.int64)
+    np.cumsum(aux_per_rank, out=aux_starts[1:])
+    n, naux = int(starts[-1]), int(aux_starts[-1])
+    cols = {"rank": np.empty(n, np.int32), "seq": np.empty(n, np.int32), "call": np.empty(n, np.uint8),
+            "peer": np.empty(n, np.int32), "nbytes": np.empty(n, np.int64), "tag": np.zeros(n, np.int32),
+            "comm": np.zeros(n, np.int32), "request": np.empty(n, np.int64), "compute": np.empty(n, np.float64),
+            "aux_ptr": np.empty(n + 1, np.int64), "aux": np.empty(naux, np.int64),
+            "iteration": np.empty(n, np.int32)}
+    cols["aux_ptr"][0] = 0
+    for r0 in range(0, p, _CHUNK_RANKS):
+        r1 = min(p, r0 + _CHUNK_RANKS)
+        e0, e1 = int(starts[r0]), int(starts[r1])
+        rank = np.repeat(np.arange(r0, r1, dtype=np.int32), per_rank[r0:r1])
+        q = np.arange(e0, e1, dtype=np.int64) - starts[rank]  # position on the rank
+        bl = block[rank]
+        t = tpl["ptr"][rank] + q % bl  # template index of every event
+        cols["rank"][e0:e1] = rank
+        cols["seq"][e0:e1] = q
+        cols["iteration"][e0:e1] = q // bl
+        cols["call"][e0:e1] = tpl["call"][t]
+        cols["peer"][e0:e1] = tpl["peer"][t]
+        cols["nbytes"][e0:e1] = tpl["nbytes"][t]
+        cols["request"][e0:e1] = tpl["request"][t]
+        cols["compute"][e0:e1] = np.where(q % bl == 0, comp[rank], 0.0)
+        alen = tpl["aux_len"][t]
+        np.cumsum(alen, out=cols["aux_ptr"][e0 + 1:e1 + 1])
+        cols["aux_ptr"][e0 + 1:e1 + 1] += aux_starts[r0]
+        a0, a1 = int(aux_starts[r0]), int(aux_starts[r1])
+        aux_idx = np.repeat(tpl_aux_start[t], alen) + _position_in_group(np.repeat(np.arange(t.size), alen))
+        cols["aux"][a0:a1] = tpl["aux"][aux_idx]
+    return cols
+
+
 def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | None = None,
               allreduce_bytes: int = DOUBLE, compute: Any = 0.0, reverse: bool = True, **options: Any) -> Trace:
     """A trace of ``iterations`` iterations of ``app``'s communication on ``nprocs`` ranks.
@@ -198,21 +244,7 @@ def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | N
     comp = np.broadcast_to(np.asarray(compute, dtype=np.float64), (p,))
     if not np.all(np.isfinite(comp)) or np.any(comp < 0):
         raise ValueError("synthetic: compute must be finite and >= 0 seconds")
-    block = np.diff(tpl["ptr"])  # events per rank per iteration
-    per_rank = block * iters
-    rank = np.repeat(np.arange(p, dtype=np.int32), per_rank)
-    start = np.concatenate([[0], np.cumsum(per_rank)])[:-1]
-    q = np.arange(rank.size, dtype=np.int64) - start[rank]
-    it = q // block[rank]
-    t = tpl["ptr"][rank] + q % block[rank]  # template index of every event
-    first = q % block[rank] == 0
-    alen = tpl["aux_len"][t]
-    aux_start = np.concatenate([[0], np.cumsum(tpl["aux_len"])])[:-1]
-    aux_idx = np.repeat(aux_start[t] , alen) + _position_in_group(np.repeat(np.arange(t.size), alen))
-    b = TraceBuilder(p, source=f"synthetic:{app}")
-    b.extend(rank=rank, call=tpl["call"][t], peer=tpl["peer"][t], nbytes=tpl["nbytes"][t],
-             request=tpl["request"][t], compute=np.where(first, comp[rank], 0.0), aux_len=alen,
-             aux=tpl["aux"][aux_idx], iteration=it)
+    cols = _expand(tpl, p, iters, comp)
     meta = {"app": app, "nprocs": p, "iterations": iters, "allreduces": nred, "allreduce_bytes": int(allreduce_bytes),
             "options": dict(options), "phases": [{"sequential": s, **ex.config} for ex, s in phases]}
-    return b.build(validate=False, meta=meta)
+    return Trace(p, source=f"synthetic:{app}", meta=meta, **cols)
