@@ -58,7 +58,7 @@ from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
 from perfmod.models.comm.network import Network
 from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
-from perfmod.replay.loggops_kernel import STATUS_OK, run_loggops
+from perfmod.replay.loggops_kernel import _DONE, ROW, STATUS_OK, run_loggops
 from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
 from perfmod.trace.formats.goal_scan import GoalGraph
 from perfmod.trace.formats.goal_trace import as_written
@@ -71,39 +71,82 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
 
 
-def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, ...]:
-    """``(o, g, L, (n - 1) G, rendezvous)`` of every send node, times in int64 picoseconds (0 elsewhere).
+def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int,
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The message class of every send node and the ``(o, g, L)`` of each class, times in int64 picoseconds.
 
     The parameters of the message's mode and protocol as the bound network
     resolved them (:meth:`~perfmod.models.comm.network.Network.loggp_params`:
     the platform's table of the model, derived from the postal ones where it
-    has none); a zero-byte
-    message counts as one byte; rendezvous above ``eager_max_bytes`` and for
-    synchronous sends.
+    has none); a zero-byte message counts as one byte; rendezvous above
+    ``eager_max_bytes`` and for synchronous sends.  Returns ``(par, rows)``:
+    ``par[c]`` the o, g, L of class c, and the kernel rows
+    (:data:`~perfmod.replay.loggops_kernel.ROW`, ``rows`` if given, else new) with each send's ``cls``,
+    ``rndv`` and ``dur`` = (n - 1) G set.
     """
     plat = net.platform
     nn = len(graph)
-    out = [np.zeros(nn, dtype=np.int64) for _ in range(4)]
-    rndv = np.zeros(nn, dtype=bool)
+    if rows is None:
+        rows = np.zeros(nn, dtype=ROW)
+    par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
-        return (*out, rndv)
+        return par, rows
     modes = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
     nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
     # the protocol as Platform.protocol gives it, by code (a sort of the object array of names is slow)
     pcode = np.where(nbytes <= plat.short_max_bytes, 0, np.where(nbytes <= plat.eager_max_bytes, 1, 2))
     cls = modes.astype(np.int64) * 3 + pcode
-    present = np.bincount(cls, minlength=3 * len(MODES))
-    for c in np.flatnonzero(present).tolist():
+    gn = np.empty(sends.size, dtype=np.int64)
+    for c in np.flatnonzero(np.bincount(cls, minlength=3 * len(MODES))).tolist():
         sel = cls == c
         p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
-        idx = sends[sel]
-        out[0][idx] = round(p["o"] * _PS)
-        out[1][idx] = round(p["g"] * _PS)
-        out[2][idx] = round(p["L"] * _PS)
-        out[3][idx] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
-    rndv[sends] = (graph.size[sends] > plat.eager_max_bytes) | graph.sync[sends]
-    return (*out, rndv)
+        par[c] = round(p["o"] * _PS), round(p["g"] * _PS), round(p["L"] * _PS)
+        gn[sel] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
+    rows["cls"][sends] = cls
+    rows["dur"][sends] = gn
+    rows["rndv"][sends] = (graph.size[sends] > plat.eager_max_bytes) | graph.sync[sends]
+    return par, rows
+
+
+def kernel_input(graph: Graph | GoalGraph, calc_ps: np.ndarray | None, net: Network,
+                 nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for ``graph``: ``(rows, eptr, edges, par)``.
+
+    ``calc_ps`` the calc nodes' times in picoseconds (None: ``graph.size`` is); a node's done-successors
+    then its start-successors are ``edges[eptr[2 v]:eptr[2 v + 1]:eptr[2 v + 2]]``.
+    """
+    nn = len(graph)
+    if 2 * nn >= 1 << 31:
+        raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
+    rows = np.empty(nn, dtype=ROW)
+    rows["rank"] = graph.rank
+    rows["peer"] = graph.peer
+    rows["tag"] = graph.tag.astype(np.int32)  # 32-bit tags (GOAL's, -1 any) keep their values modulo 2**32
+    rows["link"] = -1
+    rows["ndeps"] = graph.ndeps
+    rows["kind"] = graph.kind
+    rows["rndv"] = 0
+    rows["cls"] = 0
+    calc = graph.kind == CALC
+    rows["dur"] = 0
+    rows["dur"][calc] = graph.size[calc] if calc_ps is None else calc_ps
+    par, rows = message_params(graph, net, nprocs, rows)
+    sp = graph.succ_ptr
+    ssp = getattr(graph, "ssucc_ptr", None)
+    eptr = np.empty(2 * nn + 1, dtype=np.int64)
+    if ssp is None or ssp[-1] == 0:  # no irequires: the done-successors are all
+        eptr[0::2] = sp
+        eptr[1::2] = sp[1:]
+        edges = graph.succ.astype(np.int32)
+    else:
+        eptr[0::2] = sp + ssp
+        eptr[1::2] = sp[1:] + ssp[:-1]
+        edges = np.empty(int(sp[-1] + ssp[-1]), dtype=np.int32)
+        nsucc, nssucc = np.diff(sp), np.diff(ssp)
+        edges[np.arange(sp[-1]) + np.repeat(ssp[:-1], nsucc)] = graph.succ
+        edges[np.arange(ssp[-1]) + np.repeat(sp[1:], nssucc)] = graph.ssucc
+    return rows, eptr, edges, par
 
 
 _SLOT = np.full(256, -1, dtype=np.int64)
@@ -165,19 +208,19 @@ class LogGOPSResult:
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
 
 
-def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int) -> tuple:
+def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int, detail: bool = True) -> tuple:
     """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)
-    on the bound network ``net``."""
+    on the bound network ``net`` (``detail``: per node done times and partners, else only the status and the
+    per-rank finishing times)."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
-    o, gap, lat, gn, rndv = message_params(graph, net, nprocs)
-    recv = graph.kind == RECV
-    rndv[recv] = graph.size[recv] > net.platform.eager_max_bytes  # LogGOPSim: see run_loggops
     calc = graph.kind == CALC
-    size = graph.size.copy()
-    size[calc] = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
+    calc_ps = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
+    rows, eptr, edges, par = kernel_input(graph, calc_ps, net, nprocs)
+    recv = graph.kind == RECV
+    rows["rndv"][recv] = graph.size[recv] > net.platform.eager_max_bytes  # LogGOPSim: see run_loggops
     with first_call("the LogGOPS event loop"):
-        return run_loggops(nprocs, graph.rank, graph.kind, size, graph.peer, graph.tag, graph.ndeps,
-                           graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc, o, gap, lat, gn, rndv, True)
+        out = run_loggops(nprocs, rows, eptr, edges, par, True, detail)
+    return (*out[:5], out[5], rows["kind"] >= _DONE)
 
 
 def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
@@ -214,9 +257,9 @@ def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = 
         raise ReplayError(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
                           f"outside 0..{graph.num_ranks - 1}")
     p = graph.num_ranks
-    status, done, _, _, nexto, _ = run_goal_graph(graph, time_unit, net, p)
+    status, _, _, _, nexto, _, finished = run_goal_graph(graph, time_unit, net, p, detail=False)
     if status != STATUS_OK:
-        stuck = np.flatnonzero(done < 0)
+        stuck = np.flatnonzero(~finished)
         first = {}
         for v in stuck.tolist():
             first.setdefault(int(graph.rank[v]), v)
@@ -246,7 +289,7 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     trace's sequence is not what ran, so its calls are not timed one by one).
     """
     p = trace.nprocs
-    status, done, _, mate, nexto, _ = run_goal_graph(graph, time_unit, net, p)
+    status, done, _, mate, nexto, _, _ = run_goal_graph(graph, time_unit, net, p)
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     clock = nexto / _PS
@@ -283,12 +326,10 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
         return _replay_as_written(trace, *written, net, n_iter)
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
-    o, gap, lat, gn, rndv = message_params(g, net, trace.nprocs)
-    none = np.zeros(len(g) + 1, dtype=np.int64)
+    rows, eptr, edges, par = kernel_input(g, None, net, trace.nprocs)
     with first_call("the LogGOPS event loop"):
-        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
-                                                    g.ndeps, g.succ_ptr, g.succ, none, none[:0], o, gap, lat, gn,
-                                                    rndv, False)
+        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, rows, eptr, edges, par, False, True)
+    del rows, eptr, edges
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

@@ -169,7 +169,7 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
                                   "-G", str(G), "-S", str(S)], check=True, capture_output=True, text=True).stdout
             c2 = _children_cpu()
             graph, read_s = _cpu(read_goal_graph, goal)
-            res, sim_s = _cpu(run_goal_graph, graph, 1e-9, net, graph.num_ranks)
+            res, sim_s = _cpu(run_goal_graph, graph, 1e-9, net, graph.num_ranks, detail=False)
             theirs = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
             rows.append((f"{px}x{py}x{it}", len(graph), c1 - c0, c2 - c1, read_s, sim_s, theirs,
                          int(round(res[4].max() / 1000)), os.getloadavg()[0]))
