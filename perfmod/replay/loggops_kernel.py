@@ -43,8 +43,10 @@ from a small table by its message class.  The event queue is a 4-ary heap
 of ``(time, sequence << 32 | key)`` pairs (sequences are unique, so the
 pair orders the events as ``(time, sequence)`` does); an event that only
 moves in time (a resource busy) or a send that becomes its message replaces
-the top instead of a pop and a push.  The heap grows as needed (it holds at
-most one entry per node).
+the top instead of a pop and a push; it holds at most one entry per node.
+The helpers the loop calls are compiled without numba's reference counting
+(``_nrt=False``: they allocate nothing), so that passing them arrays costs
+no atomic increments (with them, half of the loop's time).
 """
 
 from __future__ import annotations
@@ -63,18 +65,18 @@ _WILD = -1
 #: 32-bit tag (-1 any); ``link`` the next node in its matching queue; ``ndeps`` the dependencies not yet met;
 #: ``cls`` a send's row in the table of message parameters
 ROW = np.dtype([("dur", np.int64), ("rank", np.int32), ("peer", np.int32), ("tag", np.int32), ("link", np.int32),
-                ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16)])
+                ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16)], align=True)
 assert ROW.itemsize == 32
 _P_O, _P_G, _P_L = range(3)  # columns of the message parameter table
 _SHIFT = 32  # a heap entry's second word: sequence << _SHIFT | key
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _less(at, ak, bt, bk):
     return at < bt or (at == bt and ak < bk)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _push(hp, n, t, k):
     """Push ``(t, k)`` on the 4-ary heap ``hp`` of ``n`` rows (least first); the caller counts it."""
     i = n
@@ -88,7 +90,7 @@ def _push(hp, n, t, k):
     hp[i, 0], hp[i, 1] = t, k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _sift_down(hp, n, t, k):
     """Put ``(t, k)`` at the root of the 4-ary heap of ``n`` rows and sift it down."""
     i = 0
@@ -109,7 +111,7 @@ def _sift_down(hp, n, t, k):
     hp[i, 0], hp[i, 1] = t, k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _release(lo, hi, edges, nd, fbuf, nfree):
     """One dependency of each node ``edges[lo:hi]`` is met: append those now free to ``fbuf``."""
     for q in range(lo, hi):
@@ -122,7 +124,7 @@ def _release(lo, hi, edges, nd, fbuf, nfree):
     return nfree
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _done(v, t, nd, cpu_t, eptr, edges, fbuf, nfree, done, rr, detail):
     """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``); append the nodes it frees to ``fbuf``."""
     nd[v].kind += _DONE
@@ -132,7 +134,7 @@ def _done(v, t, nd, cpu_t, eptr, edges, fbuf, nfree, done, rr, detail):
     return _release(eptr[2 * v], eptr[2 * v + 1], edges, nd, fbuf, nfree)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _find(h, src, tag, head, tail, nd, is_recv_queue):
     """Unlink and return the first entry of queue ``head[h]`` matching (src, tag) (-1: none)."""
     prev = -1
@@ -153,7 +155,7 @@ def _find(h, src, tag, head, tail, nd, is_recv_queue):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _append(h, x, head, tail, nd):
     nd[x].link = -1
     if head[h] < 0:
@@ -163,7 +165,7 @@ def _append(h, x, head, tail, nd):
     tail[h] = x
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ins(a, key, lo, i, guarded):
     """libstdc++'s linear insert of ``a[i]`` into the sorted ``a[lo:i]`` (``guarded``: check ``lo`` first)."""
     v = a[i]
@@ -179,24 +181,23 @@ def _ins(a, key, lo, i, guarded):
     a[j] = v
 
 
-@njit(cache=True)
-def _std_sort(a, n, key):
+@njit(cache=True, _nrt=False)
+def _std_sort(a, n, key, stk):
     """Sort ``a[:n]`` by ``key[a]`` exactly as GCC's ``std::sort`` does (introsort, then insertion sort).
 
     LogGOPSim sorts the operations freed by one event with ``std::sort``,
     which is not stable above 16 elements; replaying its order keeps the
     simulations equal.  The heap-sort fallback (recursion depth beyond
-    ``2 lg n``) is not reproduced: there a stable sort is used, which cannot
-    happen with three keys in practice.  Returns False if it did.
+    ``2 lg n``) is not reproduced: there a stable sort (insertion) is used,
+    which cannot happen with three keys in practice.  Returns False if it
+    did.  ``stk``: an int64 array of 3 x 128 (the partition stack).
     """
     if n <= 16:  # the introsort loop does nothing: only the insertion sort
         for i in range(1, n):
             _ins(a, key, 0, i, True)
         return True
     exact = True
-    stack_lo = np.empty(128, dtype=np.int64)
-    stack_hi = np.empty(128, dtype=np.int64)
-    stack_d = np.empty(128, dtype=np.int64)
+    stack_lo, stack_hi, stack_d = stk[0], stk[1], stk[2]
     depth = 0
     m = n
     while m > 1:
@@ -211,9 +212,8 @@ def _std_sort(a, n, key):
         while hi - lo > 16:
             if d == 0:
                 exact = False
-                seg = a[lo:hi].copy()
-                order = np.argsort(key[seg], kind="mergesort")
-                a[lo:hi] = seg[order]
+                for i in range(lo + 1, hi):  # stable
+                    _ins(a, key, lo, i, True)
                 break
             d -= 1
             mid = lo + (hi - lo) // 2
@@ -250,14 +250,14 @@ def _std_sort(a, n, key):
     return exact
 
 
-@njit(cache=True)
-def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, n, seq, stats):
+@njit(cache=True, _nrt=False)
+def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, n, seq, stats, stk):
     """Queue the ``m`` nodes of ``fbuf`` (one rank's) sorted by type as ``std::sort`` leaves them, at the
     CPU's time ``tcpu`` (a send: ``tsend``), with sequences from ``seq``.  Returns the heap size."""
     for q in range(m):
         abuf[q] = q
         kbuf[q] = nd[fbuf[q]].kind
-    if not _std_sort(abuf, m, kbuf):
+    if not _std_sort(abuf, m, kbuf, stk):
         stats[0] += 1
     for q in range(m):
         w = fbuf[abuf[q]]
@@ -265,13 +265,6 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, n, seq, stats):
         _push(hp, n, tw, ((seq + q) << _SHIFT) | w)
         n += 1
     return n
-
-
-@njit(cache=True)
-def _grow(hp, n):
-    out = np.empty((2 * hp.shape[0], 2), dtype=np.int64)
-    out[:n] = hp[:n]
-    return out
 
 
 @njit(cache=True)
@@ -316,8 +309,9 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
     abuf = np.empty(2 * most + 2, dtype=np.int64)
     kbuf = np.empty(2 * most + 2, dtype=np.int8)
     fhost = np.empty(4, dtype=np.int64)
-    hp = np.empty((min(nn, 4096) + 8, 2), dtype=np.int64)
+    hp = np.empty((nn + 8, 2), dtype=np.int64)  # at most one entry per node
     n = 0  # heap rows
+    stk = np.empty((3, 128), dtype=np.int64)  # std::sort's partition stack
     stats = np.zeros(1, dtype=np.int64)  # sorts that fell back from std::sort's order (see _std_sort)
     aqtime = 0
     mask = (np.int64(1) << _SHIFT) - 1
@@ -347,9 +341,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 ids[m] = stop
                 m += 1
             stop += 1
-        while n + m > hp.shape[0]:
-            hp = _grow(hp, n)
-        n = _queue(nd, ids, m, order, keys, 0, 0, hp, n, aqtime, stats)
+        n = _queue(nd, ids, m, order, keys, 0, 0, hp, n, aqtime, stats, stk)
         aqtime += m
         start = stop
     while n > 0:
@@ -443,11 +435,15 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 _sift_down(hp, n, avail, sk)
         if nfree == 0:
             continue
-        if n + nfree > hp.shape[0]:
-            hp = _grow(hp, n)
         if nh == 1:  # one rank freed operations (the usual case): sort and queue them
             h = fhost[0]
-            n = _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), hp, n, aqtime, stats)
+            if nfree == 1:
+                w = fbuf[0]
+                _push(hp, n, max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h], (aqtime << _SHIFT) | w)
+                n += 1
+                aqtime += 1
+                continue
+            n = _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), hp, n, aqtime, stats, stk)
             aqtime += nfree
             continue
         # queue the freed operations: ranks in increasing order, each sorted by type
@@ -465,7 +461,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 if nd[fbuf[q]].rank == nxt:
                     sbuf[m] = fbuf[q]
                     m += 1
-            n = _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), hp, n, aqtime, stats)
+            n = _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), hp, n, aqtime, stats, stk)
             aqtime += m
     status = STATUS_OK
     for v in range(nn):
