@@ -54,11 +54,11 @@ from numba import njit
 from perfmod.core.io import provenance_attrs
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
-from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
+from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
 from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
-from perfmod.replay.loggops_kernel import _DONE, ROW, STATUS_OK, run_loggops
+from perfmod.replay.loggops_kernel import _DONE, ROW, STATUS_OK, fill_rows, run_loggops
 from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
 from perfmod.trace.formats.goal_scan import GoalGraph
 from perfmod.trace.formats.goal_trace import as_written
@@ -71,67 +71,58 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
 
 
-def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int,
-                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The message class of every send node and the ``(o, g, L)`` of each class, times in int64 picoseconds.
+def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The message classes of a graph's sends: ``(mode, par, gps)``.
 
-    The parameters of the message's mode and protocol as the bound network
-    resolved them (:meth:`~perfmod.models.comm.network.Network.loggp_params`:
-    the platform's table of the model, derived from the postal ones where it
-    has none); a zero-byte message counts as one byte; rendezvous above
-    ``eager_max_bytes`` and for synchronous sends.  Returns ``(par, rows)``:
-    ``par[c]`` the o, g, L of class c, and the kernel rows
-    (:data:`~perfmod.replay.loggops_kernel.ROW`, ``rows`` if given, else new) with each send's ``cls``,
-    ``rndv`` and ``dur`` = (n - 1) G set.
+    ``mode`` per node (int8; 0 but at sends) the mode code of the message
+    (:meth:`~perfmod.models.comm.network.Network.modes`); a send's class is
+    ``3 * mode + protocol`` (short, eager, rendezvous by its bytes:
+    :func:`~perfmod.replay.loggops_kernel.fill_rows`), and ``par[c]`` the o,
+    g, L of class c in int64 picoseconds, ``gps[c]`` its G in s per byte:
+    the parameters of the mode and protocol as the bound network resolved
+    them (:meth:`~perfmod.models.comm.network.Network.loggp_params`: the
+    platform's table of the model, derived from the postal ones where it
+    has none).
     """
-    plat = net.platform
-    nn = len(graph)
-    if rows is None:
-        rows = np.zeros(nn, dtype=ROW)
     par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
+    gps = np.zeros(3 * len(MODES))
+    mode = np.zeros(len(graph), dtype=np.int8)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
-        return par, rows
-    modes = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
-    nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
-    # the protocol as Platform.protocol gives it, by code (a sort of the object array of names is slow)
-    pcode = np.where(nbytes <= plat.short_max_bytes, 0, np.where(nbytes <= plat.eager_max_bytes, 1, 2))
-    cls = modes.astype(np.int64) * 3 + pcode
-    gn = np.empty(sends.size, dtype=np.int64)
-    for c in np.flatnonzero(np.bincount(cls, minlength=3 * len(MODES))).tolist():
-        sel = cls == c
-        p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
+        return mode, par, gps
+    mode[sends] = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
+    for c in range(3 * len(MODES)):
+        try:
+            p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
+        except ParameterNotAvailable:  # a class the platform lacks: an error only where a send uses it
+            par[c] = -1
+            continue
         par[c] = round(p["o"] * _PS), round(p["g"] * _PS), round(p["L"] * _PS)
-        gn[sel] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
-    rows["cls"][sends] = cls
-    rows["dur"][sends] = gn
-    rows["rndv"][sends] = (graph.size[sends] > plat.eager_max_bytes) | graph.sync[sends]
-    return par, rows
+        gps[c] = p["G"]
+    return mode, par, gps
 
 
-def kernel_input(graph: Graph | GoalGraph, calc_ps: np.ndarray | None, net: Network,
-                 nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, nprocs: int,
+                 recv_rndv: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for ``graph``: ``(rows, eptr, edges, par)``.
 
-    ``calc_ps`` the calc nodes' times in picoseconds (None: ``graph.size`` is); a node's done-successors
-    then its start-successors are ``edges[eptr[2 v]:eptr[2 v + 1]:eptr[2 v + 2]]``.
+    ``calc_scale`` picoseconds per unit of a calc's ``size`` (0: they are picoseconds); ``recv_rndv``: a
+    receive's own size decides its protocol (GOAL, as LogGOPSim); a node's done-successors then its
+    start-successors are ``edges[eptr[2 v]:eptr[2 v + 1]:eptr[2 v + 2]]``.
     """
     nn = len(graph)
     if 2 * nn >= 1 << 31:
         raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
+    mode, par, gps = message_params(graph, net, nprocs)
     rows = np.empty(nn, dtype=ROW)
-    rows["rank"] = graph.rank
-    rows["peer"] = graph.peer
-    rows["tag"] = graph.tag.astype(np.int32)  # 32-bit tags (GOAL's, -1 any) keep their values modulo 2**32
-    rows["link"] = -1
-    rows["ndeps"] = graph.ndeps
-    rows["kind"] = graph.kind
-    rows["rndv"] = 0
-    rows["cls"] = 0
-    calc = graph.kind == CALC
-    rows["dur"] = 0
-    rows["dur"][calc] = graph.size[calc] if calc_ps is None else calc_ps
-    par, rows = message_params(graph, net, nprocs, rows)
+    plat = net.platform
+    fill_rows(rows, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, graph.ndeps, float(calc_scale),
+              mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
+    del mode
+    used = np.unique(rows["cls"][graph.kind == SEND]) if (par < 0).any() else np.zeros(0, dtype=np.int64)
+    for c in used.tolist():
+        if par[c, 0] < 0:
+            net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])  # raises the network's own error
     sp = graph.succ_ptr
     ssp = getattr(graph, "ssucc_ptr", None)
     eptr = np.empty(2 * nn + 1, dtype=np.int64)
@@ -213,11 +204,7 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int
     on the bound network ``net`` (``detail``: per node done times and partners, else only the status and the
     per-rank finishing times)."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
-    calc = graph.kind == CALC
-    calc_ps = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
-    rows, eptr, edges, par = kernel_input(graph, calc_ps, net, nprocs)
-    recv = graph.kind == RECV
-    rows["rndv"][recv] = graph.size[recv] > net.platform.eager_max_bytes  # LogGOPSim: see run_loggops
+    rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
     with first_call("the LogGOPS event loop"):
         out = run_loggops(nprocs, rows, eptr, edges, par, True, detail)
     return (*out[:5], out[5], rows["kind"] >= _DONE)
@@ -326,7 +313,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
         return _replay_as_written(trace, *written, net, n_iter)
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
-    rows, eptr, edges, par = kernel_input(g, None, net, trace.nprocs)
+    rows, eptr, edges, par = kernel_input(g, 0.0, net, trace.nprocs, False)
     with first_call("the LogGOPS event loop"):
         status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, rows, eptr, edges, par, False, True)
     del rows, eptr, edges

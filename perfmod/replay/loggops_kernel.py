@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["ROW", "run_loggops", "STATUS_OK", "STATUS_DEADLOCK"]
+__all__ = ["ROW", "fill_rows", "run_loggops", "STATUS_OK", "STATUS_DEADLOCK"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
@@ -265,6 +265,45 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, n, seq, stats, stk):
         _push(hp, n, tw, ((seq + q) << _SHIFT) | w)
         n += 1
     return n
+
+
+@njit(cache=True)
+def fill_rows(rows, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
+              recv_rndv):
+    """Fill the kernel rows (:data:`ROW`) of a graph in one pass.
+
+    A calc's ``dur`` is ``rint(size * calc_scale)`` ps (``calc_scale`` <= 0:
+    ``size`` is already ps); a send's message class is ``3 * mode + protocol``
+    (``smode`` per node, the protocol 0, 1, 2 for short, eager, rendezvous by
+    its bytes, a zero-byte message counting as one), its ``dur`` the
+    ``rint((n - 1) G)`` of its class (``gps``: G in s per byte), rendezvous
+    above ``eager_max`` bytes or when synchronous; with ``recv_rndv`` a
+    receive above ``eager_max`` bytes is rendezvous too (see
+    :func:`run_loggops`).  Tags keep their low 32 bits (GOAL's 32-bit tags, -1 any).
+    """
+    for v in range(rows.shape[0]):
+        r = rows[v]
+        k = kind[v]
+        r.rank = rank[v]
+        r.peer = peer[v]
+        r.tag = np.int32(tag[v] & 0xFFFFFFFF)
+        r.link = -1
+        r.ndeps = ndeps[v]
+        r.kind = k
+        r.rndv = 0
+        r.cls = 0
+        r.dur = 0
+        if k == _CALC:
+            r.dur = np.int64(np.rint(size[v] * calc_scale)) if calc_scale > 0 else size[v]
+        elif k == _SEND:
+            nb = max(size[v], 1)
+            pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
+            c = 3 * smode[v] + pc
+            r.cls = c
+            r.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+            r.rndv = size[v] > eager_max or sync[v]
+        elif k == _RECV and recv_rndv:
+            r.rndv = size[v] > eager_max
 
 
 @njit(cache=True)
