@@ -45,13 +45,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import xarray as xr
 from numba import njit
 
-from perfmod.core.io import provenance_attrs
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
@@ -63,7 +61,11 @@ from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
 from perfmod.trace.formats.goal_scan import GoalGraph
 from perfmod.trace.formats.goal_trace import as_written
 
-__all__ = ["LogGOPSResult", "message_params", "replay_goal", "replay_loggops", "run_goal_graph"]
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["GoalTimes", "LogGOPSResult", "goal_finish_times", "kernel_input", "message_params", "replay_goal",
+           "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: what the event loop allocates per node (rows, parameters, results, queue) and the graph built from a trace
@@ -210,25 +212,35 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int
     return (*out[:5], out[5], rows["kind"] >= _DONE)
 
 
-def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
-                time_unit: float = 1e-9, progress: bool = False) -> xr.Dataset:
-    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job without a :class:`Trace`.
+class GoalTimes(NamedTuple):
+    """What :func:`goal_finish_times` gives: per rank, in seconds, and the schedule's size."""
 
-    :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, then :func:`run_goal_graph`; the same finishing
-    times as ``replay(read_trace(path), platform, "loggp")``, at a fraction of its time and memory for large
-    schedules (no per-rank sequence is built).  Returns over ``rank``: ``total_time`` (LogGOPSim's finishing
-    time), ``compute_time`` (its calcs) and ``comm_time`` (the rest), in seconds.
+    total_time: np.ndarray  # LogGOPSim's finishing time
+    compute_time: np.ndarray  # the rank's calcs
+    operations: int
+    platform: str
+
+
+def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *,
+                      mapping: str = "block", time_unit: float = 1e-9, progress: bool = False) -> GoalTimes:
+    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job, with NumPy arrays only.
+
+    :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, the kernel's rows
+    (:func:`kernel_input`; the graph is let go before the event loop runs, but for
+    its lines), then :func:`~perfmod.replay.loggops_kernel.run_loggops`.  No
+    dataset library is imported on this path (:func:`replay_goal` wraps the
+    result in a dataset).
 
     Raises
     ------
     ReplayError
-        Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank.
+        Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank;
+        a node on another CPU or NIC than 0, or a peer outside the ranks.
     """
     from perfmod.replay.matching import ReplayError
     from perfmod.trace.formats.goal_scan import read_goal_graph
 
     net = Network(platform, model, mapping)
-    plat = net.platform
     if net.model.replay != "loggops":
         raise ReplayError(f"replay_goal runs LogGOPS models (loggp), not {model!r}")
     graph = read_goal_graph(path, progress=progress)
@@ -243,28 +255,56 @@ def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = 
         v = int(np.flatnonzero(out)[0])
         raise ReplayError(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
                           f"outside 0..{graph.num_ranks - 1}")
-    p = graph.num_ranks
-    status, _, _, _, nexto, _, finished = run_goal_graph(graph, time_unit, net, p, detail=False)
-    if status != STATUS_OK:
-        stuck = np.flatnonzero(~finished)
-        first = {}
-        for v in stuck.tolist():
-            first.setdefault(int(graph.rank[v]), v)
-        lines = [f"rank {r}: line {int(graph.line[v])}" for r, v in list(first.items())[:8]]
-        raise ReplayError(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
-                            + "; ".join(lines), [{"rank": r, "line": int(graph.line[v])} for r, v in first.items()])
+    del bad, msg, out
+    p, nn, line = graph.num_ranks, len(graph), graph.line
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
-    total = nexto / _PS
+    del calc
+    check_fits(_KERNEL_BYTES_PER_NODE * nn, f"the LogGOPS replay of {nn:,} operations")
+    rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
+    del graph  # the rows hold what the loop needs
+    with first_call("the LogGOPS event loop"):
+        status, _, _, _, nexto, _ = run_loggops(p, rows, eptr, edges, par, True, False)
+    if status != STATUS_OK:
+        stuck = np.flatnonzero(rows["kind"] < _DONE)
+        first: dict[int, int] = {}
+        for v in stuck.tolist():
+            first.setdefault(int(rows["rank"][v]), v)
+        lines = [f"rank {r}: line {int(line[v])}" for r, v in list(first.items())[:8]]
+        raise ReplayError(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
+                          + "; ".join(lines), [{"rank": r, "line": int(line[v])} for r, v in first.items()])
+    return GoalTimes(nexto / _PS, comp, nn, net.platform.name)
+
+
+def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
+                time_unit: float = 1e-9, progress: bool = False) -> xr.Dataset:
+    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job without a :class:`Trace`.
+
+    :func:`goal_finish_times` as a dataset: the same finishing times as
+    ``replay(read_trace(path), platform, "loggp")``, at a fraction of its time and memory for large
+    schedules (no per-rank sequence is built).  Returns over ``rank``: ``total_time`` (LogGOPSim's finishing
+    time), ``compute_time`` (its calcs) and ``comm_time`` (the rest), in seconds.
+
+    Raises
+    ------
+    ReplayError
+        As :func:`goal_finish_times`.
+    """
+    import xarray as xr
+
+    from perfmod.core.io import provenance_attrs
+
+    res = goal_finish_times(path, platform, model, mapping=mapping, time_unit=time_unit, progress=progress)
+    total, comp = res.total_time, res.compute_time
     ds = xr.Dataset({"total_time": ("rank", total, {"units": "s", "long_name": "finishing time (LogGOPSim's)"}),
                      "compute_time": ("rank", comp, {"units": "s", "long_name": "calc time"}),
                      "comm_time": ("rank", total - comp, {"units": "s",
                                                            "long_name": "the rest of the finishing time"})},
-                    coords={"rank": np.arange(p)})
+                    coords={"rank": np.arange(total.size)})
     ds.attrs.update(provenance_attrs("replay", f"LogGOPS replay of the GOAL schedule {path}",
-                                     {"model": model, "platform": plat.name, "mapping": mapping,
-                                      "time_unit": time_unit, "operations": len(graph)}))
-    ds.attrs.update(model=model, platform=plat.name, operations=len(graph))
+                                     {"model": model, "platform": res.platform, "mapping": mapping,
+                                      "time_unit": time_unit, "operations": res.operations}))
+    ds.attrs.update(model=model, platform=res.platform, operations=res.operations)
     return ds
 
 
