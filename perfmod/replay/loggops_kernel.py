@@ -41,7 +41,8 @@ are one int32 array, a node's done-successors then its start-successors
 (``eptr[2 v] : eptr[2 v + 1] : eptr[2 v + 2]``); a send's o, g and L come
 from a small table by its message class.  The event queue is a 4-ary heap
 of ``(time, sequence << 32 | key)`` pairs (sequences are unique, so the
-pair orders the events as ``(time, sequence)`` does); an event that only
+pair orders the events as ``(time, sequence)`` does), its rows placed so
+that the four children of a row share one cache line; an event that only
 moves in time (a resource busy) or a send that becomes its message replaces
 the top instead of a pop and a push; it holds at most one entry per node.
 The helpers the loop calls are compiled without numba's reference counting
@@ -77,38 +78,39 @@ def _less(at, ak, bt, bk):
 
 
 @njit(cache=True, _nrt=False)
-def _push(hp, n, t, k):
-    """Push ``(t, k)`` on the 4-ary heap ``hp`` of ``n`` rows (least first); the caller counts it."""
+def _push(hp, h0, n, t, k):
+    """Push ``(t, k)`` on the 4-ary heap of ``n`` rows (least first) in ``hp`` from row ``h0``; the caller
+    counts it.  ``h0`` puts the four children of a row in one cache line."""
     i = n
     while i > 0:
         p = (i - 1) >> 2
-        pt, pk = hp[p, 0], hp[p, 1]
+        pt, pk = hp[p + h0, 0], hp[p + h0, 1]
         if _less(pt, pk, t, k):
             break
-        hp[i, 0], hp[i, 1] = pt, pk
+        hp[i + h0, 0], hp[i + h0, 1] = pt, pk
         i = p
-    hp[i, 0], hp[i, 1] = t, k
+    hp[i + h0, 0], hp[i + h0, 1] = t, k
 
 
 @njit(cache=True, _nrt=False)
-def _sift_down(hp, n, t, k):
+def _sift_down(hp, h0, n, t, k):
     """Put ``(t, k)`` at the root of the 4-ary heap of ``n`` rows and sift it down."""
     i = 0
     while True:
         c = 4 * i + 1
         if c >= n:
             break
-        bt, bk, b = hp[c, 0], hp[c, 1], c
+        bt, bk, b = hp[c + h0, 0], hp[c + h0, 1], c
         e = min(c + 4, n)
         for j in range(c + 1, e):
-            jt, jk = hp[j, 0], hp[j, 1]
+            jt, jk = hp[j + h0, 0], hp[j + h0, 1]
             if _less(jt, jk, bt, bk):
                 bt, bk, b = jt, jk, j
         if not _less(bt, bk, t, k):
             break
-        hp[i, 0], hp[i, 1] = bt, bk
+        hp[i + h0, 0], hp[i + h0, 1] = bt, bk
         i = b
-    hp[i, 0], hp[i, 1] = t, k
+    hp[i + h0, 0], hp[i + h0, 1] = t, k
 
 
 @njit(cache=True, _nrt=False)
@@ -251,7 +253,7 @@ def _std_sort(a, n, key, stk):
 
 
 @njit(cache=True, _nrt=False)
-def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, n, seq, stats, stk):
+def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, h0, n, seq, stats, stk):
     """Queue the ``m`` nodes of ``fbuf`` (one rank's) sorted by type as ``std::sort`` leaves them, at the
     CPU's time ``tcpu`` (a send: ``tsend``), with sequences from ``seq``.  Returns the heap size."""
     for q in range(m):
@@ -262,7 +264,7 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, n, seq, stats, stk):
     for q in range(m):
         w = fbuf[abuf[q]]
         tw = tsend if kbuf[abuf[q]] == _SEND else tcpu
-        _push(hp, n, tw, ((seq + q) << _SHIFT) | w)
+        _push(hp, h0, n, tw, ((seq + q) << _SHIFT) | w)
         n += 1
     return n
 
@@ -348,7 +350,9 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
     abuf = np.empty(2 * most + 2, dtype=np.int64)
     kbuf = np.empty(2 * most + 2, dtype=np.int8)
     fhost = np.empty(4, dtype=np.int64)
-    hp = np.empty((nn + 8, 2), dtype=np.int64)  # at most one entry per node
+    hp = np.empty((nn + 12, 2), dtype=np.int64)  # at most one entry per node
+    # the heap's row i is hp[i + h0]: the children of a row, 4 i + 1 + h0 .. 4 i + 4 + h0, fill one cache line
+    h0 = np.int64((3 - np.int64(hp.ctypes.data // 16) % 4) % 4)
     n = 0  # heap rows
     stk = np.empty((3, 128), dtype=np.int64)  # std::sort's partition stack
     stats = np.zeros(1, dtype=np.int64)  # sorts that fell back from std::sort's order (see _std_sort)
@@ -380,13 +384,13 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 ids[m] = stop
                 m += 1
             stop += 1
-        n = _queue(nd, ids, m, order, keys, 0, 0, hp, n, aqtime, stats, stk)
+        n = _queue(nd, ids, m, order, keys, 0, 0, hp, h0, n, aqtime, stats, stk)
         aqtime += m
         start = stop
     while n > 0:
         # the least (time, sequence) event; an event that only moves in time, or a send that becomes its
         # message, replaces it in place (sequences are unique, so the order of events is the same)
-        t, sk = hp[0, 0], hp[0, 1]
+        t, sk = hp[h0, 0], hp[h0, 1]
         key = sk & mask
         nfree = 0
         nh = 0
@@ -398,14 +402,14 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 if nexto[h] <= t:
                     n -= 1
                     if n > 0:
-                        _sift_down(hp, n, hp[n, 0], hp[n, 1])
+                        _sift_down(hp, h0, n, hp[n + h0, 0], hp[n + h0, 1])
                     nexto[h] = t + nd[v].dur
                     nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
                     nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _sift_down(hp, n, nexto[h], sk)
+                    _sift_down(hp, h0, n, nexto[h], sk)
             elif ty == _SEND:
                 avail = max(nexto[h], nextgs[h])
                 if avail <= t:
@@ -413,18 +417,18 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                     c = nd[v].cls
                     nexto[h] = t + par[c, _P_O]
                     nextgs[h] = t + par[c, _P_G] + nd[v].dur
-                    _sift_down(hp, n, t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (nn + v))
+                    _sift_down(hp, h0, n, t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (nn + v))
                     aqtime += 1
                     if not nd[v].rndv:
                         nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _sift_down(hp, n, avail, sk)
+                    _sift_down(hp, h0, n, avail, sk)
             else:  # receive: posted at once
                 n -= 1
                 if n > 0:
-                    _sift_down(hp, n, hp[n, 0], hp[n, 1])
+                    _sift_down(hp, h0, n, hp[n + h0, 0], hp[n + h0, 1])
                 fhost[nh] = h
                 nh += 1
                 nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
@@ -450,7 +454,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             if avail <= t:
                 n -= 1
                 if n > 0:
-                    _sift_down(hp, n, hp[n, 0], hp[n, 1])
+                    _sift_down(hp, h0, n, hp[n + h0, 0], hp[n + h0, 1])
                 c = nd[m].cls
                 nexto[h] = t + par[c, _P_O] + nd[m].dur
                 nextgr[h] = t + par[c, _P_G] + nd[m].dur
@@ -471,18 +475,18 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 else:
                     _append(h, m, uq_head, uq_tail, nd)
             else:
-                _sift_down(hp, n, avail, sk)
+                _sift_down(hp, h0, n, avail, sk)
         if nfree == 0:
             continue
         if nh == 1:  # one rank freed operations (the usual case): sort and queue them
             h = fhost[0]
             if nfree == 1:
                 w = fbuf[0]
-                _push(hp, n, max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h], (aqtime << _SHIFT) | w)
+                _push(hp, h0, n, max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h], (aqtime << _SHIFT) | w)
                 n += 1
                 aqtime += 1
                 continue
-            n = _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), hp, n, aqtime, stats, stk)
+            n = _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), hp, h0, n, aqtime, stats, stk)
             aqtime += nfree
             continue
         # queue the freed operations: ranks in increasing order, each sorted by type
@@ -500,7 +504,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 if nd[fbuf[q]].rank == nxt:
                     sbuf[m] = fbuf[q]
                     m += 1
-            n = _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), hp, n, aqtime, stats, stk)
+            n = _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), hp, h0, n, aqtime, stats, stk)
             aqtime += m
     status = STATUS_OK
     for v in range(nn):
