@@ -74,22 +74,26 @@ _SHIFT = 32  # a heap entry's second word: sequence << _SHIFT | key
 
 @njit(cache=True, _nrt=False)
 def _less(at, ak, bt, bk):
-    return at < bt or (at == bt and ak < bk)
+    """``(at, ak) < (bt, bk)``, without branches."""
+    return (at < bt) | ((at == bt) & (ak < bk))
 
 
 @njit(cache=True, _nrt=False)
 def _push(hp, h0, n, t, k):
-    """Push ``(t, k)`` on the 4-ary heap of ``n`` rows (least first) in ``hp`` from row ``h0``; the caller
-    counts it.  ``h0`` puts the four children of a row in one cache line."""
+    """Push ``(t, k)`` on the 4-ary heap of ``n`` rows (least first) in ``hp`` (row r: ``hp[2 (r + h0)]``,
+    ``hp[2 (r + h0) + 1]``); the caller counts it.  ``h0`` puts the four children of a row in one cache line."""
     i = n
     while i > 0:
         p = (i - 1) >> 2
-        pt, pk = hp[p + h0, 0], hp[p + h0, 1]
+        q = 2 * (p + h0)
+        pt, pk = hp[q], hp[q + 1]
         if _less(pt, pk, t, k):
             break
-        hp[i + h0, 0], hp[i + h0, 1] = pt, pk
+        q2 = 2 * (i + h0)
+        hp[q2], hp[q2 + 1] = pt, pk
         i = p
-    hp[i + h0, 0], hp[i + h0, 1] = t, k
+    q = 2 * (i + h0)
+    hp[q], hp[q + 1] = t, k
 
 
 @njit(cache=True, _nrt=False)
@@ -100,17 +104,29 @@ def _sift_down(hp, h0, n, t, k):
         c = 4 * i + 1
         if c >= n:
             break
-        bt, bk, b = hp[c + h0, 0], hp[c + h0, 1], c
-        e = min(c + 4, n)
-        for j in range(c + 1, e):
-            jt, jk = hp[j + h0, 0], hp[j + h0, 1]
-            if _less(jt, jk, bt, bk):
-                bt, bk, b = jt, jk, j
+        q = 2 * (c + h0)
+        if c + 3 < n:  # four children: the least of them without branches
+            t0, k0, t1, k1 = hp[q], hp[q + 1], hp[q + 2], hp[q + 3]
+            t2, k2, t3, k3 = hp[q + 4], hp[q + 5], hp[q + 6], hp[q + 7]
+            x = _less(t1, k1, t0, k0)
+            ta, ka, ia = (t1, k1, c + 1) if x else (t0, k0, c)
+            y = _less(t3, k3, t2, k2)
+            tb, kb, ib = (t3, k3, c + 3) if y else (t2, k2, c + 2)
+            z = _less(tb, kb, ta, ka)
+            bt, bk, b = (tb, kb, ib) if z else (ta, ka, ia)
+        else:
+            bt, bk, b = hp[q], hp[q + 1], c
+            for j in range(c + 1, n):
+                jt, jk = hp[2 * (j + h0)], hp[2 * (j + h0) + 1]
+                if _less(jt, jk, bt, bk):
+                    bt, bk, b = jt, jk, j
         if not _less(bt, bk, t, k):
             break
-        hp[i + h0, 0], hp[i + h0, 1] = bt, bk
+        q = 2 * (i + h0)
+        hp[q], hp[q + 1] = bt, bk
         i = b
-    hp[i + h0, 0], hp[i + h0, 1] = t, k
+    q = 2 * (i + h0)
+    hp[q], hp[q + 1] = t, k
 
 
 @njit(cache=True, _nrt=False)
@@ -350,7 +366,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
     abuf = np.empty(2 * most + 2, dtype=np.int64)
     kbuf = np.empty(2 * most + 2, dtype=np.int8)
     fhost = np.empty(4, dtype=np.int64)
-    hp = np.empty((nn + 12, 2), dtype=np.int64)  # at most one entry per node
+    hp = np.empty(2 * (nn + 12), dtype=np.int64)  # at most one entry per node, two words each
     # the heap's row i is hp[i + h0]: the children of a row, 4 i + 1 + h0 .. 4 i + 4 + h0, fill one cache line
     h0 = np.int64((3 - np.int64(hp.ctypes.data // 16) % 4) % 4)
     n = 0  # heap rows
@@ -390,7 +406,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
     while n > 0:
         # the least (time, sequence) event; an event that only moves in time, or a send that becomes its
         # message, replaces it in place (sequences are unique, so the order of events is the same)
-        t, sk = hp[h0, 0], hp[h0, 1]
+        t, sk = hp[2 * h0], hp[2 * h0 + 1]
         key = sk & mask
         nfree = 0
         nh = 0
@@ -402,7 +418,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 if nexto[h] <= t:
                     n -= 1
                     if n > 0:
-                        _sift_down(hp, h0, n, hp[n + h0, 0], hp[n + h0, 1])
+                        _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                     nexto[h] = t + nd[v].dur
                     nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
                     nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
@@ -428,7 +444,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             else:  # receive: posted at once
                 n -= 1
                 if n > 0:
-                    _sift_down(hp, h0, n, hp[n + h0, 0], hp[n + h0, 1])
+                    _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                 fhost[nh] = h
                 nh += 1
                 nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
@@ -454,7 +470,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             if avail <= t:
                 n -= 1
                 if n > 0:
-                    _sift_down(hp, h0, n, hp[n + h0, 0], hp[n + h0, 1])
+                    _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                 c = nd[m].cls
                 nexto[h] = t + par[c, _P_O] + nd[m].dur
                 nextgr[h] = t + par[c, _P_G] + nd[m].dur
