@@ -92,11 +92,13 @@ def compare_traces(predicted: Trace, recorded: Trace, max_named: int = 10) -> di
 
 
 def _extrapolate(trs: list[Training], ordering: str, periodic: bool, nprocs: int, params: Mapping[str, float],
-                 iterations: int | None, compute_method: str, source: str, gaps: str = "model") -> tuple[Trace, Any]:
+                 iterations: int | None, compute_method: str, source: str, gaps: str = "model",
+                 seed: int = 0) -> tuple[Trace, Any]:
     tpl = build_template(trs[-1], ordering, periodic)
     site_models(tpl, trs, nprocs, compute_method)
     imb = fit_imbalance(tpl.tr, sharing(tpl, trs), trs) if gaps == "model" else None
-    return generate(tpl, nprocs, params, iterations=iterations, source=source, gaps=gaps, imbalance=imb), tpl
+    return generate(tpl, nprocs, params, iterations=iterations, source=source, gaps=gaps, imbalance=imb,
+                    seed=seed), tpl
 
 
 def _weak(ref: Training, nprocs: int) -> dict[str, float]:
@@ -119,7 +121,8 @@ def _weak(ref: Training, nprocs: int) -> dict[str, float]:
 
 def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, float] | None = None,
                       train_params: Sequence[Mapping[str, float]] | None = None, *, iterations: int | None = None,
-                      compute_method: str = "mean", validate: bool = True, gaps: str = "model") -> Trace:
+                      compute_method: str = "mean", validate: bool = True, gaps: str = "model",
+                      seed: int = 0) -> Trace:
     """The trace of the traced program at ``nprocs`` ranks, from traces at smaller rank counts.
 
     Parameters
@@ -152,6 +155,10 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         on the training traces (:mod:`.imbalance`); ``"ranks"`` or
         ``"class"``, a template rank's as recorded
         (:func:`~perfmod.apps.extrapolate.generate.generate`).
+    seed : int
+        Seed of the per-rank levels' draws (``gaps="model"``): the slowest
+        rank's waiting depends on where the late ranks sit, which the model
+        leaves to chance; other seeds show how much.
 
     Returns
     -------
@@ -191,7 +198,7 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
                       f"({largest} ranks): the leave-one-scale-out error estimate covers factors of 2 only",
                       ExtrapolationWarning, stacklevel=2)
     out, tpl = _extrapolate(trs, ordering, periodic, nprocs, target, iterations, compute_method,
-                            f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks", gaps)
+                            f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks", gaps, seed)
     folds = loso(trs, ordering, periodic, compute_method) if validate else []
     ok = [f for f in folds if "error" not in f]
     worst = {k: max((abs(f[k]) for f in ok), default=float("nan"))
