@@ -30,8 +30,11 @@ previous one (the pattern :mod:`.training` checks).  Computation gaps are the
 template's (see :func:`generate` for which template rank's), scaled per call
 site by a compute model of the rank count
 (:func:`perfmod.models.compute.fit_compute_model`) fitted on the training
-traces that share the template's skeleton.  Ranks are generated in chunks
-into preallocated columns, so the peak memory is the result plus one chunk.
+traces that share the template's skeleton; by default each rank's level
+at every call site and its start-up gap are then set by the per-rank
+imbalance model (:mod:`.imbalance`).  Ranks are generated in chunks into
+preallocated columns, so the peak memory is the result plus one chunk (and
+the per-rank levels, a few floats per rank and call site).
 """
 
 from __future__ import annotations
@@ -400,15 +403,6 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
         grp = np.r_[0, np.cumsum((np.diff(g) != 0) | (np.diff(lay["kind"]) != 0))] if g.size else g
         lay["grp"] = grp
         layouts[key] = lay
-    delta = start = None
-    drawn = None
-    if gaps == "model":
-        draw = np.zeros(nprocs, np.int64)
-        for key, r in class_rank.items():
-            draw[cls_key == key] = r
-        pairs = _pairs(tpl, layouts, cls_key, coords, lookup, gt_a)
-        nb = np.bincount(pairs[0], minlength=nprocs).astype(np.float64)
-        delta, start, drawn = draw_levels(imbalance, draw, nb, pairs, nprocs, seed=seed)
     n_ev = np.zeros(nprocs, np.int64)
     n_aux = np.zeros(nprocs, np.int64)
     for key, lay in layouts.items():
@@ -419,6 +413,15 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
     aptr = np.concatenate([[0], np.cumsum(n_aux)])
     total = int(ptr[-1])
     _check_memory(total, int(aptr[-1]), nprocs)
+    delta = start = None
+    drawn = None
+    if gaps == "model":
+        draw = np.zeros(nprocs, np.int64)
+        for key, r in class_rank.items():
+            draw[cls_key == key] = r
+        pairs = _pairs(tpl, layouts, cls_key, coords, lookup, gt_a)
+        nb = np.bincount(pairs[0], minlength=nprocs).astype(np.float64)
+        delta, start, drawn = draw_levels(imbalance, draw, nb, pairs, nprocs, seed=seed)
     cols = {"rank": np.empty(total, np.int32), "seq": np.empty(total, np.int32), "call": np.empty(total, np.uint8),
             "peer": np.empty(total, np.int32), "nbytes": np.empty(total, np.int64), "tag": np.empty(total, np.int32),
             "comm": np.zeros(total, np.int32), "request": np.empty(total, np.int64),
