@@ -257,6 +257,11 @@ def test_cli_extrapolate_writes_a_trace(tmp_path, capsys):
     got = read_trace(tmp_path / "n16.npz")
     c = compare_traces(got, synthetic("minife", 16, iterations=2))
     assert c["bytes_error"] == 0 and c["pairs_equal"]
+    assert main(["extrapolate", *files, "--nprocs", "16", "-p", f"nx={box['nx']:g}", "-p", f"ny={box['ny']:g}",
+                 "-p", f"nz={box['nz']:g}", "--seed", "3", "--no-validate", "-o", str(tmp_path / "s3.npz")]) == 0
+    capsys.readouterr()
+    other = read_trace(tmp_path / "s3.npz")
+    assert np.array_equal(other.peer, got.peer) and np.array_equal(other.nbytes, got.nbytes)
     assert main(["extrapolate", files[0], "--nprocs", "16", "-p", "nx", "-o", str(tmp_path / "x.npz")]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
     assert main(["extrapolate", files[0], "--nprocs", "16", "-o", str(tmp_path / "x.npz")]) == 1
