@@ -24,7 +24,7 @@ from perfmod.apps.extrapolate import (
 )
 from perfmod.apps.minife import default_global_box
 from perfmod.apps.traces import synthetic
-from perfmod.studies.papers.choi2020_lassen import trace_root
+from perfmod.studies.papers.choi2020_lassen import find_traces, trace_root
 from perfmod.trace import read_trace
 from perfmod.trace.core import Call
 from perfmod.trace.requests import validate_trace
@@ -153,6 +153,31 @@ def test_lassen_slowest_rank_kmodel_communication(lassen, app):
         assert imb["sigma_s"][k] == pytest.approx(46.9e-6, rel=0.01)
         assert imb["start_sd_exponent"] == pytest.approx(0.080, abs=0.002)
         assert imb["start_sd_target_s"] == pytest.approx(0.94e-3, rel=0.01)
+
+
+@needs_traces
+@pytest.mark.parametrize(("app", "p", "expected"), [("minife", 64, 0.004), ("minife", 256, -0.238),
+                                                     ("minimd", 64, 0.0005), ("minimd", 256, -0.002)])
+def test_lassen_2_to_32_against_the_authors_larger_runs(lassen, app, p, expected):
+    """The authors' repositories (github minitu/miniFE, minitu/miniMD) hold runs at 64 and 256 ranks that
+    are not shipped here: where the trace folder has them, the slowest rank's K-model time with the gaps kept,
+    extrapolated from 2-32 ranks, is within 0.5 % of the recorded at 64 ranks (both apps) and at 256 for
+    MiniMD. MiniFE at 256 is 23.8 % short: its recorded start-up spread (29 ms) is 16 times that of 2-32
+    ranks, which the power law fitted there does not foresee (the message pattern is still exact)."""
+    runs = find_traces(ROOT / app)
+    if p not in runs:
+        pytest.skip(f"no {p}-rank {app} trace under {ROOT}")
+    from perfmod.machine.platforms import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = read_trace(runs[p])
+    plat = load("lassen")
+    out = extrapolate_trace([lassen[app][q] for q in (2, 4, 8, 16, 32)], p, validate=False)
+    c = compare_traces(out, rec)
+    assert c["bytes_error"] == 0 and c["pairs_equal"] and c["collectives_equal"]
+    assert _slowest_kmodel(out, plat, False) == pytest.approx(_slowest_kmodel(rec, plat, False), rel=0.005)
+    assert _slowest_kmodel(out, plat) / _slowest_kmodel(rec, plat) - 1 == pytest.approx(expected, abs=0.005)
 
 
 def test_imbalance_recovers_a_closed_form_gap_law():
