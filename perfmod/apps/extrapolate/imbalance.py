@@ -9,9 +9,10 @@ sites' mean gaps do not show:
 - **persistent per-rank imbalance**: a rank's gap at a call site (the time it
   computes between two MPI calls) has a level of its own that stays all run
   long.  In weak scaling the level grows with the number of neighbours the
-  rank exchanges with (packing and posting one more message costs about
-  7-10 us in MiniFE), and around that it scatters by rank (by node and GPU:
-  a standard deviation of about 45 us from 16 ranks on).  The slowest rank is
+  rank exchanges with (in MiniFE's computation before each exchange, about
+  7-10 us per neighbour), and around that it scatters by rank (by node and
+  GPU: a standard deviation of about 45 us from 16 ranks on, near zero on
+  one node).  The slowest rank is
   then the one whose neighbours are slowest relative to itself: an extreme of
   the per-rank levels, which grows with the number of ranks;
 - **start-up skew**: the gap from ``MPI_Init`` to the first traced call
@@ -67,7 +68,7 @@ import numpy as np
 from perfmod.apps.extrapolate.training import Training
 from perfmod.trace.core import Call, code_set
 
-__all__ = ["Imbalance", "fit_imbalance", "gap_events", "neighbours", "ONE_DRAW_RANKS"]
+__all__ = ["Imbalance", "fit_imbalance", "draw_levels", "gap_events", "neighbours", "ONE_DRAW_RANKS", "DRAWS"]
 
 ONE_DRAW_RANKS = 4096
 """Targets with more ranks use the first draw of the per-rank levels (module docstring)."""
@@ -192,7 +193,7 @@ def draw_levels(imb: Imbalance, tpl_rank: np.ndarray, nb: np.ndarray, pairs: tup
     keep = 0
     if n > 1 and pairs[0].size:
         a, b = pairs
-        before = imb.sites % 2 == 1  # the computation before each block's sends and receives
+        before = imb.sites % 2 == 1  # odd call sites: a block's first send or receive (generate._sites)
         if not before.any():
             before = np.ones(imb.sites.size, bool)
         tot = imb.sigma[before].sum()
