@@ -14,7 +14,11 @@ the training data of :func:`perfmod.apps.extrapolate.extrapolate_trace`:
    the replay gives on Lassen under the postal, max-rate and K-models, for
    both traces (the recorded trace replayed, not its recorded times).  The
    replay is run twice: with each trace's computation gaps (recorded, or
-   extrapolated) and with none, the communication pattern alone.
+   extrapolated: each rank's level drawn from the per-rank imbalance and
+   start-up skew fitted on the training traces,
+   :mod:`perfmod.apps.extrapolate.imbalance`) and with none, the
+   communication pattern alone; the K-model's slowest-rank error with the
+   gaps kept is also recorded for ``seeds`` draws of the per-rank levels.
 2. *Larger scales*: extrapolate from 2-32 ranks to ``targets`` (64-1,024),
    keeping ``target_iterations`` iterations, and replay; where ``trace_dir``
    holds a recorded trace of a target (the authors' repositories have MiniFE
