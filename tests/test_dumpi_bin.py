@@ -201,6 +201,18 @@ def test_committed_text_is_what_dumpi2ascii_prints(folder):
         assert out == b.with_suffix(".txt").read_text()
 
 
+
+@pytest.mark.skipif(shutil.which("dumpi2ascii") is None, reason="sst-dumpi's dumpi2ascii is not installed")
+@pytest.mark.parametrize("rank", ["0000", "0002"])
+def test_the_lone_samples_are_what_dumpi2ascii_prints_with_its_header(rank):
+    import os
+    import subprocess
+
+    b = next(CREATE.glob(f"*-{rank}.bin"))  # tests/data/dumpi-lone/README.md: the command
+    out = subprocess.run(["dumpi2ascii", "-H", "-S", "-X", str(b)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TZ": "UTC"}).stdout
+    assert out == (DATA.parent / "dumpi-lone" / f"comm_create-{rank}.txt").read_text()
+
 def test_read_trace_picks_the_binary_reader_for_bin_files():
     from perfmod.trace import detect_format, read_trace
 

@@ -27,10 +27,16 @@ def _platform():
                       "comm": {"postal": {"intra_socket": {p: cell for p in ("short", "eager", "rendezvous")}}}})
 
 
-def test_array_bytes_and_llc():
-    assert st.array_bytes(98, 1, cores=2) == 8 * 100 * 100
-    assert st.array_bytes(98, 4, cores=2) == 2 * 8 * 100 * 100  # only the running ranks share the cache
-    assert st.llc_bytes() > 0
+def test_working_set_and_blocks_beyond_the_cache():
+    one = 8 * (2 * 100 * 100 + 98 * 98)  # two padded grids and the interior temporary
+    assert st.working_set_bytes(98, 1, cores=2) == one
+    assert st.working_set_bytes(98, 4, cores=2) == 2 * one  # only the running ranks share the cache
+    llc = 48 * 2 ** 20
+    blocks = st.blocks_beyond(llc, [1, 2], cores=2)
+    assert blocks == [2048, 2560, 3072]  # 2,048 already exceeds 1.25 x 48 MiB on one rank (8 * 3 * 2050^2 B)
+    big = st.blocks_beyond(300 * 2 ** 20, [1, 2], cores=2)
+    assert st.working_set_bytes(big[0], 1, 2) > 1.25 * 300 * 2 ** 20 >= st.working_set_bytes(big[0] - 256, 1, 2)
+    assert big[0] < big[1] < big[2] and all(b % 256 == 0 for b in big)
 
 
 def test_rank_counts_average_over_the_grid():

@@ -337,3 +337,90 @@ def test_grid_and_parameter_files_share_one_yaml_reader(tmp_path):
             reader(str(tmp_path / "bad.yaml"))
         with pytest.raises(error, match=r"nope\.yaml: cannot read"):
             reader(str(tmp_path / "nope.yaml"))
+
+
+SLEEPER = '''"""A scratch analytic study for the in-process interrupt test: it marks its start, then sleeps."""
+import os
+import time
+from pathlib import Path
+
+import xarray as xr
+
+from perfmod.core.io import annotate
+
+
+def run(sleep: float = 0.0, label: str = "x", marker_dir: str = "") -> xr.Dataset:
+    if marker_dir:
+        (Path(marker_dir) / f"{label}.started").write_text(str(os.getpid()))
+    time.sleep(sleep)
+    ds = xr.Dataset({"name": ((), label)})
+    return annotate(ds, "sweep_sleeper", "closed form", {"sleep": sleep, "label": label},
+                    {"name": ("", "the label parameter")})
+'''
+
+
+def _sleeper_notebook(marker_dir: Path) -> dict:
+    params = ('dataset_path: str = "out.nc"  # output dataset\nfigures_dir: str = "figures"  # output figures\n'
+              'sleep: float = 0.0  # seconds\nlabel: str = "x"  # the point\'s name\n'
+              f'marker_dir: str = "{marker_dir}"  # where each point marks its start\n')
+    body = ("from perfmod.core.io import write_dataset\nfrom perfmod.studies import sweep_sleeper as study\n"
+            "from perfmod.workflow.notebooks import study_parameters\n\n"
+            "ds = study.run(**study_parameters(study.run, globals()))\nwrite_dataset(ds, dataset_path)\n")
+    cells = [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "source": params,
+              "execution_count": None, "outputs": []},
+             {"cell_type": "code", "id": "r", "metadata": {}, "source": body, "execution_count": None, "outputs": []}]
+    return {"cells": cells, "metadata": {"perfmod": {}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_an_interrupted_in_process_sweep_stops_its_workers_and_keeps_the_completed_point(tmp_path):
+    """SIGINT while two in-process points run: the workers that ran them are gone, the completed point stays,
+    the interrupted ones are 'missing' with their point locks free (a --resume may run them)."""
+    import psutil
+
+    from perfmod.workflow.inprocess import study_module
+    from perfmod.workflow.pointlock import point_lock
+
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    shutil.copytree(root / "perfmod", tree / "perfmod", ignore=shutil.ignore_patterns("__pycache__", "notebooks"))
+    (tree / "perfmod" / "studies" / "sweep_sleeper.py").write_text(SLEEPER)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    nb = tmp_path / "sweep_sleeper.ipynb"
+    nb.write_text(json.dumps(_sleeper_notebook(markers)))
+    assert study_module(nb) == "perfmod.studies.sweep_sleeper"
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("zip:\n  sleep: [0, 300, 300]\n  label: [fast, slow, slower]\n")
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "perfmod.workflow.cli", "sweep", str(nb), "--grid", str(grid), "--out", str(out),
+           "--workers", "2", "-q"]
+    sweeper = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               env=os.environ | {"PYTHONPATH": str(tree)},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    workers: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            slow = [markers / f"{n}.started" for n in ("slow", "slower")]
+            if list(out.glob("*/status.json")) and all(m.is_file() and m.stat().st_size for m in slow):
+                workers = [psutil.Process(int(m.read_text())) for m in slow]
+                break
+            time.sleep(0.5)
+        assert len(workers) == 2, f"the slow points did not start: {sweeper.poll()} {list(markers.iterdir())}"
+        assert all(w.pid != sweeper.pid for w in workers)  # they ran in the workers, not in the sweeper
+        sweeper.send_signal(signal.SIGINT)
+        _, err = sweeper.communicate(timeout=120)
+    finally:
+        if sweeper.poll() is None:
+            sweeper.kill()
+    assert sweeper.returncode != 0 and "interrupted" in err, err
+    _, alive = psutil.wait_procs(workers, timeout=15)
+    assert not alive, f"orphaned workers: {[p.pid for p in alive]}"
+    from perfmod.core.io import read_dataset
+
+    ds = read_dataset(out / "sweep.nc")
+    assert list(ds.status.values) == ["ok", "missing", "missing"] and ds["name"].values[0] == "fast"
+    for d in out.iterdir():
+        if d.is_dir() and not (d / "status.json").exists():
+            with point_lock(d) as fd:
+                assert fd is not None  # nobody holds it: the point can be resumed

@@ -333,3 +333,41 @@ def test_a_misspelt_action_is_an_error_unless_skipping_is_asked_for(tmp_path):
                                           r"allreduse x4"):
         t = read_tit(p, unknown="skip")
     assert t.meta["unknown_calls"] == {"allreduse": 4}
+
+
+# SimGrid's own example traces (examples/smpi/replay/actions_*.txt, copied in tests/data/simgrid-replay: README
+# there); the values are read off each file: ranks, actions, bytes (counts x the datatype: MPI_BYTE unless the
+# line names one, 0 MPI_DOUBLE, 3 MPI_SHORT, 4 MPI_LONG) and compute flops (at DEFAULT_FLOP_RATE, 1 Gflop/s)
+SIMGRID_EXAMPLES = Path(__file__).parent / "data" / "simgrid-replay" / "replay"
+EXAMPLE_VALUES = {  # file: (ranks, {action: count}, bytes of all events, compute seconds)
+    "allreduce": (3, {"MPI_Allreduce": 3}, 3 * 50_000, 1.5),
+    "alltoall": (3, {"MPI_Alltoall": 3}, 3 * 500, 0.0),
+    "alltoallv": (3, {"MPI_Alltoallv": 3}, (1 + 40 + 30) + (80 + 1 + 40) + (100 + 30 + 1), 0.0),  # send counts
+    "barrier": (3, {"MPI_Send": 1, "MPI_Recv": 1, "MPI_Barrier": 3}, 2 * 10**7, (98_095_000 + 2 * 76_296_000) / 1e9),
+    "bcast": (3, {"MPI_Bcast": 6, "MPI_Reduce": 3}, 9 * 50_000, 2 * (5e8 + 2e8 + 5e8) / 1e9),
+    "bcast_reduce_datatypes": (3, {"MPI_Bcast": 6, "MPI_Reduce": 3}, 3 * 50_000 * (8 + 2 + 8), 2.4),  # "init 1"
+    "gather": (4, {"MPI_Gather": 4}, 4 * 68 * 8, 0.0),  # "gather 68 68 0 0 0": root 0, two MPI_DOUBLE types
+    "reducescatter": (4, {"MPI_Reduce_scatter": 4}, 4 * (3 * 275_427 + 204_020) * 8, 0.0),  # datatype 0
+    "waitall": (3, {"MPI_Isend": 3, "MPI_Irecv": 3, "MPI_Waitall": 3}, 2 * (2000 + 3000 + 3000), 0.0),
+    "with_isend": (3, {"MPI_Send": 2, "MPI_Recv": 1, "MPI_Isend": 1, "MPI_Irecv": 2, "MPI_Wait": 2, "MPI_Test": 2},
+                   6 * 10**6, (2e9 + 1e9 + 3e9) / 1e9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_VALUES))
+def test_simgrid_example_traces_read_with_the_values_in_their_lines(name):
+    nprocs, counts, nbytes, compute = EXAMPLE_VALUES[name]
+    t = read_tit(SIMGRID_EXAMPLES / f"actions_{name}.txt")
+    assert t.nprocs == nprocs
+    assert t.counts() == {**counts, "MPI_Init": nprocs, "MPI_Finalize": nprocs}
+    assert int(t.nbytes.sum()) == nbytes
+    assert float(t.compute.sum()) == pytest.approx(compute, rel=1e-12)
+
+
+def test_simgrid_example_allgatherv_is_named_as_skipped():
+    p = SIMGRID_EXAMPLES / "actions_allgatherv.txt"
+    with pytest.warns(TraceWarning, match=r"actions_allgatherv.txt: skipped SMPI actions .*: allgatherv x4"):
+        t = read_tit(p)
+    assert t.nprocs == 4 and t.meta["unknown_calls"] == {"allgatherv": 4}
+    kept = read_tit(p, unknown="keep")
+    assert kept.other_names == ("allgatherv",) and kept.counts()["other"] == 4

@@ -44,15 +44,17 @@ The method, step by step:
    ``<phase>_measured`` with ``<phase>_predicted``.
 
 Configurations with more ranks than cores are marked ``oversubscribed``
-(noisy: ranks time-slice) and those where one ``(block + 2)^2`` array of
-every running rank fits in the last-level cache are marked
-``cache_resident`` (:func:`array_bytes`): the STENCIL's passes then hand
-their temporaries to each other through the cache, and QRoof with
-``GBSEC - DRAM`` does not describe them.  Both are shown and left out of the
-headline error.  The defaults keep every headline configuration beyond the
-cache (blocks of 2,048 and more on a 32 MiB L3): measured on the
-development VM, the STENCIL costs 5.7 ns per cell at 1,536 x 1,536 on two
-ranks against 7.5-7.9 ns at 2,048-3,072.
+(noisy: ranks time-slice) and those where the STENCIL's arrays of every
+running rank fit in the last-level cache are marked ``cache_resident``
+(:func:`working_set_bytes`): the STENCIL's passes then hand their
+temporaries to each other through the cache, and QRoof with ``GBSEC - DRAM``
+does not describe them.  Both are shown and left out of the headline error.
+The cache is the one the run gets, measured (:mod:`perfmod.measure.bench.cachesize`),
+not the size ``/sys`` reports: a VM may report its host's whole L3 (300 MiB
+on the development VM, whose STENCIL already costs three times as much per
+cell at 2,048 x 2,048 as at 1,536 x 1,536).  By default the blocks are chosen
+beyond the measured cache (:func:`blocks_beyond`), so that every
+configuration not oversubscribed counts in the headline.
 
 On a shared machine the device rows and the runs must see the same share of
 the cores: the microbenchmarks' samples last as long as an iteration
@@ -77,6 +79,7 @@ import perfmod.campaign as campaign
 from perfmod.core.paths import host_name, platforms_dir, raw_dir
 from perfmod.machine.devices import DEVICE_SI
 from perfmod.machine.platforms import Platform
+from perfmod.measure.bench.cachesize import effective_llc, probe_cache
 from perfmod.measure.bench.devicebench import device_row, measure_devices, write_device_csv
 from perfmod.measure.runner import run_mpi
 from perfmod.studies import jacobi2d_gpu as gpu
@@ -99,34 +102,40 @@ from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof
     rank_counts,
 )
 
-__all__ = ["MODELED", "PROFILE", "llc_bytes", "array_bytes", "mean_rows", "local_platform", "device_rows",
+__all__ = ["MODELED", "PROFILE", "working_set_bytes", "blocks_beyond", "mean_rows", "local_platform", "device_rows",
            "measure_jacobi", "rank_counts", "Profile", "profile_jacobi", "profile_each", "fit_status", "predict_jacobi",
-           "compare", "clean_phases", "headline_errors", "error_table", "plot_local", "COMPARED", "KERNEL_MODELS",
-           "run", "figures"]
+           "compare", "clean_phases", "headline_errors", "error_table", "plot_local", "plot_cache_probe",
+           "COMPARED", "KERNEL_MODELS", "run", "figures"]
 
-def llc_bytes() -> int:
-    """Size of the last-level cache (B) from /sys (32 MiB if unknown)."""
-    best = 0
-    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        try:
-            txt = f.read_text().strip().upper()
-            mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(txt[-1], 1)
-            best = max(best, int(txt.rstrip("KMG")) * mult)
-        except (OSError, ValueError):
-            continue
-    return best or 32 * 1024 ** 2
+def working_set_bytes(block: Any, nprocs: Any, cores: int | None = None) -> Any:
+    """Bytes of the arrays the STENCIL cycles through, on every rank running at once.
 
-
-def array_bytes(block: Any, nprocs: Any, cores: int | None = None) -> Any:
-    """Bytes of one ``(block+2)^2`` array of doubles on every rank running at once.
-
-    The STENCIL's passes hand an array from one to the next (a temporary
-    written by one pass is read by the next); when that array of every
-    running rank fits in the last-level cache, the next pass reads it from
-    the cache and DRAM bandwidth no longer bounds the kernel.
+    Each rank's STENCIL reads the padded grid ``a``, hands a temporary from one
+    element-wise pass to the next and writes the other padded grid: two
+    ``(block+2)^2`` arrays and one ``block^2`` (the triad's three arrays in
+    :mod:`perfmod.measure.bench.cachesize`, whose working sets are counted the
+    same way).  When those of every running rank fit in the last-level cache,
+    the passes read each other's results from the cache and DRAM bandwidth no
+    longer bounds the kernel.
     """
+    b = np.asarray(block)
     running = np.minimum(np.asarray(nprocs), cores or os.cpu_count() or 1)
-    return 8 * (np.asarray(block) + 2) ** 2 * running
+    return 8 * (2 * (b + 2) ** 2 + b ** 2) * running
+
+
+def blocks_beyond(llc: int, nprocs: Sequence[int], smallest: int = 2048, step: int = 256,
+                  cores: int | None = None) -> list[int]:
+    """Three block sizes (``b``, ``1.25 b``, ``1.5 b``) whose working set exceeds ``llc`` by 25 % at every rank count.
+
+    ``b`` is the smallest multiple of ``step`` at or above ``smallest`` with
+    :func:`working_set_bytes` of the fewest ranks above ``1.25 * llc``, so that
+    every configuration is a headline one on this machine.
+    """
+    fewest = min(int(p) for p in nprocs)
+    b = max(int(smallest), step)
+    while working_set_bytes(b, fewest, cores) <= 1.25 * llc:
+        b += step
+    return [b, int(round(1.25 * b / step)) * step, int(round(1.5 * b / step)) * step]
 
 
 def local_platform(path: str | Path | None = None, raw_out: str | Path | None = None,
@@ -190,7 +199,7 @@ def mean_rows(*tables: Mapping[int, Mapping[str, float]]) -> dict[int, dict[str,
 
 
 def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10, reps: int = 3, warmup: int = 2,
-                   progress: bool = True, seed: int = 0, timeout: float = 600.0) -> xr.Dataset:
+                   progress: bool = True, seed: int = 0, timeout: float = 600.0, llc: int | None = None) -> xr.Dataset:
     """Run the proxy for every (block, nprocs) and repetition in one seeded random order.
 
     The profiled configurations and the held-out ones are interleaved and
@@ -200,8 +209,13 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     ``run_index``, each run's position in the order, and the flags of
     :data:`perfmod.campaign.records.FLAG_FIELDS` (``interfered``: disturbed by
     another process, re-run and kept for the record by :func:`~perfmod.measure.runner.run_mpi`).
+    ``cache_resident`` compares :func:`working_set_bytes` with ``llc``, the
+    last-level cache in bytes (default: measured, :func:`~perfmod.measure.bench.cachesize.effective_llc`).
     """
     from perfmod.measure.proxies.jacobi2d import PHASES
+
+    if llc is None:
+        llc = effective_llc(probe_cache())
 
     blocks, nprocs = [int(b) for b in blocks], [int(p) for p in nprocs]
     names = (*PHASES, "iter")
@@ -219,7 +233,7 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
             data[q][i, j, r] = res[f"t_{q}"]
         campaign.record_flags(flags, (i, j, r), res)
     ncores = os.cpu_count() or 1
-    ws = array_bytes(np.array(blocks)[:, None], np.array(nprocs)[None, :], ncores)
+    ws = working_set_bytes(np.array(blocks)[:, None], np.array(nprocs)[None, :], ncores)
     ds = xr.Dataset(
         {f"t_{q}_measured": (("block", "nprocs", "rep"), data[q],
                              {"units": "s", "long_name": f"measured time per iteration: {q} (mean over ranks)"})
@@ -231,11 +245,11 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
                 "rep": ("rep", np.arange(reps), {"units": "1", "long_name": "repetition"}),
                 "oversubscribed": ("nprocs", np.array(nprocs) > ncores,
                                    {"units": "1", "long_name": "more ranks than cores (time-sliced, noisy)"}),
-                "cache_resident": (("block", "nprocs"), ws <= llc_bytes(),
-                                   {"units": "1", "long_name": "one array of every running rank fits in the LLC"})},
+                "cache_resident": (("block", "nprocs"), ws <= llc, {
+                    "units": "1", "long_name": "the STENCIL's arrays of every running rank fit in the measured LLC"})},
     )
     ds = ds.assign(campaign.flag_variables(flags, ("block", "nprocs", "rep")))
-    ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), iters=iters,
+    ds.attrs.update(measured_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), iters=iters, llc_bytes=int(llc),
                     warmup=warmup, command_example=command)
     return ds
 
@@ -293,10 +307,10 @@ def _profiles(prof: Mapping[int, Profile]) -> xr.Dataset:
     }, coords={"profile_nprocs": ns, "kernel": kernels})
 
 
-def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (2048, 2560, 3072),
-        nprocs: Sequence[int] = (1, 2), profile_block: int = 2048, profile_nprocs: Sequence[int] = (1, 2),
+def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (),
+        nprocs: Sequence[int] = (1, 2), profile_block: int = 0, profile_nprocs: Sequence[int] = (1, 2),
         iters: int = 8, warmup: int = 2, reps: int = 3, device_reps: int = 5,
-        device_sizes: Mapping[str, int] | None = None, seed: int = 0, raw_out: str = "",
+        device_sizes: Mapping[str, int] | None = None, seed: int = 0, raw_out: str = "", llc_bytes: int = 0,
         progress: bool = True) -> xr.Dataset:
     """Calibrate, profile, predict and validate the end-to-end model of Jacobi2D on this machine (000 §3.3-3.4).
 
@@ -304,8 +318,11 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     ``data/platforms/local.toml``, or a short ping-pong fit), ``gpu_data`` (empty: the newest
     committed H100 measurement), the configurations, the profiled ones, the repetitions,
     ``device_sizes`` (overrides of the device microbenchmarks' sizes), ``seed`` (the run order:
-    profiled and held-out configurations interleaved) and ``raw_out`` (raw measurements;
-    empty: ``data/raw/<host>/``).
+    profiled and held-out configurations interleaved), ``raw_out`` (raw measurements;
+    empty: ``data/raw/<host>/``) and ``llc_bytes`` (the last-level cache; 0: measured by
+    :mod:`perfmod.measure.bench.cachesize`, whose curve the dataset keeps).  Empty ``blocks``
+    are chosen beyond that cache (:func:`blocks_beyond`), and ``profile_block`` 0 is the
+    smallest of them.
 
     Returns
     -------
@@ -316,7 +333,8 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
         before and after the runs, and ``local_*_drift``: after / before - 1); the H100 kernel
         comparison (``t_kernel_*``, ``gpu_*``) and one-rank GPU iterations (``t_iter_gpu_*``);
         campaign.provenance and ``raw_files``.  The flags of every run over (``block``, ``nprocs``,
-        ``rep``), ``interfered`` among them: interfered runs are neither profiled nor scored
+        ``rep``), ``interfered`` among them; ``cache_probe_bandwidth`` when the cache was measured
+        and the ``llc_bytes`` attribute: interfered runs are neither profiled nor scored
         (their ``t_<q>_measured_reps`` are NaN), ``fit_status`` says which rank counts could
         be profiled ("not fitted" when none), and the attributes of
         :func:`perfmod.campaign.records.record_drops` say how many runs were dropped.
@@ -324,8 +342,12 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     parameters = {k: v for k, v in locals().items() if k != "progress"}
     raw = Path(raw_out) if raw_out else raw_dir()
     platform = local_platform(platform_path or None, raw_out=raw)
+    probe = None if llc_bytes else probe_cache()
+    llc = int(llc_bytes) if llc_bytes else effective_llc(probe)
+    blocks = [int(b) for b in blocks] or blocks_beyond(llc, nprocs)
+    profile_block = int(profile_block) or min(blocks)
     rows_before, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
-    measured = measure_jacobi(blocks, nprocs, iters, reps, warmup, progress=progress, seed=seed)
+    measured = measure_jacobi(blocks, nprocs, iters, reps, warmup, progress=progress, seed=seed, llc=llc)
     path = campaign.save_raw(measured, STUDY, "runs", parameters,
                              "measurement: Jacobi2D proxy runs (perfmod.measure.proxies.jacobi2d)", raw)
     rows_after, _ = device_rows(nprocs, device_reps, raw, device_sizes or None)
@@ -349,8 +371,11 @@ def run(platform_path: str = "", gpu_data: str = "", blocks: Sequence[int] = (20
     rec = gpu.read_gpu(gpu_data or gpu.latest_gpu_file())
     cmp = gpu.gpu_comparison(rec)
     ds = xr.merge([result, _profiles(prof), rows_ds, cmp.drop_vars("t_iter_gpu_measured", errors="ignore"),
-                   gpu.gpu_iterations(rec, profile_block=8192)], combine_attrs="drop_conflicts")
-    ds.attrs.update(platform_source=platform.source, gpu_data=str(gpu_data or gpu.latest_gpu_file()))
+                   gpu.gpu_iterations(rec, profile_block=8192), *([probe] if probe is not None else [])],
+                  combine_attrs="drop_conflicts")
+    ds.attrs.update(platform_source=platform.source, gpu_data=str(gpu_data or gpu.latest_gpu_file()), llc_bytes=llc,
+                    llc_source="set by the llc_bytes parameter" if probe is None else
+                    "measured: the knee of the triad's bandwidth (perfmod.measure.bench.cachesize)")
     return campaign.provenance(ds, STUDY, "measurement: Jacobi2D proxy and device microbenchmarks on this machine; "
                                "H100 kernels from data/raw/gpu-h100; model of paper 000 §3.3-3.4", parameters, [path])
 
@@ -386,6 +411,29 @@ def headline(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     return campaign.headline_figures(ds, figs)
 
 
+def plot_cache_probe(ds: xr.Dataset) -> Any:
+    """The triad's bandwidth against its working set, the measured cache's edge and the runs' working sets."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    ws, bw = ds.cache_probe_bytes.values / 2 ** 20, ds.cache_probe_bandwidth.values / 1e9
+    ax.plot(ws, bw, "o-", color="0.3", label="triad")
+    ax.axvline(ds.attrs["llc_bytes"] / 2 ** 20, color="C3", ls="--", label="measured last-level cache")
+    cores = os.cpu_count() or 1
+    for j, n in enumerate(ds.nprocs.values):
+        w = working_set_bytes(ds.block.values, n, cores) / 2 ** 20
+        ax.plot(w, np.full(len(w), bw.min() * 0.8), "v", color=f"C{j}", label=f"STENCIL working sets, {n} rank(s)")
+    ax.set(xscale="log", yscale="log", xlabel="working set (MiB)", ylabel="bandwidth (GB/s)",
+           title="Where the cache ends on this machine")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def figures(ds: xr.Dataset) -> dict[str, plt.Figure]:
-    """The study's figures from its dataset: predicted vs measured per phase, and the H100 kernels against QRoof."""
-    return {"measured_vs_predicted": plot_local(ds), "gpu_kernels": gpu.plot_gpu_kernels(ds)}
+    """The study's figures from its dataset: predicted vs measured per phase, the H100 kernels against QRoof,
+    and the cache probe (when the cache was measured)."""
+    figs = {"measured_vs_predicted": plot_local(ds), "gpu_kernels": gpu.plot_gpu_kernels(ds)}
+    if "cache_probe_bandwidth" in ds:
+        figs["cache_probe"] = plot_cache_probe(ds)
+    return figs

@@ -74,8 +74,15 @@ from perfmod.trace.requests import resolve_requests
 __all__ = ["TIT_TYPE_SIZES", "DEFAULT_FLOP_RATE", "TRACE_FORMAT", "read_tit", "write_tit"]
 
 def _files(path: Path) -> list[Path]:
-    """A trace file, or an index file listing one trace file per line (relative to the index)."""
-    for _, text in numbered_lines(path):
+    """A trace file, or an index file listing one trace file per line.
+
+    SMPI opens the listed names relative to the directory the replay runs in
+    (SimGrid's own ``examples/smpi/replay/split_traces``); perfmod writes them
+    relative to the index.  Each name is looked up beside the index first,
+    then in the working directory; an index whose first name is found in
+    neither is a :class:`FormatError` naming both.
+    """
+    for n, text in numbered_lines(path):
         tok = text.split()
         if not tok or tok[0].startswith("#"):
             continue
@@ -85,10 +92,12 @@ def _files(path: Path) -> list[Path]:
         except ValueError:
             pass
         if len(tok) == 1 and ((path.parent / tok[0]).is_file() or Path(tok[0]).is_file()):
-            # SMPI opens the listed files relative to its working directory; perfmod writes them
-            # relative to the index: try the index's directory first
             names = [t.strip() for _, t in numbered_lines(path) if t.strip() and not t.startswith("#")]
             return [path.parent / n if (path.parent / n).is_file() else Path(n) for n in names]
+        if len(tok) == 1:
+            raise FormatError(path, n, f"an index of per-rank traces whose first file {tok[0]!r} is neither beside "
+                              f"the index ({path.parent}) nor in the working directory ({Path.cwd()}); run from the "
+                              "directory the names are relative to (SMPI's replay directory), or fix the names")
         return [path]
     return [path]
 

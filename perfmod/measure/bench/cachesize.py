@@ -1,0 +1,122 @@
+"""The last-level cache a process actually gets, measured: where the triad's bandwidth falls to DRAM's.
+
+The size in ``/sys/devices/system/cpu/cpu0/cache`` is what the hardware (or a
+hypervisor) reports, not what a process gets: on the development VM it says
+300 MiB for a two-core guest whose triad falls to DRAM bandwidth between 48
+and 64 MiB of working set, because the host's other tenants share that cache.
+Whether a model's working set "fits in the cache" is a property of the machine
+as it runs, so perfmod measures it the way cache sizes are usually measured
+from user space: the bandwidth of one streaming kernel (the triad of
+:func:`perfmod.measure.bench.devicebench.triad`) over working sets growing
+geometrically, and the knee where it drops to the DRAM plateau.
+
+:func:`probe_cache` returns the curve as a dataset; :func:`effective_llc`
+reads the knee from it: the last working set before the step down to the
+DRAM plateau.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from perfmod.measure.bench.devicebench import triad
+
+__all__ = ["sysfs_llc_bytes", "probe_sizes", "probe_cache", "effective_llc"]
+
+MiB = 1 << 20
+#: Bytes each timed sample moves at least (several scheduler slices at DRAM speed on a CPU).
+SAMPLE_BYTES = 256 * MiB
+
+
+def _sysfs_sizes(root: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> list[int]:
+    """Every cache size ``/sys`` reports for CPU 0 (B)."""
+    out = []
+    for f in Path(root).glob("index*/size"):
+        try:
+            txt = f.read_text().strip().upper()
+            mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(txt[-1:], 1)
+            out.append(int(txt.rstrip("KMG")) * mult)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def sysfs_llc_bytes(root: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The largest cache size ``/sys`` reports for CPU 0 (B), 0 when it reports none."""
+    return max(_sysfs_sizes(root), default=0)
+
+
+def probe_sizes(max_bytes: int | None = None, min_bytes: int = MiB, steps_per_octave: int = 2) -> np.ndarray:
+    """Working sets (B) from ``min_bytes`` to ``max_bytes`` in ``2**(1/steps_per_octave)`` steps.
+
+    The default top is twice the size ``/sys`` reports (at least 256 MiB), at
+    most 1 GiB and a quarter of the machine's memory.
+    """
+    if max_bytes is None:
+        try:
+            mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            mem = 4 << 30
+        max_bytes = int(min(max(2 * sysfs_llc_bytes(), 256 * MiB), 1 << 30, mem // 4))
+    if not 0 < min_bytes < max_bytes:
+        raise ValueError(f"probe_sizes: need 0 < min_bytes < max_bytes, got {min_bytes} and {max_bytes}")
+    n = int(np.floor(np.log2(max_bytes / min_bytes) * steps_per_octave)) + 1
+    return np.unique(np.round(min_bytes * 2.0 ** (np.arange(n) / steps_per_octave)).astype(np.int64))
+
+
+def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3) -> xr.Dataset:
+    """Best-of-``reps`` triad bandwidth (B/s) at each working set (B: the triad's three arrays together)."""
+    sizes = probe_sizes() if sizes is None else np.asarray(sizes, dtype=np.int64)
+    bw = np.empty(len(sizes))
+    for i, ws in enumerate(sizes):
+        n = max(int(ws) // 24, 1)  # three arrays of doubles
+        _, moved = triad(np, n, reps=1)
+        inner = max(1, int(SAMPLE_BYTES // moved))
+        t, moved = triad(np, n, reps=reps, inner=inner)
+        bw[i] = moved / float(t.min())
+    return xr.Dataset(
+        {"cache_probe_bandwidth": ("cache_probe_bytes", bw, {
+            "units": "B/s", "long_name": "triad bandwidth, best of the repetitions (memory traffic counted as "
+                                         "perfmod.models.roofline.traffic counts it)"})},
+        coords={"cache_probe_bytes": ("cache_probe_bytes", sizes, {
+            "units": "B", "long_name": "working set of the triad (its three arrays)"})},
+        attrs={"sysfs_llc_bytes": sysfs_llc_bytes(), "reps": reps},
+    )
+
+
+def effective_llc(probe: xr.Dataset, above: int | None = None, min_contrast: float = 1.25) -> int:
+    """The largest working set (B) still served faster than DRAM; 0 when no cache level shows above ``above``.
+
+    A step is fitted to log bandwidth over the working sets larger than
+    ``above`` (default: twice the second-largest cache ``/sys`` reports, the
+    private L2, or 4 MiB): the split with the least squared error puts the
+    working sets served by the last-level cache on its left and the DRAM
+    plateau (at least two points) on its right.  A step of less than
+    ``min_contrast`` between the two means is no cache: 0.  Fitting the step
+    rather than thresholding each point keeps one noisy sample on a shared
+    machine from moving the knee.
+    """
+    ws = probe.cache_probe_bytes.values.astype(np.int64)
+    bw = probe.cache_probe_bandwidth.values.astype(float)
+    order = np.argsort(ws)
+    ws, bw = ws[order], bw[order]
+    if above is None:
+        levels = sorted({int(v) for v in _sysfs_sizes()})
+        above = 2 * levels[-2] if len(levels) >= 2 else 4 * MiB
+    keep = ws > above
+    ws, y = ws[keep], np.log(bw[keep])
+    if len(ws) < 3:
+        raise ValueError(f"effective_llc: need 3 or more working sets above {above} B, got {len(ws)}")
+    best, split = np.inf, 0
+    for k in range(1, len(ws) - 1):
+        sse = float(((y[:k] - y[:k].mean()) ** 2).sum() + ((y[k:] - y[k:].mean()) ** 2).sum())
+        if sse < best:
+            best, split = sse, k
+    if y[:split].mean() - y[split:].mean() < np.log(min_contrast):
+        return 0
+    return int(ws[split - 1])
