@@ -180,6 +180,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.trace and not args.synthetic and not args.output and _goal_loggops(args.trace, args.model):
+        return _replay_goal_loggops(args)
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
     import numpy as np
 
@@ -217,6 +219,40 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     print("mean  " + "  ".join(f"{float(ds[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
     if args.output:
         print(f"wrote {write_dataset(ds, args.output)}")
+    return 0
+
+
+def _goal_loggops(path: str, model: str) -> bool:
+    """A GOAL schedule under a LogGOPS model: the replay LogGOPSim's users run, without the dataset stack."""
+    from perfmod.models.comm.registry import comm_model, model_names
+    from perfmod.trace.formats import detect_format
+
+    return (model in model_names() and comm_model(model).replay == "loggops" and Path(path).is_file()
+            and detect_format(path) == "goal")
+
+
+def _replay_goal_loggops(args: argparse.Namespace) -> int:
+    """``perfmod replay x.goal --model loggp``: :func:`perfmod.replay.loggops.goal_finish_times`, printed as
+    the dataset of ``replay(read_trace(x.goal), ...)`` would be (a GOAL schedule's time is its calcs and the
+    rest, which the replay counts as waiting; no -o: that writes the dataset)."""
+    import numpy as np
+
+    from perfmod.replay.loggops import goal_finish_times
+
+    res = goal_finish_times(args.trace, args.platform, args.model, mapping=args.mapping)
+    total, comp = res.total_time, res.compute_time
+    wait = np.maximum(total - comp, 0.0)
+    zero = np.zeros_like(total)
+    cols = {"comm_time": wait, "send_time": zero, "recv_time": zero, "wait_time": wait, "collective_time": zero,
+            "compute_time": comp, "total_time": total}
+    order = np.argsort(wait, kind="stable")[::-1][: args.top]
+    print(f"GOAL schedule {args.trace} ({total.size} ranks, {res.operations} operations) on {args.platform}, "
+          f"{args.model}: slowest rank {int(order[0])}")
+    print("rank  " + "  ".join(f"{v:>16s}" for v in RUN_TIMES))
+    for r in order:
+        print(f"{int(r):4d}  " + "  ".join(f"{float(cols[v][r]):16.6e}" for v in RUN_TIMES))
+    print("mean  " + "  ".join(f"{float(cols[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
+    print(f"finishing time {float(total.max()):.9f} s (rank {int(np.argmax(total))})")
     return 0
 
 
