@@ -41,7 +41,7 @@ SEND, RECV, CALC = 1, 2, 3  #: node types (the ``goal_graph`` module's, LogGOPSi
 WILD = -1  #: any source / any tag
 _ANY32 = 0xFFFFFFFF
 
-_CHUNK = 1 << 24  #: bytes parsed per call of the compiled scanner
+_CHUNK = 1 << 22  #: bytes parsed per call of the compiled scanner (two such buffers live at once)
 
 # scanner return codes
 _OK, _ROOM, _TABLE = 0, 1, 2
