@@ -68,9 +68,10 @@ __all__ = ["GoalTimes", "LogGOPSResult", "goal_finish_times", "kernel_input", "m
            "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
-#: what the event loop allocates per node (rows, parameters, results, queue) and the graph built from a trace
-#: takes per event at most (measured peaks: about 250 and 1,170 bytes; issue 23), for the check before allocating
-_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
+#: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, heap 16, per-node results
+#: 24 where asked, a successor about 4, a margin), and what the graph built from a trace takes per event at most
+#: (a measured peak of about 1,170 bytes; issue 23), for the check before allocating
+_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
 
 
 def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
