@@ -375,7 +375,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
     aqtime = 0
     mask = (np.int64(1) << _SHIFT) - 1
     # initial free operations: per rank, in node order, sorted by type, at time 0
-    most = 0
+    ready = 0
     start = 0
     while start < nn:
         h = nd[start].rank
@@ -385,11 +385,11 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             if nd[stop].ndeps == 0:
                 m += 1
             stop += 1
-        most = max(most, m)
+        ready = max(ready, m)
         start = stop
-    ids = np.empty(most, dtype=np.int64)
-    keys = np.empty(most, dtype=np.int8)
-    order = np.empty(most, dtype=np.int64)
+    ids = np.empty(ready, dtype=np.int64)
+    keys = np.empty(ready, dtype=np.int8)
+    order = np.empty(ready, dtype=np.int64)
     start = 0
     while start < nn:
         h = nd[start].rank
