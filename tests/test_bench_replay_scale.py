@@ -17,7 +17,15 @@ import pytest
 from perfmod.apps.traces import synthetic
 from perfmod.core.io import write_dataset
 from perfmod.core.paths import raw_dir, repo_root
-from perfmod.replay.scale import DOCS_MARKERS, loggopsim_side_by_side, scale_markdown, scale_table, write_docs_table
+from perfmod.replay.scale import (
+    DOCS_MARKERS,
+    LOGGOPSIM_MARKERS,
+    loggopsim_markdown,
+    loggopsim_side_by_side,
+    scale_markdown,
+    scale_table,
+    write_docs_table,
+)
 from perfmod.viz.replay_scale import plot_scale
 
 
@@ -57,10 +65,23 @@ def test_bench_loggopsim_side_by_side(benchmark, tmp_path):
     d = os.environ.get("PERFMOD_LOGGOPSIM")
     if not d or not all(shutil.which(str(Path(d) / t)) for t in ("txt2bin", "LogGOPSim")):
         pytest.skip("set PERFMOD_LOGGOPSIM to a directory with LogGOPSim's txt2bin and LogGOPSim binaries")
-    grids = ((32, 48, 20), (128, 128, 3)) if not benchmark.disabled else ((6, 8, 2),)
-    ds = benchmark.pedantic(loggopsim_side_by_side, args=(d,), kwargs={"grids": grids, "workdir": tmp_path},
+    full = not benchmark.disabled
+    grids = ((32, 48, 20), (128, 128, 3)) if full else ((6, 8, 2),)
+    ds = benchmark.pedantic(loggopsim_side_by_side, args=(d,),
+                            kwargs={"grids": grids, "workdir": tmp_path, "rounds": 2 if full else 1},
                             rounds=1, iterations=1)
     np.testing.assert_array_equal(ds.perfmod_finish_ns, ds.loggopsim_finish_ns)
-    if not benchmark.disabled:
+    for v in ("loggopsim_sim_cpu_s", "perfmod_sim_cpu_s", "loggopsim_job_cpu_s", "perfmod_job_cpu_s",
+              "loggopsim_peak_bytes", "perfmod_peak_bytes"):
+        assert np.all(ds[v] > 0), v
+    assert np.all(ds.loggopsim_job_cpu_s >= ds.loggopsim_sim_cpu_s)
+    doc = repo_root() / "docs" / "library.md"
+    if full:
         write_dataset(ds, raw_dir() / "replay_loggopsim.nc")
-    print("\n" + ds.to_dataframe().to_string())
+    else:  # the docs' table is rewritten by the full benchmark only
+        doc = tmp_path / "library.md"
+        doc.write_text("before\n" + "\n".join(LOGGOPSIM_MARKERS) + "\nafter\n")
+    write_docs_table(ds, doc, LOGGOPSIM_MARKERS, loggopsim_markdown)
+    text = doc.read_text()
+    assert loggopsim_markdown(ds) in text and text.count(LOGGOPSIM_MARKERS[0]) == 1
+    print("\n" + loggopsim_markdown(ds))

@@ -325,3 +325,30 @@ def test_replay_goal_is_the_loggp_replay_of_the_file(tmp_path):
     stuck.write_text("num_ranks 2\nrank 0 {\na: recv 8b from 1 tag 0\n}\nrank 1 {\n}\n")
     with pytest.raises(ReplayError, match=r"s.goal: 1 operations of 1 ranks never complete: rank 0: line 3"):
         replay_goal(stuck, plat)
+
+
+def test_perfmod_replay_of_a_goal_file_runs_without_the_dataset_libraries(tmp_path):
+    """``perfmod replay x.goal --model loggp`` (goal_finish_times) prints what the dataset path gives, and
+    imports neither xarray nor pandas (the whole job's start-up: issue 23)."""
+    import subprocess
+    import sys
+
+    from perfmod.machine.platforms import write as write_platform
+    from perfmod.trace.formats.goal_halo import write_halo_goal
+    from perfmod.workflow.cli import RUN_TIMES
+
+    case, params, expect = HALO_LOGGOPSIM[2]
+    goal = write_halo_goal(tmp_path / "h.goal", iterations=2, calc_spread=700, **case)
+    plat = write_platform(ns_platform(*params), tmp_path / "ns.toml")
+    code = ("import sys; from perfmod.workflow.cli import main; rc = main(sys.argv[1:]); "
+            "print('loaded', sorted(m for m in ('xarray', 'pandas', 'scipy.stats') if m in sys.modules)); sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, "replay", str(goal), "--platform", str(plat), "--model", "loggp",
+                          "--top", "3"], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out[-1] == "loaded []"
+    ds = replay(read_trace(goal), ns_platform(*params), "loggp")
+    rows = [ln.split() for ln in out if ln[:4].strip().isdigit()]
+    assert len(rows) == 3
+    for r in rows:
+        want = [float(ds[v][int(r[0])]) for v in RUN_TIMES]
+        np.testing.assert_allclose([float(x) for x in r[1:]], want, rtol=1e-6, atol=1e-15)
+    assert float(out[-2].split()[2]) == pytest.approx(float(ds.total_time.max()), rel=1e-9)

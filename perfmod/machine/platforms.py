@@ -55,12 +55,14 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perfmod.core.paths import platforms_dir, repo_root, shipped_platforms_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
 from perfmod.machine.mapping import MODES
 from perfmod.machine.plausibility import PlatformWarning, implausible
 
@@ -467,6 +469,8 @@ class Platform:
         ``<name>_se``); an N/A cell is one row with ``parameter`` None, value
         NaN and the paper's reason in ``note``.
         """
+        import pandas as pd  # here: loading a platform starts without pandas
+
         order = {k: i for i, k in enumerate((m, mo, p) for m in param_tables() for mo in MODES for p in PROTOCOLS)}
         rows = []
         for key in sorted(self.comm, key=order.__getitem__):

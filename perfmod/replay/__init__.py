@@ -14,7 +14,27 @@ collective and compute time broken out.
   operation graph; :mod:`perfmod.replay.loggops_kernel`: its event loop).
 """
 
-from perfmod.replay.engine import DeadlockError, ReplayError, ReplayWarning, replay
-from perfmod.replay.sweep import sweep
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["replay", "sweep", "ReplayError", "DeadlockError", "ReplayWarning"]
+
+# imported on first use, so that a submodule (the GOAL -> loggp path: perfmod.replay.loggops) starts without the
+# engine and its dataset libraries
+_WHERE = {"replay": "perfmod.replay.engine", "ReplayError": "perfmod.replay.engine",
+          "DeadlockError": "perfmod.replay.engine", "ReplayWarning": "perfmod.replay.engine",
+          "sweep": "perfmod.replay.sweep"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'perfmod.replay' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -45,65 +45,102 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import xarray as xr
 from numba import njit
 
-from perfmod.core.io import provenance_attrs
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
-from perfmod.machine.platforms import MODES, PROTOCOLS, Platform
+from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
 from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
-from perfmod.replay.loggops_kernel import STATUS_OK, run_loggops
+from perfmod.replay.loggops_kernel import _DONE, ROW, STATUS_OK, fill_rows, run_loggops
 from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
 from perfmod.trace.formats.goal_scan import GoalGraph
 from perfmod.trace.formats.goal_trace import as_written
 
-__all__ = ["LogGOPSResult", "message_params", "replay_goal", "replay_loggops", "run_goal_graph"]
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["GoalTimes", "LogGOPSResult", "goal_finish_times", "kernel_input", "message_params", "replay_goal",
+           "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
-#: what the event loop allocates per node (rows, parameters, results, queue) and the graph built from a trace
-#: takes per event at most (measured peaks: about 250 and 1,170 bytes; issue 23), for the check before allocating
-_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 260, 1200
+#: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, heap 16, per-node results
+#: 24 where asked, a successor about 4, a margin), and what the graph built from a trace takes per event at most
+#: (a measured peak of about 1,170 bytes; issue 23), for the check before allocating
+_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
 
 
-def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, ...]:
-    """``(o, g, L, (n - 1) G, rendezvous)`` of every send node, times in int64 picoseconds (0 elsewhere).
+def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The message classes of a graph's sends: ``(mode, par, gps)``.
 
-    The parameters of the message's mode and protocol as the bound network
-    resolved them (:meth:`~perfmod.models.comm.network.Network.loggp_params`:
-    the platform's table of the model, derived from the postal ones where it
-    has none); a zero-byte
-    message counts as one byte; rendezvous above ``eager_max_bytes`` and for
-    synchronous sends.
+    ``mode`` per node (int8; 0 but at sends) the mode code of the message
+    (:meth:`~perfmod.models.comm.network.Network.modes`); a send's class is
+    ``3 * mode + protocol`` (short, eager, rendezvous by its bytes:
+    :func:`~perfmod.replay.loggops_kernel.fill_rows`), and ``par[c]`` the o,
+    g, L of class c in int64 picoseconds, ``gps[c]`` its G in s per byte:
+    the parameters of the mode and protocol as the bound network resolved
+    them (:meth:`~perfmod.models.comm.network.Network.loggp_params`: the
+    platform's table of the model, derived from the postal ones where it
+    has none).
     """
-    plat = net.platform
-    nn = len(graph)
-    out = [np.zeros(nn, dtype=np.int64) for _ in range(4)]
-    rndv = np.zeros(nn, dtype=bool)
+    par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
+    gps = np.zeros(3 * len(MODES))
+    mode = np.zeros(len(graph), dtype=np.int8)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
-        return (*out, rndv)
-    modes = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
-    nbytes = np.maximum(graph.size[sends], 1).astype(np.float64)
-    # the protocol as Platform.protocol gives it, by code (a sort of the object array of names is slow)
-    pcode = np.where(nbytes <= plat.short_max_bytes, 0, np.where(nbytes <= plat.eager_max_bytes, 1, 2))
-    cls = modes.astype(np.int64) * 3 + pcode
-    present = np.bincount(cls, minlength=3 * len(MODES))
-    for c in np.flatnonzero(present).tolist():
-        sel = cls == c
-        p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
-        idx = sends[sel]
-        out[0][idx] = round(p["o"] * _PS)
-        out[1][idx] = round(p["g"] * _PS)
-        out[2][idx] = round(p["L"] * _PS)
-        out[3][idx] = np.rint((nbytes[sel] - 1) * p["G"] * _PS).astype(np.int64)
-    rndv[sends] = (graph.size[sends] > plat.eager_max_bytes) | graph.sync[sends]
-    return (*out, rndv)
+        return mode, par, gps
+    mode[sends] = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
+    for c in range(3 * len(MODES)):
+        try:
+            p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
+        except ParameterNotAvailable:  # a class the platform lacks: an error only where a send uses it
+            par[c] = -1
+            continue
+        par[c] = round(p["o"] * _PS), round(p["g"] * _PS), round(p["L"] * _PS)
+        gps[c] = p["G"]
+    return mode, par, gps
+
+
+def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, nprocs: int,
+                 recv_rndv: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for ``graph``: ``(rows, eptr, edges, par)``.
+
+    ``calc_scale`` picoseconds per unit of a calc's ``size`` (0: they are picoseconds); ``recv_rndv``: a
+    receive's own size decides its protocol (GOAL, as LogGOPSim); a node's done-successors then its
+    start-successors are ``edges[eptr[2 v]:eptr[2 v + 1]:eptr[2 v + 2]]``.
+    """
+    nn = len(graph)
+    if 2 * nn >= 1 << 31:
+        raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
+    mode, par, gps = message_params(graph, net, nprocs)
+    rows = np.empty(nn, dtype=ROW)
+    plat = net.platform
+    fill_rows(rows, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, graph.ndeps, float(calc_scale),
+              mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
+    del mode
+    used = np.unique(rows["cls"][graph.kind == SEND]) if (par < 0).any() else np.zeros(0, dtype=np.int64)
+    for c in used.tolist():
+        if par[c, 0] < 0:
+            net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])  # raises the network's own error
+    sp = graph.succ_ptr
+    ssp = getattr(graph, "ssucc_ptr", None)
+    eptr = np.empty(2 * nn + 1, dtype=np.int64)
+    if ssp is None or ssp[-1] == 0:  # no irequires: the done-successors are all
+        eptr[0::2] = sp
+        eptr[1::2] = sp[1:]
+        edges = graph.succ.astype(np.int32)
+    else:
+        eptr[0::2] = sp + ssp
+        eptr[1::2] = sp[1:] + ssp[:-1]
+        edges = np.empty(int(sp[-1] + ssp[-1]), dtype=np.int32)
+        nsucc, nssucc = np.diff(sp), np.diff(ssp)
+        edges[np.arange(sp[-1]) + np.repeat(ssp[:-1], nsucc)] = graph.succ
+        edges[np.arange(ssp[-1]) + np.repeat(sp[1:], nssucc)] = graph.ssucc
+    return rows, eptr, edges, par
 
 
 _SLOT = np.full(256, -1, dtype=np.int64)
@@ -165,40 +202,46 @@ class LogGOPSResult:
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
 
 
-def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int) -> tuple:
+def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int, detail: bool = True) -> tuple:
     """:func:`~perfmod.replay.loggops_kernel.run_loggops` of a GOAL graph as written (calc in ``time_unit`` s)
-    on the bound network ``net``."""
+    on the bound network ``net`` (``detail``: per node done times and partners, else only the status and the
+    per-rank finishing times)."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
-    o, gap, lat, gn, rndv = message_params(graph, net, nprocs)
-    recv = graph.kind == RECV
-    rndv[recv] = graph.size[recv] > net.platform.eager_max_bytes  # LogGOPSim: see run_loggops
-    calc = graph.kind == CALC
-    size = graph.size.copy()
-    size[calc] = np.rint(graph.size[calc] * (time_unit * _PS)).astype(np.int64)
+    rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
     with first_call("the LogGOPS event loop"):
-        return run_loggops(nprocs, graph.rank, graph.kind, size, graph.peer, graph.tag, graph.ndeps,
-                           graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc, o, gap, lat, gn, rndv, True)
+        out = run_loggops(nprocs, rows, eptr, edges, par, True, detail)
+    return (*out[:5], out[5], rows["kind"] >= _DONE)
 
 
-def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
-                time_unit: float = 1e-9, progress: bool = False) -> xr.Dataset:
-    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job without a :class:`Trace`.
+class GoalTimes(NamedTuple):
+    """What :func:`goal_finish_times` gives: per rank, in seconds, and the schedule's size."""
 
-    :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, then :func:`run_goal_graph`; the same finishing
-    times as ``replay(read_trace(path), platform, "loggp")``, at a fraction of its time and memory for large
-    schedules (no per-rank sequence is built).  Returns over ``rank``: ``total_time`` (LogGOPSim's finishing
-    time), ``compute_time`` (its calcs) and ``comm_time`` (the rest), in seconds.
+    total_time: np.ndarray  # LogGOPSim's finishing time
+    compute_time: np.ndarray  # the rank's calcs
+    operations: int
+    platform: str
+
+
+def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *,
+                      mapping: str = "block", time_unit: float = 1e-9, progress: bool = False) -> GoalTimes:
+    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job, with NumPy arrays only.
+
+    :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, the kernel's rows
+    (:func:`kernel_input`; the graph is let go before the event loop runs, but for
+    its lines), then :func:`~perfmod.replay.loggops_kernel.run_loggops`.  No
+    dataset library is imported on this path (:func:`replay_goal` wraps the
+    result in a dataset).
 
     Raises
     ------
     ReplayError
-        Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank.
+        Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank;
+        a node on another CPU or NIC than 0, or a peer outside the ranks.
     """
     from perfmod.replay.matching import ReplayError
     from perfmod.trace.formats.goal_scan import read_goal_graph
 
     net = Network(platform, model, mapping)
-    plat = net.platform
     if net.model.replay != "loggops":
         raise ReplayError(f"replay_goal runs LogGOPS models (loggp), not {model!r}")
     graph = read_goal_graph(path, progress=progress)
@@ -213,28 +256,56 @@ def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = 
         v = int(np.flatnonzero(out)[0])
         raise ReplayError(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
                           f"outside 0..{graph.num_ranks - 1}")
-    p = graph.num_ranks
-    status, done, _, _, nexto, _ = run_goal_graph(graph, time_unit, net, p)
-    if status != STATUS_OK:
-        stuck = np.flatnonzero(done < 0)
-        first = {}
-        for v in stuck.tolist():
-            first.setdefault(int(graph.rank[v]), v)
-        lines = [f"rank {r}: line {int(graph.line[v])}" for r, v in list(first.items())[:8]]
-        raise ReplayError(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
-                            + "; ".join(lines), [{"rank": r, "line": int(graph.line[v])} for r, v in first.items()])
+    del bad, msg, out
+    p, nn, line = graph.num_ranks, len(graph), graph.line
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
-    total = nexto / _PS
+    del calc
+    check_fits(_KERNEL_BYTES_PER_NODE * nn, f"the LogGOPS replay of {nn:,} operations")
+    rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
+    del graph  # the rows hold what the loop needs
+    with first_call("the LogGOPS event loop"):
+        status, _, _, _, nexto, _ = run_loggops(p, rows, eptr, edges, par, True, False)
+    if status != STATUS_OK:
+        stuck = np.flatnonzero(rows["kind"] < _DONE)
+        first: dict[int, int] = {}
+        for v in stuck.tolist():
+            first.setdefault(int(rows["rank"][v]), v)
+        lines = [f"rank {r}: line {int(line[v])}" for r, v in list(first.items())[:8]]
+        raise ReplayError(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
+                          + "; ".join(lines), [{"rank": r, "line": int(line[v])} for r, v in first.items()])
+    return GoalTimes(nexto / _PS, comp, nn, net.platform.name)
+
+
+def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
+                time_unit: float = 1e-9, progress: bool = False) -> xr.Dataset:
+    """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job without a :class:`Trace`.
+
+    :func:`goal_finish_times` as a dataset: the same finishing times as
+    ``replay(read_trace(path), platform, "loggp")``, at a fraction of its time and memory for large
+    schedules (no per-rank sequence is built).  Returns over ``rank``: ``total_time`` (LogGOPSim's finishing
+    time), ``compute_time`` (its calcs) and ``comm_time`` (the rest), in seconds.
+
+    Raises
+    ------
+    ReplayError
+        As :func:`goal_finish_times`.
+    """
+    import xarray as xr
+
+    from perfmod.core.io import provenance_attrs
+
+    res = goal_finish_times(path, platform, model, mapping=mapping, time_unit=time_unit, progress=progress)
+    total, comp = res.total_time, res.compute_time
     ds = xr.Dataset({"total_time": ("rank", total, {"units": "s", "long_name": "finishing time (LogGOPSim's)"}),
                      "compute_time": ("rank", comp, {"units": "s", "long_name": "calc time"}),
                      "comm_time": ("rank", total - comp, {"units": "s",
                                                            "long_name": "the rest of the finishing time"})},
-                    coords={"rank": np.arange(p)})
+                    coords={"rank": np.arange(total.size)})
     ds.attrs.update(provenance_attrs("replay", f"LogGOPS replay of the GOAL schedule {path}",
-                                     {"model": model, "platform": plat.name, "mapping": mapping,
-                                      "time_unit": time_unit, "operations": len(graph)}))
-    ds.attrs.update(model=model, platform=plat.name, operations=len(graph))
+                                     {"model": model, "platform": res.platform, "mapping": mapping,
+                                      "time_unit": time_unit, "operations": res.operations}))
+    ds.attrs.update(model=model, platform=res.platform, operations=res.operations)
     return ds
 
 
@@ -246,7 +317,7 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     trace's sequence is not what ran, so its calls are not timed one by one).
     """
     p = trace.nprocs
-    status, done, _, mate, nexto, _ = run_goal_graph(graph, time_unit, net, p)
+    status, done, _, mate, nexto, _, _ = run_goal_graph(graph, time_unit, net, p)
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     clock = nexto / _PS
@@ -283,12 +354,10 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
         return _replay_as_written(trace, *written, net, n_iter)
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
-    o, gap, lat, gn, rndv = message_params(g, net, trace.nprocs)
-    none = np.zeros(len(g) + 1, dtype=np.int64)
+    rows, eptr, edges, par = kernel_input(g, 0.0, net, trace.nprocs, False)
     with first_call("the LogGOPS event loop"):
-        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, g.rank, g.kind, g.size, g.peer, g.tag,
-                                                    g.ndeps, g.succ_ptr, g.succ, none, none[:0], o, gap, lat, gn,
-                                                    rndv, False)
+        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, rows, eptr, edges, par, False, True)
+    del rows, eptr, edges
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

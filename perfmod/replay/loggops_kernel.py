@@ -33,12 +33,21 @@ time and a sequence number (``ts``, the order of creation) and processed in
 Times are int64 picoseconds, so equal times compare equal (LogGOPSim uses
 integer nanoseconds).
 
-Layout, for speed: what an event reads of its node (rank, type, size, peer,
-tag, matching-queue link, open dependencies, protocol) is one 64-byte row,
-a send's message parameters another; the event queue is a binary heap of
-``(time, sequence, key)`` rows, where an event that only moves in time (a
-resource busy) or a send that becomes its message replaces the top instead
-of a pop and a push (sequences are unique, so the order is unchanged).
+Layout, for speed and memory (issue 23): what an event reads of its node
+(its duration: a calc's time or a send's ``(n - 1) G``; rank, peer, tag,
+matching-queue link, open dependencies, type, protocol, message class) is
+one 32-byte record (:data:`ROW`), two to a cache line; the nodes it frees
+are one int32 array, a node's done-successors then its start-successors
+(``eptr[2 v] : eptr[2 v + 1] : eptr[2 v + 2]``); a send's o, g and L come
+from a small table by its message class.  The event queue is a 4-ary heap
+of ``(time, sequence << 32 | key)`` pairs (sequences are unique, so the
+pair orders the events as ``(time, sequence)`` does), its rows placed so
+that the four children of a row share one cache line; an event that only
+moves in time (a resource busy) or a send that becomes its message replaces
+the top instead of a pop and a push; it holds at most one entry per node.
+The helpers the loop calls are compiled without numba's reference counting
+(``_nrt=False``: they allocate nothing), so that passing them arrays costs
+no atomic increments (with them, half of the loop's time).
 """
 
 from __future__ import annotations
@@ -46,136 +55,135 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["run_loggops", "STATUS_OK", "STATUS_DEADLOCK"]
+__all__ = ["ROW", "fill_rows", "run_loggops", "STATUS_OK", "STATUS_DEADLOCK"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
 _SEND, _RECV, _CALC = 1, 2, 3
+_DONE = 8  # added to a row's type when the node is done
 _WILD = -1
-# columns of the kernel's node rows (what one event reads of its node, in one cache line)
-_C_RANK, _C_KIND, _C_SIZE, _C_PEER, _C_TAG, _C_LINK, _C_NDEPS, _C_RNDV = range(8)
-_NCOL = 8  # one cache line per node
-# columns of a send's message parameters
-_P_O, _P_G, _P_L, _P_GN = range(4)
+#: a node as the event loop reads it (32 bytes): ``dur`` a calc's time or a send's (n - 1) G (ps); ``tag`` the
+#: 32-bit tag (-1 any); ``link`` the next node in its matching queue; ``ndeps`` the dependencies not yet met;
+#: ``cls`` a send's row in the table of message parameters
+ROW = np.dtype([("dur", np.int64), ("rank", np.int32), ("peer", np.int32), ("tag", np.int32), ("link", np.int32),
+                ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16)], align=True)
+assert ROW.itemsize == 32
+_P_O, _P_G, _P_L = range(3)  # columns of the message parameter table
+_SHIFT = 32  # a heap entry's second word: sequence << _SHIFT | key
 
 
-@njit(cache=True, inline="always")
-def _push(hp, size, t, ts, key):
-    """Push ``(t, ts, key)`` on the binary heap ``hp`` (rows ``(time, sequence, key)``, least first)."""
-    i = size[0]
+@njit(cache=True, _nrt=False)
+def _less(at, ak, bt, bk):
+    """``(at, ak) < (bt, bk)``, without branches."""
+    return (at < bt) | ((at == bt) & (ak < bk))
+
+
+@njit(cache=True, _nrt=False)
+def _push(hp, h0, n, t, k):
+    """Push ``(t, k)`` on the 4-ary heap of ``n`` rows (least first) in ``hp`` (row r: ``hp[2 (r + h0)]``,
+    ``hp[2 (r + h0) + 1]``); the caller counts it.  ``h0`` puts the four children of a row in one cache line."""
+    i = n
     while i > 0:
-        p = (i - 1) >> 1
-        pt = hp[p, 0]
-        if pt < t or (pt == t and hp[p, 1] < ts):
+        p = (i - 1) >> 2
+        q = 2 * (p + h0)
+        pt, pk = hp[q], hp[q + 1]
+        if _less(pt, pk, t, k):
             break
-        hp[i, 0], hp[i, 1], hp[i, 2] = pt, hp[p, 1], hp[p, 2]
+        q2 = 2 * (i + h0)
+        hp[q2], hp[q2 + 1] = pt, pk
         i = p
-    hp[i, 0], hp[i, 1], hp[i, 2] = t, ts, key
-    size[0] += 1
+    q = 2 * (i + h0)
+    hp[q], hp[q + 1] = t, k
 
 
-@njit(cache=True, inline="always")
-def _sift_down(hp, n, lt, ls, lk):
-    """Put ``(lt, ls, lk)`` at the root of the heap of ``n`` rows and sift it down."""
+@njit(cache=True, _nrt=False)
+def _sift_down(hp, h0, n, t, k):
+    """Put ``(t, k)`` at the root of the 4-ary heap of ``n`` rows and sift it down."""
     i = 0
     while True:
-        c = 2 * i + 1
+        c = 4 * i + 1
         if c >= n:
             break
-        if c + 1 < n and (hp[c + 1, 0] < hp[c, 0] or (hp[c + 1, 0] == hp[c, 0] and hp[c + 1, 1] < hp[c, 1])):
-            c += 1
-        if lt < hp[c, 0] or (lt == hp[c, 0] and ls < hp[c, 1]):
+        q = 2 * (c + h0)
+        if c + 3 < n:  # four children: the least of them without branches
+            t0, k0, t1, k1 = hp[q], hp[q + 1], hp[q + 2], hp[q + 3]
+            t2, k2, t3, k3 = hp[q + 4], hp[q + 5], hp[q + 6], hp[q + 7]
+            x = _less(t1, k1, t0, k0)
+            ta, ka, ia = (t1, k1, c + 1) if x else (t0, k0, c)
+            y = _less(t3, k3, t2, k2)
+            tb, kb, ib = (t3, k3, c + 3) if y else (t2, k2, c + 2)
+            z = _less(tb, kb, ta, ka)
+            bt, bk, b = (tb, kb, ib) if z else (ta, ka, ia)
+        else:
+            bt, bk, b = hp[q], hp[q + 1], c
+            for j in range(c + 1, n):
+                jt, jk = hp[2 * (j + h0)], hp[2 * (j + h0) + 1]
+                if _less(jt, jk, bt, bk):
+                    bt, bk, b = jt, jk, j
+        if not _less(bt, bk, t, k):
             break
-        hp[i, 0], hp[i, 1], hp[i, 2] = hp[c, 0], hp[c, 1], hp[c, 2]
-        i = c
-    hp[i, 0], hp[i, 1], hp[i, 2] = lt, ls, lk
+        q = 2 * (i + h0)
+        hp[q], hp[q + 1] = bt, bk
+        i = b
+    q = 2 * (i + h0)
+    hp[q], hp[q + 1] = t, k
 
 
-@njit(cache=True, inline="always")
-def _pop(hp, size):
-    """Remove the least row of the heap (the caller has read it at ``hp[0]``)."""
-    n = size[0] - 1
-    size[0] = n
-    if n > 0:
-        _sift_down(hp, n, hp[n, 0], hp[n, 1], hp[n, 2])
-
-
-@njit(cache=True, inline="always")
-def _done(v, t, rr, done, nexto_h, nd, succ_ptr, succ, fbuf, nfree):
-    """Mark node ``v`` done at ``t``; append the nodes it frees to ``fbuf``."""
-    done[v] = t
-    rr[v] = nexto_h
-    return _started(v, succ_ptr, succ, nd, fbuf, nfree)  # the same release, over the done-successors
-
-
-@njit(cache=True, inline="always")
-def _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree):
-    """Node ``v`` starts: append the nodes that only waited for its start (GOAL's ``irequires``) to ``fbuf``.
-
-    Given the done-successor lists instead, it releases what waited for ``v`` to finish (:func:`_done`)."""
-    for q in range(ssucc_ptr[v], ssucc_ptr[v + 1]):
-        w = ssucc[q]
-        nd[w, _C_NDEPS] -= 1
-        if nd[w, _C_NDEPS] == 0:
+@njit(cache=True, _nrt=False)
+def _release(lo, hi, edges, nd, fbuf, nfree):
+    """One dependency of each node ``edges[lo:hi]`` is met: append those now free to ``fbuf``."""
+    for q in range(lo, hi):
+        w = edges[q]
+        k = nd[w].ndeps - 1
+        nd[w].ndeps = k
+        if k == 0:
             fbuf[nfree] = w
             nfree += 1
     return nfree
 
 
-@njit(cache=True, inline="always")
-def _match(v, m, t, h, mate, rz, nd, nexto, nextgs, rr, done, succ_ptr, succ, fbuf, nfree, fhost, nh):
-    """Complete receive ``v`` (rank ``h``) with message ``m`` at ``t``.
-
-    A rendezvous (``rz``) send is done now too: its sender's CPU and send NIC are
-    held until at least ``t`` and the sender is added to the hosts whose
-    freed operations are queued (``fhost``; adding ``h`` is the caller's).
-    Returns the new ``(nfree, nh)``.
-    """
-    mate[v], mate[m] = m, v
-    if rz:
-        s = nd[m, _C_RANK]
-        nexto[s] = max(nexto[s], t)
-        nextgs[s] = max(nextgs[s], t)
-        nfree = _done(m, t, rr, done, nexto[s], nd, succ_ptr, succ, fbuf, nfree)
-        fhost[nh] = s
-        nh += 1
-    nfree = _done(v, t, rr, done, nexto[h], nd, succ_ptr, succ, fbuf, nfree)
-    return nfree, nh
+@njit(cache=True, _nrt=False)
+def _done(v, t, nd, cpu_t, eptr, edges, fbuf, nfree, done, rr, detail):
+    """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``); append the nodes it frees to ``fbuf``."""
+    nd[v].kind += _DONE
+    if detail:
+        done[v] = t
+        rr[v] = cpu_t
+    return _release(eptr[2 * v], eptr[2 * v + 1], edges, nd, fbuf, nfree)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _find(h, src, tag, head, tail, nd, is_recv_queue):
     """Unlink and return the first entry of queue ``head[h]`` matching (src, tag) (-1: none)."""
     prev = -1
     y = head[h]
-    col = _C_PEER if is_recv_queue else _C_RANK
     while y >= 0:
-        ysrc = nd[y, col]
-        yt = nd[y, _C_TAG]
+        ysrc = nd[y].peer if is_recv_queue else nd[y].rank
+        yt = nd[y].tag
         if (src == _WILD or ysrc == _WILD or ysrc == src) and (tag == _WILD or yt == _WILD or yt == tag):
             if prev < 0:
-                head[h] = nd[y, _C_LINK]
+                head[h] = nd[y].link
             else:
-                nd[prev, _C_LINK] = nd[y, _C_LINK]
+                nd[prev].link = nd[y].link
             if tail[h] == y:
                 tail[h] = prev
             return y
         prev = y
-        y = nd[y, _C_LINK]
+        y = nd[y].link
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _append(h, x, head, tail, nd):
-    nd[x, _C_LINK] = -1
+    nd[x].link = -1
     if head[h] < 0:
         head[h] = x
     else:
-        nd[tail[h], _C_LINK] = x
+        nd[tail[h]].link = x
     tail[h] = x
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ins(a, key, lo, i, guarded):
     """libstdc++'s linear insert of ``a[i]`` into the sorted ``a[lo:i]`` (``guarded``: check ``lo`` first)."""
     v = a[i]
@@ -191,24 +199,23 @@ def _ins(a, key, lo, i, guarded):
     a[j] = v
 
 
-@njit(cache=True)
-def _std_sort(a, n, key):
+@njit(cache=True, _nrt=False)
+def _std_sort(a, n, key, stk):
     """Sort ``a[:n]`` by ``key[a]`` exactly as GCC's ``std::sort`` does (introsort, then insertion sort).
 
     LogGOPSim sorts the operations freed by one event with ``std::sort``,
     which is not stable above 16 elements; replaying its order keeps the
     simulations equal.  The heap-sort fallback (recursion depth beyond
-    ``2 lg n``) is not reproduced: there a stable sort is used, which cannot
-    happen with three keys in practice.  Returns False if it did.
+    ``2 lg n``) is not reproduced: there a stable sort (insertion) is used,
+    which cannot happen with three keys in practice.  Returns False if it
+    did.  ``stk``: an int64 array of 3 x 128 (the partition stack).
     """
     if n <= 16:  # the introsort loop does nothing: only the insertion sort
         for i in range(1, n):
             _ins(a, key, 0, i, True)
         return True
     exact = True
-    stack_lo = np.empty(128, dtype=np.int64)
-    stack_hi = np.empty(128, dtype=np.int64)
-    stack_d = np.empty(128, dtype=np.int64)
+    stack_lo, stack_hi, stack_d = stk[0], stk[1], stk[2]
     depth = 0
     m = n
     while m > 1:
@@ -223,9 +230,8 @@ def _std_sort(a, n, key):
         while hi - lo > 16:
             if d == 0:
                 exact = False
-                seg = a[lo:hi].copy()
-                order = np.argsort(key[seg], kind="mergesort")
-                a[lo:hi] = seg[order]
+                for i in range(lo + 1, hi):  # stable
+                    _ins(a, key, lo, i, True)
                 break
             d -= 1
             mid = lo + (hi - lo) // 2
@@ -262,145 +268,244 @@ def _std_sort(a, n, key):
     return exact
 
 
-@njit(cache=True)
-def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, ssucc_ptr, ssucc, m_o, m_g, m_L, m_Gn,
-                rndv, recv_decides):
-    """Simulate the graph (see the module docstring).
+@njit(cache=True, _nrt=False)
+def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, h0, n, seq, stats, stk):
+    """Queue the ``m`` nodes of ``fbuf`` (one rank's) sorted by type as ``std::sort`` leaves them, at the
+    CPU's time ``tcpu`` (a send: ``tsend``), with sequences from ``seq``.  Returns the heap size."""
+    for q in range(m):
+        abuf[q] = q
+        kbuf[q] = nd[fbuf[q]].kind
+    if not _std_sort(abuf, m, kbuf, stk):
+        stats[0] += 1
+    for q in range(m):
+        w = fbuf[abuf[q]]
+        tw = tsend if kbuf[abuf[q]] == _SEND else tcpu
+        _push(hp, h0, n, tw, ((seq + q) << _SHIFT) | w)
+        n += 1
+    return n
 
-    ``ndeps`` counts the requires plus irequires of each node; ``succ`` lists the nodes freed when a node is done,
-    ``ssucc`` those freed when it starts (GOAL's ``irequires``: LogGOPSim's
-    ``MarkNodeAsStarted``, before ``MarkNodeAsDone``); ``m_*`` are the
-    send nodes' o, g, L and (n - 1) G in picoseconds, ``rndv`` their protocol.
+
+@njit(cache=True)
+def fill_rows(rows, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
+              recv_rndv):
+    """Fill the kernel rows (:data:`ROW`) of a graph in one pass.
+
+    A calc's ``dur`` is ``rint(size * calc_scale)`` ps (``calc_scale`` <= 0:
+    ``size`` is already ps); a send's message class is ``3 * mode + protocol``
+    (``smode`` per node, the protocol 0, 1, 2 for short, eager, rendezvous by
+    its bytes, a zero-byte message counting as one), its ``dur`` the
+    ``rint((n - 1) G)`` of its class (``gps``: G in s per byte), rendezvous
+    above ``eager_max`` bytes or when synchronous; with ``recv_rndv`` a
+    receive above ``eager_max`` bytes is rendezvous too (see
+    :func:`run_loggops`).  Tags keep their low 32 bits (GOAL's 32-bit tags, -1 any).
+    """
+    for v in range(rows.shape[0]):
+        r = rows[v]
+        k = kind[v]
+        r.rank = rank[v]
+        r.peer = peer[v]
+        r.tag = np.int32(tag[v] & 0xFFFFFFFF)
+        r.link = -1
+        r.ndeps = ndeps[v]
+        r.kind = k
+        r.rndv = 0
+        r.cls = 0
+        r.dur = 0
+        if k == _CALC:
+            r.dur = np.int64(np.rint(size[v] * calc_scale)) if calc_scale > 0 else size[v]
+        elif k == _SEND:
+            nb = max(size[v], 1)
+            pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
+            c = 3 * smode[v] + pc
+            r.cls = c
+            r.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+            r.rndv = size[v] > eager_max or sync[v]
+        elif k == _RECV and recv_rndv:
+            r.rndv = size[v] > eager_max
+
+
+@njit(cache=True)
+def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
+    """Simulate the graph ``nd`` (rows :data:`ROW`, nodes of a rank contiguous; see the module docstring).
+
+    ``nd`` is changed: its ``ndeps`` and ``link`` are the loop's state, and a
+    node's ``kind`` gains 8 when it is done.  ``eptr``, ``edges``: a node
+    ``v``'s done-successors are ``edges[eptr[2 v]:eptr[2 v + 1]]`` (freed when
+    it is done), its start-successors ``edges[eptr[2 v + 1]:eptr[2 v + 2]]``
+    (GOAL's ``irequires``: LogGOPSim's ``MarkNodeAsStarted``, before
+    ``MarkNodeAsDone``); ``par`` the o, g and L of each message class (ps).
     With ``recv_decides``, a receive that finds its message already there
     takes the protocol from its own ``rndv`` (its own size), as LogGOPSim
     does (a rendezvous receive of an eager message marks that send done a
     second time there, and so here); else from the send's.
-    Returns ``(status, done, rr, mate, nexto, inexact)``: per node the time
-    it was marked done (-1: never) and the CPU's time then (what requires it
-    is queued at), the node it matched (sends and receives, -1 none), each
-    rank's CPU time at the end (LogGOPSim's finishing time per host), and
-    how many sorts could not follow ``std::sort`` (:func:`_std_sort`).
+    Returns ``(status, done, rr, mate, nexto, inexact)``: with ``detail``,
+    per node the time it was marked done (-1: never) and the CPU's time then
+    (what requires it is queued at), and the node it matched (sends and
+    receives, -1 none), else empty arrays; each rank's CPU time at the end
+    (LogGOPSim's finishing time per host), and how many sorts could not
+    follow ``std::sort`` (:func:`_std_sort`).
     """
-    nn = kind.size
-    nd = np.empty((nn, _NCOL), dtype=np.int64)  # the node rows (_C_*): read together, so packed together
-    mp = np.empty((nn, 4), dtype=np.int64)  # a send's o, g, L, (n - 1) G
-    for v in range(nn):
-        nd[v, _C_RANK], nd[v, _C_KIND], nd[v, _C_SIZE], nd[v, _C_PEER] = rank[v], kind[v], size[v], peer[v]
-        nd[v, _C_TAG], nd[v, _C_LINK], nd[v, _C_NDEPS], nd[v, _C_RNDV] = tag[v], -1, ndeps[v], rndv[v]
-        mp[v, _P_O], mp[v, _P_G], mp[v, _P_L], mp[v, _P_GN] = m_o[v], m_g[v], m_L[v], m_Gn[v]
+    nn = nd.shape[0]
     nexto = np.zeros(nprocs, dtype=np.int64)
     nextgs = np.zeros(nprocs, dtype=np.int64)
     nextgr = np.zeros(nprocs, dtype=np.int64)
-    done = np.full(nn, -1, dtype=np.int64)
-    rr = np.full(nn, -1, dtype=np.int64)
-    mate = np.full(nn, -1, dtype=np.int64)
-    rq_head = np.full(nprocs, -1, dtype=np.int64)
-    rq_tail = np.full(nprocs, -1, dtype=np.int64)
-    uq_head = np.full(nprocs, -1, dtype=np.int64)
-    uq_tail = np.full(nprocs, -1, dtype=np.int64)
-    cap = 2 * nn + 16
-    hp = np.empty((cap, 3), dtype=np.int64)
-    hsize = np.zeros(1, dtype=np.int64)
-    fbuf = np.empty(nn + 1, dtype=np.int64)  # nodes freed by the current event, in order
+    nd_ = nn if detail else 0
+    done = np.full(nd_, -1, dtype=np.int64)
+    rr = np.full(nd_, -1, dtype=np.int64)
+    mate = np.full(nd_, -1, dtype=np.int64)
+    rq_head = np.full(nprocs, -1, dtype=np.int32)
+    rq_tail = np.full(nprocs, -1, dtype=np.int32)
+    uq_head = np.full(nprocs, -1, dtype=np.int32)
+    uq_tail = np.full(nprocs, -1, dtype=np.int32)
+    # an event frees at most the successors of two nodes (a receive and its send) and starts one
+    most = 1
+    for v in range(nn):
+        most = max(most, eptr[2 * v + 2] - eptr[2 * v])
+    fbuf = np.empty(2 * most + 2, dtype=np.int64)  # nodes freed by the current event, in order
+    sbuf = np.empty(2 * most + 2, dtype=np.int64)
+    abuf = np.empty(2 * most + 2, dtype=np.int64)
+    kbuf = np.empty(2 * most + 2, dtype=np.int8)
     fhost = np.empty(4, dtype=np.int64)
-    sbuf = np.empty(nn + 1, dtype=np.int64)
-    inexact = 0  # sorts that fell back from std::sort's order (see _std_sort)
+    hp = np.empty(2 * (nn + 12), dtype=np.int64)  # at most one entry per node, two words each
+    # the heap's row i is hp[i + h0]: the children of a row, 4 i + 1 + h0 .. 4 i + 4 + h0, fill one cache line
+    h0 = np.int64((3 - np.int64(hp.ctypes.data // 16) % 4) % 4)
+    n = 0  # heap rows
+    stk = np.empty((3, 128), dtype=np.int64)  # std::sort's partition stack
+    stats = np.zeros(1, dtype=np.int64)  # sorts that fell back from std::sort's order (see _std_sort)
     aqtime = 0
+    mask = (np.int64(1) << _SHIFT) - 1
     # initial free operations: per rank, in node order, sorted by type, at time 0
+    ready = 0
     start = 0
     while start < nn:
-        h = rank[start]
+        h = nd[start].rank
         stop = start
-        while stop < nn and rank[stop] == h:
-            stop += 1
         m = 0
-        for v in range(start, stop):
-            if nd[v, _C_NDEPS] == 0:
-                sbuf[m] = v
+        while stop < nn and nd[stop].rank == h:
+            if nd[stop].ndeps == 0:
                 m += 1
-        if not _std_sort(sbuf, m, kind):
-            inexact += 1
-        for q in range(m):
-            _push(hp, hsize, 0, aqtime, sbuf[q])
-            aqtime += 1
+            stop += 1
+        ready = max(ready, m)
         start = stop
-    while hsize[0] > 0:
+    ids = np.empty(ready, dtype=np.int64)
+    keys = np.empty(ready, dtype=np.int8)
+    order = np.empty(ready, dtype=np.int64)
+    start = 0
+    while start < nn:
+        h = nd[start].rank
+        stop = start
+        m = 0
+        while stop < nn and nd[stop].rank == h:
+            if nd[stop].ndeps == 0:
+                ids[m] = stop
+                m += 1
+            stop += 1
+        n = _queue(nd, ids, m, order, keys, 0, 0, hp, h0, n, aqtime, stats, stk)
+        aqtime += m
+        start = stop
+    while n > 0:
         # the least (time, sequence) event; an event that only moves in time, or a send that becomes its
         # message, replaces it in place (sequences are unique, so the order of events is the same)
-        t, ts, key = hp[0, 0], hp[0, 1], hp[0, 2]
+        t, sk = hp[2 * h0], hp[2 * h0 + 1]
+        key = sk & mask
         nfree = 0
         nh = 0
         if key < nn:
             v = key
-            h = nd[v, _C_RANK]
-            ty = nd[v, _C_KIND]
+            h = nd[v].rank
+            ty = nd[v].kind
             if ty == _CALC:
                 if nexto[h] <= t:
-                    _pop(hp, hsize)
-                    nexto[h] = t + nd[v, _C_SIZE]
-                    nfree = _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree)
-                    nfree = _done(v, t, rr, done, nexto[h], nd, succ_ptr, succ, fbuf, nfree)
+                    n -= 1
+                    if n > 0:
+                        _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
+                    nexto[h] = t + nd[v].dur
+                    nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
+                    nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _sift_down(hp, hsize[0], nexto[h], ts, v)
+                    _sift_down(hp, h0, n, nexto[h], sk)
             elif ty == _SEND:
                 avail = max(nexto[h], nextgs[h])
                 if avail <= t:
-                    nfree = _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree)
-                    nexto[h] = t + mp[v, _P_O]
-                    nextgs[h] = t + mp[v, _P_G] + mp[v, _P_GN]
-                    _sift_down(hp, hsize[0], t + mp[v, _P_O] + mp[v, _P_L], aqtime, nn + v)
+                    nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
+                    c = nd[v].cls
+                    nexto[h] = t + par[c, _P_O]
+                    nextgs[h] = t + par[c, _P_G] + nd[v].dur
+                    _sift_down(hp, h0, n, t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (nn + v))
                     aqtime += 1
-                    if not nd[v, _C_RNDV]:
-                        nfree = _done(v, t, rr, done, nexto[h], nd, succ_ptr, succ, fbuf, nfree)
+                    if not nd[v].rndv:
+                        nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _sift_down(hp, hsize[0], avail, ts, v)
+                    _sift_down(hp, h0, n, avail, sk)
             else:  # receive: posted at once
-                _pop(hp, hsize)
+                n -= 1
+                if n > 0:
+                    _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                 fhost[nh] = h
                 nh += 1
-                nfree = _started(v, ssucc_ptr, ssucc, nd, fbuf, nfree)
-                m = _find(h, nd[v, _C_PEER], nd[v, _C_TAG], uq_head, uq_tail, nd, False)
+                nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
+                m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
                 if m >= 0:
-                    rz = nd[v, _C_RNDV] if recv_decides else nd[m, _C_RNDV]
-                    nfree, nh = _match(v, m, t, h, mate, rz != 0, nd, nexto, nextgs, rr, done, succ_ptr, succ, fbuf,
-                                       nfree, fhost, nh)
+                    rz = nd[v].rndv if recv_decides else nd[m].rndv
+                    if detail:
+                        mate[v], mate[m] = m, v
+                    if rz:
+                        s = nd[m].rank
+                        nexto[s] = max(nexto[s], t)
+                        nextgs[s] = max(nextgs[s], t)
+                        nfree = _done(m, t, nd, nexto[s], eptr, edges, fbuf, nfree, done, rr, detail)
+                        fhost[nh] = s
+                        nh += 1
+                    nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                 else:
                     _append(h, v, rq_head, rq_tail, nd)
         else:  # a message arrives at its receiver
             m = key - nn
-            h = nd[m, _C_PEER]
+            h = nd[m].peer
             avail = max(nexto[h], nextgr[h])
             if avail <= t:
-                _pop(hp, hsize)
-                nexto[h] = t + mp[m, _P_O] + mp[m, _P_GN]
-                nextgr[h] = t + mp[m, _P_G] + mp[m, _P_GN]
-                v = _find(h, nd[m, _C_RANK], nd[m, _C_TAG], rq_head, rq_tail, nd, True)
+                n -= 1
+                if n > 0:
+                    _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
+                c = nd[m].cls
+                nexto[h] = t + par[c, _P_O] + nd[m].dur
+                nextgr[h] = t + par[c, _P_G] + nd[m].dur
+                v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
                 if v >= 0:
-                    nfree, nh = _match(v, m, t, h, mate, nd[m, _C_RNDV] != 0, nd, nexto, nextgs, rr, done, succ_ptr,
-                                       succ, fbuf, nfree, fhost, nh)
+                    if detail:
+                        mate[v], mate[m] = m, v
+                    if nd[m].rndv:
+                        s = nd[m].rank
+                        nexto[s] = max(nexto[s], t)
+                        nextgs[s] = max(nextgs[s], t)
+                        nfree = _done(m, t, nd, nexto[s], eptr, edges, fbuf, nfree, done, rr, detail)
+                        fhost[nh] = s
+                        nh += 1
+                    nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
                     _append(h, m, uq_head, uq_tail, nd)
             else:
-                _sift_down(hp, hsize[0], avail, ts, key)
+                _sift_down(hp, h0, n, avail, sk)
         if nfree == 0:
             continue
         if nh == 1:  # one rank freed operations (the usual case): sort and queue them
             h = fhost[0]
-            if not _std_sort(fbuf, nfree, kind):
-                inexact += 1
-            for q in range(nfree):
-                w = fbuf[q]
-                tw = max(nexto[h], nextgs[h]) if kind[w] == _SEND else nexto[h]
-                _push(hp, hsize, tw, aqtime, w)
+            if nfree == 1:
+                w = fbuf[0]
+                _push(hp, h0, n, max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h], (aqtime << _SHIFT) | w)
+                n += 1
                 aqtime += 1
+                continue
+            n = _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), hp, h0, n, aqtime, stats, stk)
+            aqtime += nfree
             continue
-        # queue the freed operations: ranks in increasing order, each sorted by type (stable)
+        # queue the freed operations: ranks in increasing order, each sorted by type
         lo = -1
         for _ in range(nh):
             nxt = -1
@@ -412,19 +517,14 @@ def run_loggops(nprocs, rank, kind, size, peer, tag, ndeps, succ_ptr, succ, ssuc
             lo = nxt
             m = 0
             for q in range(nfree):
-                if nd[fbuf[q], _C_RANK] == nxt:
+                if nd[fbuf[q]].rank == nxt:
                     sbuf[m] = fbuf[q]
                     m += 1
-            if not _std_sort(sbuf, m, kind):
-                inexact += 1
-            for q in range(m):
-                w = sbuf[q]
-                tw = max(nexto[nxt], nextgs[nxt]) if kind[w] == _SEND else nexto[nxt]
-                _push(hp, hsize, tw, aqtime, w)
-                aqtime += 1
+            n = _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), hp, h0, n, aqtime, stats, stk)
+            aqtime += m
     status = STATUS_OK
     for v in range(nn):
-        if done[v] < 0:
+        if nd[v].kind < _DONE:
             status = STATUS_DEADLOCK
             break
-    return status, done, rr, mate, nexto, inexact
+    return status, done, rr, mate, nexto, stats[0]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import subprocess
 import tempfile
 import time
@@ -31,11 +30,15 @@ from perfmod.core.io import provenance_attrs
 from perfmod.core.paths import host_name
 from perfmod.trace.core import Trace
 
-__all__ = ["loggopsim_side_by_side", "scale_table", "scale_markdown", "write_docs_table", "DOCS_MARKERS"]
+__all__ = ["loggopsim_side_by_side", "loggopsim_markdown", "scale_table", "scale_markdown", "write_docs_table",
+           "DOCS_MARKERS", "LOGGOPSIM_MARKERS"]
 
 #: the lines around the scale table in docs/library.md, which :func:`write_docs_table` replaces
 DOCS_MARKERS = ("<!-- replay scale table: written by `make bench` (replay.scale.write_docs_table); do not edit -->",
                 "<!-- end of the replay scale table -->")
+#: the lines around the LogGOPSim side-by-side in docs/library.md (:func:`loggopsim_markdown`)
+LOGGOPSIM_MARKERS = ("<!-- LogGOPSim side by side: written by `make bench` (replay.scale.write_docs_table); do not "
+                     "edit -->", "<!-- end of the LogGOPSim side by side -->")
 #: rank counts above which a model is not measured (the LogGOPS replay of a trace needs about 1.2 kB per event)
 MAX_RANKS = {"loggp": 65_536}
 
@@ -44,11 +47,6 @@ def _cpu(fn, *args, **kwargs):
     t0 = time.process_time()
     out = fn(*args, **kwargs)
     return out, time.process_time() - t0
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmodel", "loggp"),
@@ -119,28 +117,90 @@ def scale_markdown(ds: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
-def write_docs_table(ds: xr.Dataset, doc: str | os.PathLike) -> Path:
-    """Replace the table between :data:`DOCS_MARKERS` in ``doc`` by :func:`scale_markdown` of ``ds``."""
+def write_docs_table(ds: xr.Dataset, doc: str | os.PathLike, markers: tuple[str, str] = DOCS_MARKERS,
+                     markdown=scale_markdown) -> Path:
+    """Replace the table between ``markers`` in ``doc`` by ``markdown(ds)`` (:func:`scale_markdown`, or
+    :func:`loggopsim_markdown` with :data:`LOGGOPSIM_MARKERS`)."""
     path = Path(doc)
     text = path.read_text()
-    a, b = text.find(DOCS_MARKERS[0]), text.find(DOCS_MARKERS[1])
+    a, b = text.find(markers[0]), text.find(markers[1])
     if a < 0 or b < a:
-        raise ValueError(f"{path}: the replay scale table's markers are missing: {DOCS_MARKERS}")
-    a += len(DOCS_MARKERS[0])
-    path.write_text(text[:a] + "\n" + scale_markdown(ds) + "\n" + text[b:])
+        raise ValueError(f"{path}: the table's markers are missing: {markers}")
+    a += len(markers[0])
+    path.write_text(text[:a] + "\n" + markdown(ds) + "\n" + text[b:])
     return path
 
 
+#: a small launcher that runs a command and reports its own rusage: a child's peak memory counts the image it was
+#: spawned from (Linux keeps the larger), so a command is spawned from this, not from the measuring process
+_LAUNCH = ("import os, sys\n"
+           "pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ)\n"
+           "_, st, ru = os.wait4(pid, 0)\n"
+           "cpu, code = ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitcode(st)\n"
+           "sys.stderr.write(f'\\n@rusage {cpu!r} {ru.ru_maxrss} {code}\\n')\n")
+
+
+def _measured(cmd: list[str]) -> tuple[str, float, float]:
+    """Run ``cmd``; its stdout, CPU seconds (user + system) and peak resident bytes (through :data:`_LAUNCH`,
+    a Python started without site packages: a peak below its own, about 10 MB, reads as that)."""
+    import sys
+
+    with tempfile.TemporaryFile() as errf:
+        p = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, *cmd], stdout=subprocess.PIPE, stderr=errf,
+                           text=True, check=False)
+        errf.seek(0)
+        err = errf.read().decode()
+    tail = err.rstrip().rsplit("\n", 1)[-1].split()
+    if p.returncode or len(tail) != 4 or tail[0] != "@rusage" or tail[3] != "0":
+        raise RuntimeError(f"{' '.join(cmd)}: failed: {err.strip()[-500:]}")
+    return p.stdout, float(tail[1]), float(tail[2]) * 1024.0
+
+
+def loggopsim_markdown(ds: xr.Dataset) -> str:
+    """:func:`loggopsim_side_by_side`'s dataset as a Markdown table (CPU seconds, the fastest and slowest of
+    its rounds; peak resident memory), with the date, host and load in a last line."""
+    lines = ["| GOAL halo + allreduce, 128 KiB | operations | LogGOPSim simulation | perfmod `loggp` simulation "
+             "| LogGOPSim `txt2bin` + run | `perfmod replay x.goal` | peak memory LogGOPSim / perfmod "
+             "| finishing time (both) |", "|---" * 8 + "|"]
+    for s in ds.schedule.values.tolist():
+        d = ds.sel(schedule=s)
+        mb = d[["loggopsim_peak_bytes", "perfmod_peak_bytes"]] / 2**20
+        cells = [f"{int(d.operations.max()):,}"] + [_range_text(d, v) + " s" for v in (
+            "loggopsim_sim_cpu_s", "perfmod_sim_cpu_s", "loggopsim_job_cpu_s", "perfmod_job_cpu_s")]
+        cells.append(f"{_range_text(mb, 'loggopsim_peak_bytes', '{:.0f}')} / "
+                     f"{_range_text(mb, 'perfmod_peak_bytes', '{:.0f}')} MiB")
+        cells.append(f"{int(d.loggopsim_finish_ns.max()):,} ns")
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"CPU seconds, {ds.sizes['round']} rounds; measured {ds.attrs.get('measured', '?')} on "
+                 f"`{ds.attrs.get('host', '?')}`, load average {float(ds.load_average.min()):.2f}-"
+                 f"{float(ds.load_average.max()):.2f}; the whole job includes starting Python.")
+    return "\n".join(lines)
+
+
+def _range_text(d: xr.Dataset, v: str, fmt: str = "{:.2f}") -> str:
+    """The range of ``d[v]`` over its rounds as text (one number where both ends print the same)."""
+    lo, hi = fmt.format(float(d[v].min())), fmt.format(float(d[v].max()))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
 def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (128, 128, 3)),
-                           params=(2500, 1500, 1000, 6, 65535), workdir: str | os.PathLike | None = None) -> xr.Dataset:
+                           params=(2500, 1500, 1000, 6, 65535), workdir: str | os.PathLike | None = None,
+                           rounds: int = 2) -> xr.Dataset:
     """LogGOPSim and perfmod's ``loggp`` on the same GOAL schedules, CPU seconds (see the module docstring).
 
     ``grids`` are ``(px, py, iterations)`` of :func:`~perfmod.trace.formats.goal_halo.write_halo_goal`
     (128 KiB halo messages, an 8-byte allreduce per iteration); ``params`` LogGOPSim's ``-L -o -g -G -S`` in ns.
-    Returns over ``schedule``: operations, the CPU seconds of ``txt2bin`` and of ``LogGOPSim``, of perfmod's
-    reader and of its simulation, both finishing times (ns), and the load average.
+    Each round measures, side by side: the simulation alone (LogGOPSim's run of the ``txt2bin`` output;
+    perfmod's kernel rows and event loop, :func:`~perfmod.replay.loggops.run_goal_graph`, in this process) and
+    the whole job, each its own process (``txt2bin`` then ``LogGOPSim``; ``python -m perfmod replay x.goal
+    --model loggp`` on the same parameters written as a platform file), with its peak resident memory.
+    Returns over (``schedule``, ``round``): operations, the CPU seconds of each, perfmod's reader, both
+    finishing times (ns) and the load average.
     """
-    from perfmod.machine.platforms import MODES, PROTOCOLS, load
+    import sys
+
+    from perfmod.machine.platforms import MODES, PROTOCOLS, load, write
     from perfmod.models.comm.network import Network
     from perfmod.replay.loggops import run_goal_graph
     from perfmod.trace.formats.goal_halo import write_halo_goal
@@ -153,39 +213,61 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
     for m in MODES:
         for pr in PROTOCOLS:
             comm[("loggp", m, pr)] = {"L": L * 1e-9, "o": o * 1e-9, "g": g * 1e-9, "G": G * 1e-9}
-    plat = base.replace(comm=comm, eager_max_bytes=S, short_max_bytes=min(base.short_max_bytes, S))
-    rows = []
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        small = write_halo_goal(Path(tmp) / "warm.goal", 2, 2, 1)
-        net = Network(plat, "loggp", "block")
-        run_goal_graph(read_goal_graph(small), 1e-9, net, 4)  # load the compiled code
-        for px, py, it in grids:
-            goal = write_halo_goal(Path(tmp) / f"halo_{px}x{py}x{it}.goal", px, py, it)
-            binf = goal.with_suffix(".bin")
-            c0 = _children_cpu()
-            subprocess.run([str(txt2bin), "-i", str(goal), "-o", str(binf)], check=True, capture_output=True)
-            c1 = _children_cpu()
-            out = subprocess.run([str(sim), "-f", str(binf), "-b", "-L", str(L), "-o", str(o), "-g", str(g),
-                                  "-G", str(G), "-S", str(S)], check=True, capture_output=True, text=True).stdout
-            c2 = _children_cpu()
-            graph, read_s = _cpu(read_goal_graph, goal)
-            res, sim_s = _cpu(run_goal_graph, graph, 1e-9, net, graph.num_ranks)
-            theirs = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
-            rows.append((f"{px}x{py}x{it}", len(graph), c1 - c0, c2 - c1, read_s, sim_s, theirs,
-                         int(round(res[4].max() / 1000)), os.getloadavg()[0]))
-    cols = list(zip(*rows, strict=True))
+    plat = base.replace(name="loggopsim_side_by_side", comm=comm, eager_max_bytes=S,
+                        short_max_bytes=min(base.short_max_bytes, S))
     names = {"operations": ("1", "GOAL operations"),
              "loggopsim_txt2bin_cpu_s": ("s", "CPU time of LogGOPSim's txt2bin (text to binary schedule)"),
              "loggopsim_sim_cpu_s": ("s", "CPU time of LogGOPSim's simulation"),
+             "loggopsim_job_cpu_s": ("s", "CPU time of txt2bin and LogGOPSim (the whole job)"),
+             "loggopsim_peak_bytes": ("B", "peak resident memory of txt2bin or LogGOPSim, the larger"),
              "perfmod_read_cpu_s": ("s", "CPU time of perfmod's GOAL reader"),
-             "perfmod_sim_cpu_s": ("s", "CPU time of perfmod's loggp simulation"),
+             "perfmod_sim_cpu_s": ("s", "CPU time of perfmod's loggp simulation (kernel rows and event loop)"),
+             "perfmod_job_cpu_s": ("s", "CPU time of `python -m perfmod replay x.goal --model loggp` (the whole "
+                                        "job, Python's start included)"),
+             "perfmod_peak_bytes": ("B", "peak resident memory of that process"),
              "loggopsim_finish_ns": ("ns", "LogGOPSim's maximum finishing time"),
              "perfmod_finish_ns": ("ns", "perfmod's maximum finishing time"),
-             "load_average": ("1", "1-minute load average after the run")}
-    ds = xr.Dataset({n: ("schedule", np.asarray(c), {"units": u, "long_name": ln})
-                     for (n, (u, ln)), c in zip(names.items(), cols[1:], strict=True)},
-                    coords={"schedule": list(cols[0])})
+             "load_average": ("1", "1-minute load average after the round")}
+    rows: dict[str, list[list[float]]] = {n: [] for n in names}
+    labels = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        toml = write(plat, Path(tmp) / "loggopsim.toml")
+        small = write_halo_goal(Path(tmp) / "warm.goal", 2, 2, 1)
+        net = Network(plat, "loggp", "block")
+        run_goal_graph(read_goal_graph(small), 1e-9, net, 4)  # load the compiled code
+        _measured([sys.executable, "-m", "perfmod", "replay", str(small), "--platform", str(toml), "--model",
+                   "loggp"])  # and its cache for the whole job's process
+        for px, py, it in grids:
+            goal = write_halo_goal(Path(tmp) / f"halo_{px}x{py}x{it}.goal", px, py, it)
+            binf = goal.with_suffix(".bin")
+            labels.append(f"{px}x{py}x{it}")
+            per = {n: [] for n in names}
+            for _ in range(rounds):
+                _, t2b_s, t2b_rss = _measured([str(txt2bin), "-i", str(goal), "-o", str(binf)])
+                out, sim_s, sim_rss = _measured([str(sim), "-f", str(binf), "-b", "-L", str(L), "-o", str(o), "-g",
+                                                 str(g), "-G", str(G), "-S", str(S)])
+                graph, read_s = _cpu(read_goal_graph, goal)
+                res, psim_s = _cpu(run_goal_graph, graph, 1e-9, net, graph.num_ranks, detail=False)
+                nops = len(graph)
+                del graph
+                job, job_s, job_rss = _measured([sys.executable, "-m", "perfmod", "replay", str(goal), "--platform",
+                                                 str(toml), "--model", "loggp"])
+                theirs = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
+                ours = int(round(res[4].max() / 1000))
+                job_ns = int(round(float(re.search(r"finishing time ([0-9.]+) s", job).group(1)) * 1e9))
+                if job_ns != ours:
+                    raise RuntimeError(f"{goal}: perfmod replay printed {job_ns} ns, the simulation gave {ours}")
+                vals = (nops, t2b_s, sim_s, t2b_s + sim_s, max(t2b_rss, sim_rss), read_s, psim_s, job_s, job_rss,
+                        theirs, ours, os.getloadavg()[0])
+                for n, v in zip(names, vals, strict=True):
+                    per[n].append(v)
+            for n in names:
+                rows[n].append(per[n])
+    ds = xr.Dataset({n: (("schedule", "round"), np.asarray(rows[n]), {"units": u, "long_name": ln})
+                     for n, (u, ln) in names.items()}, coords={"schedule": labels, "round": np.arange(rounds)})
     ds.attrs.update(provenance_attrs("replay_scale", "measurement: LogGOPSim and perfmod loggp on the same GOAL files",
                                      {"grids": [list(x) for x in grids], "params": list(params),
-                                      "loggopsim": str(loggopsim)}))
+                                      "loggopsim": str(loggopsim), "rounds": rounds}))
+    ds.attrs["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
+    ds.attrs["host"] = host_name()
     return ds

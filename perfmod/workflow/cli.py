@@ -8,7 +8,7 @@
     perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
     perfmod list [studies | platforms | devices | tables | models]
-    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] -o OUT
+    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] [--seed S] -o OUT
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
 parameters, or a smoke run, writes into a run directory of its own
@@ -180,6 +180,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.trace and not args.synthetic and not args.output and _goal_loggops(args.trace, args.model):
+        return _replay_goal_loggops(args)
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
     import numpy as np
 
@@ -220,6 +222,40 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _goal_loggops(path: str, model: str) -> bool:
+    """A GOAL schedule under a LogGOPS model: the replay LogGOPSim's users run, without the dataset stack."""
+    from perfmod.models.comm.registry import comm_model, model_names
+    from perfmod.trace.formats import detect_format
+
+    return (model in model_names() and comm_model(model).replay == "loggops" and Path(path).is_file()
+            and detect_format(path) == "goal")
+
+
+def _replay_goal_loggops(args: argparse.Namespace) -> int:
+    """``perfmod replay x.goal --model loggp``: :func:`perfmod.replay.loggops.goal_finish_times`, printed as
+    the dataset of ``replay(read_trace(x.goal), ...)`` would be (a GOAL schedule's time is its calcs and the
+    rest, which the replay counts as waiting; no -o: that writes the dataset)."""
+    import numpy as np
+
+    from perfmod.replay.loggops import goal_finish_times
+
+    res = goal_finish_times(args.trace, args.platform, args.model, mapping=args.mapping)
+    total, comp = res.total_time, res.compute_time
+    wait = np.maximum(total - comp, 0.0)
+    zero = np.zeros_like(total)
+    cols = {"comm_time": wait, "send_time": zero, "recv_time": zero, "wait_time": wait, "collective_time": zero,
+            "compute_time": comp, "total_time": total}
+    order = np.argsort(wait, kind="stable")[::-1][: args.top]
+    print(f"GOAL schedule {args.trace} ({total.size} ranks, {res.operations} operations) on {args.platform}, "
+          f"{args.model}: slowest rank {int(order[0])}")
+    print("rank  " + "  ".join(f"{v:>16s}" for v in RUN_TIMES))
+    for r in order:
+        print(f"{int(r):4d}  " + "  ".join(f"{float(cols[v][r]):16.6e}" for v in RUN_TIMES))
+    print("mean  " + "  ".join(f"{float(cols[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
+    print(f"finishing time {float(total.max()):.9f} s (rank {int(np.argmax(total))})")
+    return 0
+
+
 def _reader_unknown(path: str, unknown: str | None) -> dict[str, str]:
     """``unknown=`` for the trace reader: the user's choice where the format's reader takes one."""
     from perfmod.trace.formats import detect_format
@@ -246,7 +282,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ExtrapolationWarning)
         out = extrapolate_trace(args.traces, args.nprocs, params=params or None, iterations=args.iterations,
-                                validate=not args.no_validate)
+                                validate=not args.no_validate, seed=args.seed)
     for w in caught:
         if issubclass(w.category, ExtrapolationWarning):
             print(f"perfmod extrapolate: warning: {w.message}", file=sys.stderr)
@@ -275,6 +311,8 @@ def _add_extrapolate(sub: Any) -> None:
                      help="a command-line parameter of the target run (default: weak scaling of nx, ny, nz)")
     ext.add_argument("--iterations", type=int, help="keep this many periods of the program (large targets)")
     ext.add_argument("--no-validate", action="store_true", help="skip the leave-one-scale-out validation")
+    ext.add_argument("--seed", type=int, default=0,
+                     help="seed of the draws of each rank's computation level (default 0)")
     ext.add_argument("-o", "--output", required=True, help="trace file to write (any format write_trace knows)")
     ext.set_defaults(func=_cmd_extrapolate)
 

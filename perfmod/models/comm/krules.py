@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
+from perfmod.core.lazy import is_xarray
 from perfmod.machine.mapping import node_of, socket_of
 from perfmod.models.comm.kmodel import kmodel_counts_from, phase_counts
 from perfmod.models.comm.models import check_k, kmodel_k
@@ -118,7 +118,7 @@ class KModelK(KRule):
         k = kmodel_k(k_inter, k_total, kp) if mode == "inter_node" else (k or net.default_k(mode))
         # K_inter may be 0 (no inter-node message): the max-rate k then has no meaning,
         # and 1 is the smallest meaningful number of processes sharing the network.
-        return np.maximum(k, 1) if not isinstance(k, xr.DataArray) else k.clip(min=1)
+        return k.clip(min=1) if is_xarray(k) else np.maximum(k, 1)
 
     def phase_kw(self, net: Network, exchange: Any, counts: Any) -> dict[str, Any]:
         c = counts if counts is not None else phase_counts(exchange, net.platform.ranks_per_node,

@@ -29,8 +29,8 @@ import math
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
+from perfmod.core.lazy import is_xarray
 from perfmod.machine.mapping import MAPPINGS, pair_modes
 from perfmod.machine.platforms import (
     MODES,
@@ -213,7 +213,9 @@ class Network:
 
 
 def _where(cond: Any, a: Any, b: Any) -> Any:
-    if any(isinstance(x, xr.DataArray | xr.Dataset) for x in (cond, a, b)):
+    if is_xarray(cond, a, b):
+        import xarray as xr
+
         return xr.where(cond, a, b)
     return np.where(cond, a, b)
 

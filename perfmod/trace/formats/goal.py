@@ -59,7 +59,6 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from perfmod.core.io import atomic_path
 from perfmod.trace.core import Trace
 from perfmod.trace.formats.goal_graph import (
     COLLECTIVE_TAG,
@@ -112,6 +111,8 @@ def write_goal(trace: Trace, path: str | os.PathLike, time_unit: float = 1e-9, p
     np.cumsum(LINE_BYTES * nodes + REQUIRES_BYTES * deps + RANK_BYTES, out=room[1:])
     buf = np.empty(_CHUNK_BYTES, dtype=np.uint8)
     dest = Path(path)
+    from perfmod.core.io import atomic_path  # here: the GOAL -> loggp path starts without xarray
+
     with atomic_path(dest) as tmp, open(tmp, "w") as f, \
             tqdm(total=trace.nprocs, desc="GOAL ranks", disable=not progress) as bar:
         f.write(head)

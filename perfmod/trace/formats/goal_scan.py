@@ -41,7 +41,7 @@ SEND, RECV, CALC = 1, 2, 3  #: node types (the ``goal_graph`` module's, LogGOPSi
 WILD = -1  #: any source / any tag
 _ANY32 = 0xFFFFFFFF
 
-_CHUNK = 1 << 24  #: bytes parsed per call of the compiled scanner
+_CHUNK = 1 << 22  #: bytes parsed per call of the compiled scanner (two such buffers live at once)
 
 # scanner return codes
 _OK, _ROOM, _TABLE = 0, 1, 2
@@ -474,6 +474,14 @@ def _csr(frm, to, n):
     return ptr, out
 
 
+def _shrink(a: np.ndarray, n: int) -> np.ndarray:
+    """``a[:n]``, in place where ``a`` owns its memory (the rest is given back), else a copy."""
+    if a.flags.owndata and a.base is None:
+        a.resize(n, refcheck=False)
+        return a
+    return a[:n].copy()
+
+
 def _grow(a: np.ndarray, n: int, fill=None) -> np.ndarray:
     out = np.empty(n, dtype=a.dtype) if fill is None else np.full(n, fill, dtype=a.dtype)
     out[:a.size] = a
@@ -600,9 +608,12 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
 def _assemble(src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen, e_a, e_b,
               e_start, store, b_rank, b_line, b_node0, labels) -> GoalGraph:
     nn, ne, nb = int(st[S_NODES]), int(st[S_EDGES]), int(st[S_BLOCKS])
-    rank, kind, size, peer, tag = n_rank[:nn], n_kind[:nn], n_size[:nn], n_peer[:nn], n_tag[:nn]
-    cpu, nic, line = n_cpu[:nn], n_nic[:nn], n_line[:nn]
-    ea, eb, es = e_a[:ne], e_b[:ne], e_start[:ne]
+    # the scanner's arrays shrunk in place to what was read: no second copy at the peak
+    rank, kind, size, peer, tag, cpu, nic, line = (_shrink(x, nn) for x in (n_rank, n_kind, n_size, n_peer, n_tag,
+                                                                           n_cpu, n_nic, n_line))
+    n_loff, n_llen = (_shrink(x, nn if labels else 0) for x in (n_loff, n_llen))
+    ea, eb, es = (_shrink(x, ne) for x in (e_a, e_b, e_start))
+    del n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, e_a, e_b, e_start
     br = b_rank[:nb]
     if nb > 1 and np.any(br[1:] <= br[:-1]):  # blocks out of order: check each rank once, then order the nodes
         order = np.argsort(br, kind="stable")
@@ -615,7 +626,8 @@ def _assemble(src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_li
         inv = np.empty(nn, dtype=np.int64)
         inv[perm] = np.arange(nn, dtype=np.int64)
         rank, kind, size, peer, tag, cpu, nic, line = (x[perm] for x in (rank, kind, size, peer, tag, cpu, nic, line))
-        n_loff, n_llen = n_loff[:nn][perm], n_llen[:nn][perm]
+        if labels:
+            n_loff, n_llen = n_loff[perm], n_llen[perm]
         ea, eb = inv[ea], inv[eb]
     # "a requires b": a waits for b; b's successor list holds a
     done = ~es
@@ -631,5 +643,5 @@ def _assemble(src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_li
             o = int(n_loff[v])
             names.append(bytes(store[o:o + int(n_llen[v])]).decode() if o >= 0 else f"_anon{int(line[v])}")
         extra = {"labels": names, "pred_ptr": pred_ptr, "pred": pred, "pred_start": pstart.astype(bool)}
-    return GoalGraph(int(st[S_NRANKS]), rank.copy(), kind.copy(), size.copy(), peer.copy(), tag.copy(), cpu.copy(),
-                     nic.copy(), line.copy(), ndeps, succ_ptr, succ, ssucc_ptr, ssucc, src, **extra)
+    return GoalGraph(int(st[S_NRANKS]), rank, kind, size, peer, tag, cpu, nic, line, ndeps, succ_ptr, succ, ssucc_ptr,
+                     ssucc, src, **extra)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmod.core.io import atomic_path
 from perfmod.trace.core import COLUMNS, OPTIONAL_COLUMNS, Trace, TraceError
 from perfmod.trace.formats.registry import TraceFormat
 from perfmod.trace.requests import validate_trace
@@ -45,6 +44,8 @@ def write_npz(trace: Trace, path: str | os.PathLike, overwrite: bool = True) -> 
     text = json.dumps(header, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
     arrays["header"] = np.frombuffer(text.encode(), dtype=np.uint8)
     dest = Path(path)
+    from perfmod.core.io import atomic_path  # here: reading traces starts without xarray
+
     with atomic_path(dest, overwrite=overwrite) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **arrays)
     return dest

@@ -44,6 +44,7 @@ writer opens a ``main`` region that long before the first call).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -87,15 +88,8 @@ def require_otf2() -> Any:
     return otf2
 
 
-def _available() -> bool:
-    try:
-        require_otf2()
-    except ImportError:  # pragma: no cover
-        return False
-    return True
-
-
-OTF2_AVAILABLE: bool = _available()  #: whether the ``otf2`` package imports here
+#: whether the ``otf2`` package is installed (imported where used: importing it costs every trace reader's start)
+OTF2_AVAILABLE: bool = importlib.util.find_spec("otf2") is not None
 
 _COLL = {Call.BARRIER: "BARRIER", Call.BCAST: "BCAST", Call.REDUCE: "REDUCE", Call.ALLREDUCE: "ALLREDUCE",
          Call.ALLTOALL: "ALLTOALL", Call.ALLTOALLV: "ALLTOALLV", Call.ALLGATHER: "ALLGATHER",

@@ -54,7 +54,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from perfmod.core.io import atomic_path
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError, TraceWarning
 from perfmod.trace.formats.registry import TraceFormat, first_line
@@ -338,6 +337,8 @@ def write_tit(trace: Trace, path: str | os.PathLike, flop_rate: float = DEFAULT_
     with gc_paused():
         per = [_rank_lines(trace, r, reqs, a2av, flop_rate)
                for r in tqdm(range(trace.nprocs), desc="TIT ranks", disable=not progress)]
+    from perfmod.core.io import atomic_path  # here: reading traces starts without xarray
+
     dest = Path(path)
     header = [f"# SimGrid time-independent trace written by perfmod: {trace.nprocs} ranks, sizes in bytes, "
               f"compute in flops at {flop_rate!r} flop/s"]
