@@ -137,3 +137,16 @@ def test_group_table_grows_past_its_first_size():
     m = match_messages(t)
     assert m.pdst[:1500].tolist() == [1501 + 1499 - k for k in range(1500)]
     assert _reference(t)[3] == m.pdst.tolist() and _reference(t)[4] == m.psrc.tolist()
+
+
+@pytest.mark.parametrize("model", ["postal", "kmodel"])
+def test_event_heap_grows_between_kernel_calls_with_the_same_result(model, monkeypatch):
+    from perfmod.apps.traces import synthetic
+    from perfmod.replay import kernel, replay
+
+    t = synthetic("minife", 64, 3, compute=1e-6)
+    ref = replay(t, "summit", model)
+    monkeypatch.setattr(kernel, "_HEAP_ENTRIES_PER_RANK", 0)  # no spare entries: the heap grows at the first step
+    grown = replay(t, "summit", model)
+    for v in ("total_time", "comm_time", "wait_time", "collective_time"):
+        assert grown[v].values.tolist() == ref[v].values.tolist()

@@ -67,6 +67,8 @@ _COLL_LO, _COLL_HI = _code_range(COLLECTIVES, "collective")
 ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 
 _KIND_RANK, _KIND_NIC = 0, 1
+#: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
+_HEAP_ENTRIES_PER_RANK = 2
 
 
 @njit(cache=True, inline="always")
@@ -448,7 +450,7 @@ def replay_events(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, col
     # rank, a rank step about two entries per event it runs, and a collective's last arrival one per member
     most = int((end - pc).max(initial=0))
     room = 2 * most + 2 * nprocs + 64
-    hd = np.empty((2 * nprocs + room, 2))
+    hd = np.empty((_HEAP_ENTRIES_PER_RANK * nprocs + room, 2))
     size = np.zeros(2, dtype=np.int64)  # entries, overflow flag
     _start(hd, size, qtime, pc, end)
     buf = np.empty(most + 1, dtype=np.int64)  # a NIC step's messages
