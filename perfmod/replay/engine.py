@@ -50,7 +50,9 @@ __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
 #: peak bytes per trace event the message-kernel replay (every model but ``loggp``) allocates beyond the trace:
 #: requests, matching, costs and the kernel's state, for the check before allocating.  Measured (issue 23) on
 #: synthetic Jacobi2D: peak RSS above the trace's 76-79 B/event at 1,048,576 ranks x 1 iteration (10.5 M events,
-#: kmodel and postal), tracemalloc peak 58-66 B/event at 1,536 x 100 and 16,384 x 10; rounded up to 90.
+#: kmodel and postal), tracemalloc peak 58-66 B/event at 1,536 x 100 and 16,384 x 10; rounded up to 90.  At
+#: 1,048,576 x 10 (104.8 M events) the whole process peaked at 11.5 GiB (postal) and 12.2 GiB (kmodel) RSS, with
+#: the trace's 6.2 GiB and its build included.
 _BYTES_PER_EVENT = 90
 #: more per event when some receive is a wildcard: the run-time matching's five int64 envelope columns and the
 #: kernel's two int64 queue links (counted from the array sizes)
