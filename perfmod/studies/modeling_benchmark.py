@@ -162,6 +162,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "perfmod_no_extrapolation_fold": ("perfmod", {"extrapolation": 0.0}),
     "perfmod_no_bagging": ("perfmod", {"bagging": False}),
     "perfmod_no_bootstrap": ("perfmod", {"bootstrap": 0}),
+    "perfmod_unwidened": ("perfmod", {"interval_widening": 1.0}),
     "eiger": ("eiger", {}),
     "loop": ("loop", {}),
     "mean": ("mean", {}),
