@@ -24,8 +24,9 @@ from perfmod.apps.extrapolate import (
 )
 from perfmod.apps.minife import default_global_box
 from perfmod.apps.traces import synthetic
-from perfmod.studies.papers.choi2020_lassen import trace_root
+from perfmod.studies.papers.choi2020_lassen import find_traces, trace_root
 from perfmod.trace import read_trace
+from perfmod.trace.core import Call
 from perfmod.trace.requests import validate_trace
 
 ROOT = trace_root("")
@@ -112,26 +113,104 @@ def test_lassen_2_to_16_predicts_the_recorded_32(lassen, app):
     assert ex["far_beyond_training"] is False
 
 
-@needs_traces
-def test_lassen_slowest_rank_kmodel_communication(lassen):
-    """K-model replay on Lassen of the 32-rank MiniFE trace extrapolated from 2-16 ranks against the recorded one.
-
-    With the computation gaps set to zero on both sides the replay measures the communication pattern alone
-    and agrees within 5 % on the slowest rank.  With the recorded gaps kept it does not yet: the recorded
-    32-rank run waits more for late partners (slowest rank 0.082 s) than the 16-rank template's gaps
-    reproduce (0.060 s): the recorded gaps differ by rank (by node and by GPU within a node) and the
-    larger run's spread, and its start-up skew, are wider; the extrapolation does not model that growth
-    (issue 24, open).
-    """
-    from perfmod.machine.platforms import load
+def _slowest_kmodel(trace, plat, gaps=True):
     from perfmod.replay import replay
 
+    x = trace if gaps else trace.with_compute(np.zeros(len(trace)))
+    d = replay(x, plat, "kmodel")
+    return float((d.send_time + d.recv_time + d.wait_time).max())
+
+
+@needs_traces
+@pytest.mark.parametrize("app", ["minife", "minimd"])
+def test_lassen_slowest_rank_kmodel_communication(lassen, app):
+    """K-model replay on Lassen of the 32-rank trace extrapolated from 2-16 ranks against the recorded one.
+
+    With the computation gaps set to zero on both sides the replay measures the communication pattern alone
+    (equal). With the gaps kept nearly all of MiniFE's slowest-rank time is waiting for late partners: the
+    per-rank imbalance and start-up skew fitted on 2-16 ranks (``gaps="model"``) give -3.5 % (MiniMD +0.1 %);
+    a recorded template rank's gaps per target rank (``gaps="ranks"``) gave -26.6 %.
+    """
+    from perfmod.machine.platforms import load
+
     plat = load("lassen")
-    tr = lassen["minife"]
+    tr = lassen[app]
     out = extrapolate_trace([tr[p] for p in (2, 4, 8, 16)], 32, validate=False)
-    t = [float((lambda d: (d.send_time + d.recv_time + d.wait_time).max())(
-        replay(x.with_compute(np.zeros(len(x))), plat, "kmodel"))) for x in (out, tr[32])]
-    assert t[0] == pytest.approx(t[1], rel=0.05)
+    rec = {g: _slowest_kmodel(tr[32], plat, g) for g in (True, False)}
+    assert _slowest_kmodel(out, plat, False) == pytest.approx(rec[False], rel=0.005)
+    err = _slowest_kmodel(out, plat) / rec[True] - 1
+    assert abs(err) <= 0.05
+    assert err == pytest.approx(-0.035 if app == "minife" else 0.001, abs=0.005)
+    imb = out.meta["extrapolation"]["imbalance"]
+    assert out.meta["extrapolation"]["gaps"] == "model" and imb["seed"] == 0
+    if app == "minife":
+        old = extrapolate_trace([tr[p] for p in (2, 4, 8, 16)], 32, validate=False, gaps="ranks")
+        assert _slowest_kmodel(old, plat) / rec[True] - 1 == pytest.approx(-0.266, abs=0.005)
+        # the exchange after the second allreduce: +9.9 us per neighbour, 46.9 us spread by rank (16 ranks);
+        # start-up spread 0.74-0.87 ms at 2-16 ranks, ~P^0.08, 0.94 ms at 32 (recorded: 1.77 ms)
+        k = imb["sites"].index(9)
+        assert imb["slope_per_neighbour_s"][k] == pytest.approx(9.94e-6, rel=0.01)
+        assert imb["sigma_s"][k] == pytest.approx(46.9e-6, rel=0.01)
+        assert imb["start_sd_exponent"] == pytest.approx(0.080, abs=0.002)
+        assert imb["start_sd_target_s"] == pytest.approx(0.94e-3, rel=0.01)
+
+
+@needs_traces
+@pytest.mark.parametrize(("app", "p", "expected"), [("minife", 64, 0.004), ("minife", 256, -0.238),
+                                                     ("minimd", 64, 0.0005), ("minimd", 256, -0.002)])
+def test_lassen_2_to_32_against_the_authors_larger_runs(lassen, app, p, expected):
+    """The authors' repositories (github minitu/miniFE, minitu/miniMD) hold runs at 64 and 256 ranks that
+    are not shipped here: where the trace folder has them, the slowest rank's K-model time with the gaps kept,
+    extrapolated from 2-32 ranks, is within 0.5 % of the recorded at 64 ranks (both apps) and at 256 for
+    MiniMD. MiniFE at 256 is 23.8 % short: its recorded start-up spread (29 ms) is 16 times that of 2-32
+    ranks, which the power law fitted there does not foresee (the message pattern is still exact)."""
+    runs = find_traces(ROOT / app)
+    if p not in runs:
+        pytest.skip(f"no {p}-rank {app} trace under {ROOT}")
+    from perfmod.machine.platforms import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = read_trace(runs[p])
+    plat = load("lassen")
+    out = extrapolate_trace([lassen[app][q] for q in (2, 4, 8, 16, 32)], p, validate=False)
+    c = compare_traces(out, rec)
+    assert c["bytes_error"] == 0 and c["pairs_equal"] and c["collectives_equal"]
+    assert _slowest_kmodel(out, plat, False) == pytest.approx(_slowest_kmodel(rec, plat, False), rel=0.005)
+    assert _slowest_kmodel(out, plat) / _slowest_kmodel(rec, plat) - 1 == pytest.approx(expected, abs=0.005)
+
+
+def test_imbalance_recovers_a_closed_form_gap_law():
+    """Gaps set to a + b * neighbours at every modelled call, and a start-up gap spread that doubles with the
+    rank count: the fit recovers b exactly, no spread by rank, and the power law's exponent 1."""
+    from perfmod.apps.extrapolate.generate import build_template, sharing
+    from perfmod.apps.extrapolate.imbalance import fit_imbalance, gap_events, neighbours
+    from perfmod.apps.extrapolate.training import load_training
+
+    trs, ordering, periodic = load_training([synthetic("minife", p, iterations=3) for p in (4, 8, 16)],
+                                            [_box(p) for p in (4, 8, 16)])
+    for x in trs:
+        t = x.trace
+        c = np.zeros(len(t))
+        gb = gap_events(x)
+        c[gb] = 1e-4 + 5e-6 * neighbours(x)[t.rank[gb]]
+        spread = 1e-3 * t.nprocs * np.sqrt((t.nprocs - 1) / t.nprocs)  # sample sd (ddof 1): 1e-3 * P
+        c[t.rank_ptr[:-1] + 1] = 1.0 + spread * np.where(np.arange(t.nprocs) % 2, 1.0, -1.0)
+        x.trace = t.with_compute(c)
+    tpl = build_template(trs[-1], ordering, periodic)
+    imb = fit_imbalance(tpl.tr, sharing(tpl, trs), trs)
+    assert np.allclose(imb.slope, 5e-6, rtol=1e-9) and np.allclose(imb.sigma, 0, atol=1e-12)
+    assert imb.start_sd == pytest.approx({4: 4e-3, 8: 8e-3, 16: 16e-3}, rel=1e-9)
+    assert imb.start_law[0] == pytest.approx(1.0, rel=1e-9) and imb.start_sigma(32) == pytest.approx(32e-3)
+    a = extrapolate_trace([x.trace for x in trs], 32, params=_box(32), train_params=[x.params for x in trs],
+                          validate=False)
+    b = extrapolate_trace([x.trace for x in trs], 32, params=_box(32), train_params=[x.params for x in trs],
+                          validate=False)
+    assert np.array_equal(a.compute, b.compute)  # seeded: the same trace every time
+    gb = a.call == Call.ALLREDUCE  # a + b * neighbours of the target rank, no spread
+    s = np.isin(a.call, [Call.ISEND, Call.SEND])
+    nb = np.bincount(np.unique(a.rank[s].astype(np.int64) * 32 + a.peer[s]) // 32, minlength=32)
+    assert np.allclose(a.compute[gb], 1e-4 + 5e-6 * nb[a.rank[gb]], rtol=1e-9)
 
 
 @needs_traces
@@ -203,6 +282,11 @@ def test_cli_extrapolate_writes_a_trace(tmp_path, capsys):
     got = read_trace(tmp_path / "n16.npz")
     c = compare_traces(got, synthetic("minife", 16, iterations=2))
     assert c["bytes_error"] == 0 and c["pairs_equal"]
+    assert main(["extrapolate", *files, "--nprocs", "16", "-p", f"nx={box['nx']:g}", "-p", f"ny={box['ny']:g}",
+                 "-p", f"nz={box['nz']:g}", "--seed", "3", "--no-validate", "-o", str(tmp_path / "s3.npz")]) == 0
+    capsys.readouterr()
+    other = read_trace(tmp_path / "s3.npz")
+    assert np.array_equal(other.peer, got.peer) and np.array_equal(other.nbytes, got.nbytes)
     assert main(["extrapolate", files[0], "--nprocs", "16", "-p", "nx", "-o", str(tmp_path / "x.npz")]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
     assert main(["extrapolate", files[0], "--nprocs", "16", "-o", str(tmp_path / "x.npz")]) == 1

@@ -14,7 +14,11 @@ the training data of :func:`perfmod.apps.extrapolate.extrapolate_trace`:
    the replay gives on Lassen under the postal, max-rate and K-models, for
    both traces (the recorded trace replayed, not its recorded times).  The
    replay is run twice: with each trace's computation gaps (recorded, or
-   extrapolated) and with none, the communication pattern alone.
+   extrapolated: each rank's level drawn from the per-rank imbalance and
+   start-up skew fitted on the training traces,
+   :mod:`perfmod.apps.extrapolate.imbalance`) and with none, the
+   communication pattern alone; the K-model's slowest-rank error with the
+   gaps kept is also recorded for ``seeds`` draws of the per-rank levels.
 2. *Larger scales*: extrapolate from 2-32 ranks to ``targets`` (64-1,024),
    keeping ``target_iterations`` iterations, and replay; where ``trace_dir``
    holds a recorded trace of a target (the authors' repositories have MiniFE
@@ -100,8 +104,10 @@ def _rank_comm(trace: Trace, plat: Any, model: str, iterations: int, gaps: bool)
 
 
 def check_at(train: Sequence[Trace], recorded: Trace, app: str, iterations: int, models: Sequence[str],
-             plat: Any) -> dict[str, Any]:
-    """Part 1 for one app: the trace extrapolated from ``train`` against ``recorded`` (see the module docstring)."""
+             plat: Any, seeds: int = 1) -> dict[str, Any]:
+    """Part 1 for one app: the trace extrapolated from ``train`` against ``recorded`` (see the module docstring);
+    ``seed_error``: the slowest rank's K-model time with the gaps kept, extrapolated / recorded - 1, for the
+    draws of the per-rank levels seeded 0 to ``seeds - 1``."""
     out = extrapolate_trace(train, recorded.nprocs)
     ex = out.meta["extrapolation"]
     cmp = compare_traces(out, recorded)
@@ -119,6 +125,10 @@ def check_at(train: Sequence[Trace], recorded: Trace, app: str, iterations: int,
     res["k"] = np.array([[k["k_inter"], k["k_total_counted"], k["k"]] for k in kk])
     res["t_rank"] = np.array([[[_rank_comm(x, plat, m, iterations, g) for x in (out, recorded)] for m in models]
                               for g in (True, False)])  # (gaps, model, source, rank)
+    rec_max = _rank_comm(recorded, plat, "kmodel", iterations, True).max()
+    res["seed_error"] = np.array([
+        _rank_comm(out if s == 0 else extrapolate_trace(train, recorded.nprocs, validate=False, seed=s), plat,
+                   "kmodel", iterations, True).max() / rec_max - 1 for s in range(int(seeds))])
     res["ranks_not_generalizing"] = ex["ranks_not_generalizing"]
     res["sites_not_generalizing"] = ex["sites_not_generalizing"]
     return res
@@ -226,6 +236,7 @@ def run(
     what_if_nprocs: int = 256,
     gpus_per_node: Sequence[int] = (1, 2, 4, 8, 16),
     what_if_models: Sequence[str] = ("postal", "maxrate"),
+    seeds: int = 8,
 ) -> xr.Dataset:
     """The study's dataset (module docstring).
 
@@ -248,6 +259,11 @@ def run(
         Replay models; ``platform`` their parameters.
     what_if_nprocs, gpus_per_node, what_if_models
         000 §6.1 on the extrapolated MiniFE trace.
+    seeds : int
+        Draws of the per-rank computation levels (seeds 0 to ``seeds - 1``)
+        whose slowest-rank K-model error at ``check`` is recorded
+        (``t_comm_max_error_seed``): how much the error depends on where the
+        late ranks happen to sit.
 
     Returns
     -------
@@ -279,6 +295,7 @@ def run(
     far_v = {k: np.full(na, np.nan) for k in ("seconds", "peak_rss", "events", "messages", "bytes", "factor")}
     wi = np.full((len(gpus_per_node), len(what_if_models)), np.nan)
     vs = {k: np.full((na, nt), np.nan) for k in _AGAINST_VARS}
+    seed_err = np.full((na, int(seeds)), np.nan)
     missing, not_gen = [], {}
     for a, app in enumerate(apps):
         runs = read_runs(root, app, sorted({*train, check}))
@@ -286,7 +303,8 @@ def run(
         if lack:
             missing.append(f"{app}: n{', n'.join(map(str, lack))} not found under {root}")
             continue
-        res = check_at([runs[p] for p in train], runs[check], app, int(iterations[a]), models, plat)
+        res = check_at([runs[p] for p in train], runs[check], app, int(iterations[a]), models, plat, seeds)
+        seed_err[a] = res["seed_error"]
         for k in _CHECK_VARS:
             scal[k][a] = res[k]
         bytes_rank[a], msgs_rank[a], kcounts[a] = res["bytes_rank"], res["messages_rank"], res["k"]
@@ -321,6 +339,9 @@ def run(
                      "Table 5 counts from the trace's messages (most over exchanges)"}),
         "t_comm_max_error": (("app", "gaps", "model"), t_rank[:, :, :, 0].max(-1) / t_rank[:, :, :, 1].max(-1) - 1,
                              {"units": "1", "long_name": "slowest rank's replayed time, extrapolated / recorded - 1"}),
+        "t_comm_max_error_seed": (("app", "seed"), seed_err, {"units": "1", "long_name":
+                                  "slowest rank's K-model time with the computation gaps kept, extrapolated / "
+                                  "recorded - 1, per seed of the per-rank levels' draws"}),
     }
     for k, (u, ln) in {"messages": ("1", "point-to-point messages"), "bytes": ("B", "point-to-point bytes"),
                        "max_rank_bytes": ("B", "bytes of the busiest rank"), "events": ("1", "events"),
@@ -345,7 +366,7 @@ def run(
                               f"replayed point-to-point time per iteration of the extrapolated {what_if_nprocs}-rank "
                               "MiniFE trace, mean over ranks (000 §6.1, Figure 14)"})
     ds = xr.Dataset(data, coords={"app": list(apps), "source": src, "rank": np.arange(rank_n),
-                                  "gaps": ["kept", "zero"], "model": list(models),
+                                  "gaps": ["kept", "zero"], "model": list(models), "seed": np.arange(int(seeds)),
                                   "kcount": ["k_inter", "k_total_counted", "k"],
                                   "target": ("target", np.asarray(targets), {"units": "1", "long_name": "ranks"}),
                                   "far_nprocs": ("app", np.asarray(far_nprocs)),
@@ -354,7 +375,7 @@ def run(
                   parameters=dict(trace_dir=trace_dir, apps=apps, iterations=iterations, train=train, check=check,
                                   targets=targets, target_iterations=target_iterations, far_nprocs=far_nprocs,
                                   models=models, platform=platform, what_if_nprocs=what_if_nprocs,
-                                  gpus_per_node=gpus_per_node, what_if_models=what_if_models))
+                                  gpus_per_node=gpus_per_node, what_if_models=what_if_models, seeds=seeds))
     why = "" if not missing else f"{'; '.join(missing)}; get them: {GET_TRACES}"
     if root is None:
         why = f"no trace directory; get them: {GET_TRACES}"

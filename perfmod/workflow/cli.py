@@ -8,7 +8,7 @@
     perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
     perfmod list [studies | platforms | devices | tables | models]
-    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] -o OUT
+    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] [--seed S] -o OUT
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
 parameters, or a smoke run, writes into a run directory of its own
@@ -246,7 +246,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ExtrapolationWarning)
         out = extrapolate_trace(args.traces, args.nprocs, params=params or None, iterations=args.iterations,
-                                validate=not args.no_validate)
+                                validate=not args.no_validate, seed=args.seed)
     for w in caught:
         if issubclass(w.category, ExtrapolationWarning):
             print(f"perfmod extrapolate: warning: {w.message}", file=sys.stderr)
@@ -275,6 +275,8 @@ def _add_extrapolate(sub: Any) -> None:
                      help="a command-line parameter of the target run (default: weak scaling of nx, ny, nz)")
     ext.add_argument("--iterations", type=int, help="keep this many periods of the program (large targets)")
     ext.add_argument("--no-validate", action="store_true", help="skip the leave-one-scale-out validation")
+    ext.add_argument("--seed", type=int, default=0,
+                     help="seed of the draws of each rank's computation level (default 0)")
     ext.add_argument("-o", "--output", required=True, help="trace file to write (any format write_trace knows)")
     ext.set_defaults(func=_cmd_extrapolate)
 

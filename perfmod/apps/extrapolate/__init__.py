@@ -5,6 +5,8 @@
 - :mod:`.generate`: building the trace at the target rank count from the
   largest training trace (rank classes, peers as grid offsets, computation
   gaps per call site);
+- :mod:`.imbalance`: each target rank's own computation level per call site
+  and its start-up skew, fitted on the training traces;
 - :mod:`.trust`: :func:`extrapolate_trace` with its leave-one-scale-out
   validation.
 """

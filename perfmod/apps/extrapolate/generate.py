@@ -30,8 +30,11 @@ previous one (the pattern :mod:`.training` checks).  Computation gaps are the
 template's (see :func:`generate` for which template rank's), scaled per call
 site by a compute model of the rank count
 (:func:`perfmod.models.compute.fit_compute_model`) fitted on the training
-traces that share the template's skeleton.  Ranks are generated in chunks
-into preallocated columns, so the peak memory is the result plus one chunk.
+traces that share the template's skeleton; by default each rank's level
+at every call site and its start-up gap are then set by the per-rank
+imbalance model (:mod:`.imbalance`).  Ranks are generated in chunks into
+preallocated columns, so the peak memory is the result plus one chunk (and
+the per-rank levels, a few floats per rank and call site).
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perfmod.apps.extrapolate.imbalance import Imbalance, draw_levels
 from perfmod.apps.extrapolate.training import ExtrapolationError, Training, grid_of
 from perfmod.trace.core import NO_PEER, NO_REQUEST, NONBLOCKING, ROOTED, Call, Trace, code_set
 
-__all__ = ["Template", "build_template", "generate", "period_of", "site_models"]
+__all__ = ["Template", "build_template", "generate", "period_of", "sharing", "site_models"]
 
 _NB = code_set(NONBLOCKING)
 _SENDS = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND})
@@ -153,6 +157,15 @@ def build_template(tr: Training, ordering: str, periodic: bool) -> Template:
                     {}, {})
 
 
+def sharing(tpl: Template, trainings: Sequence[Training]) -> dict[int, tuple[Training, np.ndarray]]:
+    """The training traces whose call sequence is the template's, by rank count, with the call site of each of
+    their events."""
+    out = {x.nprocs: (x, _sites(x, tpl.start, tpl.period)) for x in trainings if x is not tpl.tr
+           and x.skeleton.size == tpl.tr.skeleton.size and np.array_equal(x.skeleton, tpl.tr.skeleton)}
+    out[tpl.tr.nprocs] = (tpl.tr, tpl.site)
+    return out
+
+
 def site_models(tpl: Template, trainings: Sequence[Training], nprocs: int, method: str = "mean") -> None:
     """Per call site, a compute model of the mean gap against the rank count.
 
@@ -160,14 +173,10 @@ def site_models(tpl: Template, trainings: Sequence[Training], nprocs: int, metho
     """
     from perfmod.models.compute import fit_compute_model
 
-    same = [x for x in trainings if x.skeleton.size == tpl.tr.skeleton.size
-            and np.array_equal(x.skeleton, tpl.tr.skeleton)]
-    if tpl.tr not in same:
-        same.append(tpl.tr)
+    same = sharing(tpl, trainings)
     sites = np.unique(tpl.site)
     means = {}
-    for x in same:
-        s = tpl.site if x is tpl.tr else _sites(x, tpl.start, tpl.period)
+    for x, s in same.values():
         tot = np.bincount(np.searchsorted(sites, s), weights=x.trace.compute, minlength=sites.size)
         cnt = np.bincount(np.searchsorted(sites, s), minlength=sites.size)
         means[x.nprocs] = tot / np.maximum(cnt, 1)
@@ -205,6 +214,7 @@ class _Program:
     events: np.ndarray  # template event indices
     offset: np.ndarray  # (n, 3)
     primary: np.ndarray | None = None  # (n,) bool: from the first contributing template rank (None: all)
+    rank: int = 0  # the first contributing template rank (whose gaps the program keeps)
 
 
 def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int]) -> _Program:
@@ -233,7 +243,7 @@ def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int
         for d, s in tpl.sign.items():
             if s.size:
                 off[:, d] = np.where(tr.is_p2p[ev], np.where(off[:, d] != 0, s[ev], 0), 0)
-        return _Program(ev, off)
+        return _Program(ev, off, rank=0)
     choices = []
     for d in range(3):
         c = cls[d]
@@ -273,7 +283,8 @@ def _program(tpl: Template, cls: tuple[int, int, int], target_grid: Sequence[int
                     first = False
                 parts.append(ev[keep])
                 offs.append(off[keep])
-    return _Program(np.concatenate(parts), np.concatenate(offs), np.concatenate(prim))
+    first_rank = int(lookup[choices[0][0][0], choices[1][0][0], choices[2][0][0]])
+    return _Program(np.concatenate(parts), np.concatenate(offs), np.concatenate(prim), rank=first_rank)
 
 
 def _layout(tpl: Template, prog: _Program, cut: int) -> dict[str, np.ndarray]:
@@ -328,25 +339,32 @@ def _fill_requests(call_sorted: np.ndarray) -> tuple[np.ndarray, list[np.ndarray
 
 
 def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations: int | None = None,
-             chunk_ranks: int = 8192, source: str = "", gaps: str = "ranks") -> Trace:
+             chunk_ranks: int = 8192, source: str = "", gaps: str = "model", imbalance: Imbalance | None = None,
+             seed: int = 0) -> Trace:
     """The trace at ``nprocs`` ranks and ``params`` (module docstring); ``iterations`` periods of the skeleton.
 
     ``gaps``: the computation before each skeleton call (wait, collective)
     and before each block's first send or receive is, for target rank ``t``,
-    that of template rank ``t * P_template // P_target`` (``"ranks"``: each
-    rank keeps a recorded rank's own imbalance, and the drift of the gaps
-    along the rank numbers is kept in relative position), or that of its
-    class's template rank (``"class"``: neighbours of one class then compute
-    in lockstep).
+    that of its class's template rank with the rank's own level drawn from
+    the fitted per-rank imbalance and start-up skew (``"model"``, needs
+    ``imbalance``: :mod:`.imbalance`, draws seeded by ``seed``), that of
+    template rank ``t * P_template // P_target`` (``"ranks"``: each rank
+    keeps a recorded rank's own imbalance, and the drift of the gaps along
+    the rank numbers is kept in relative position), or that of its class's
+    template rank (``"class"``: neighbours of one class then compute in
+    lockstep).  ``trace.meta["imbalance"]`` records the draw kept
+    (``"model"``).
     """
-    if gaps not in ("ranks", "class"):
-        raise ValueError(f"gaps must be 'ranks' or 'class', got {gaps!r}")
+    if gaps not in ("model", "ranks", "class"):
+        raise ValueError(f"gaps must be 'model', 'ranks' or 'class', got {gaps!r}")
+    if gaps == "model" and imbalance is None:
+        raise ValueError("gaps='model' needs the fitted imbalance (fit_imbalance)")
     coords, gt = grid_of(tpl.ordering, nprocs, params)
     tr = tpl.tr
     n_skel = tr.skeleton.size
     t = tr.trace
     skel_gap = None
-    if gaps == "ranks":
+    if gaps != "class":
         scale = np.array([tpl.scale.get(int(s), 1.0) for s in tpl.site[~tr.is_p2p]])
         skel_gap = (t.compute[~tr.is_p2p] * scale).reshape(tr.nprocs, n_skel)
         draw = (np.arange(nprocs, dtype=np.int64) * tr.nprocs) // nprocs
@@ -368,9 +386,12 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
     lookup[tuple(coords.T)] = np.arange(nprocs)
     gt_a = np.asarray(gt)
     layouts: dict[int, dict] = {}
+    class_rank: dict[int, int] = {}
     for key in np.unique(cls_key).tolist():
         c = (key // 16, (key // 4) % 4, key % 4)
-        lay = _layout(tpl, _program(tpl, c, gt), cut)
+        prog = _program(tpl, c, gt)
+        class_rank[key] = prog.rank
+        lay = _layout(tpl, prog, cut)
         # order by (block, p2p before skeleton, kind); the peer sorts within equal keys at instantiation
         o = np.lexsort((lay["kind"], ~lay["p2p"], lay["block"]))
         lay = {k: v[o] for k, v in lay.items()}
@@ -392,6 +413,15 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
     aptr = np.concatenate([[0], np.cumsum(n_aux)])
     total = int(ptr[-1])
     _check_memory(total, int(aptr[-1]), nprocs)
+    delta = start = None
+    drawn = None
+    if gaps == "model":
+        draw = np.zeros(nprocs, np.int64)
+        for key, r in class_rank.items():
+            draw[cls_key == key] = r
+        pairs = _pairs(tpl, layouts, cls_key, coords, lookup, gt_a)
+        nb = np.bincount(pairs[0], minlength=nprocs).astype(np.float64)
+        delta, start, drawn = draw_levels(imbalance, draw, nb, pairs, nprocs, seed=seed)
     cols = {"rank": np.empty(total, np.int32), "seq": np.empty(total, np.int32), "call": np.empty(total, np.uint8),
             "peer": np.empty(total, np.int32), "nbytes": np.empty(total, np.int64), "tag": np.empty(total, np.int32),
             "comm": np.zeros(total, np.int32), "request": np.empty(total, np.int64),
@@ -435,6 +465,16 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
                 comp[:, sp] = skel_gap[draw[ranks][:, None], lay["block"][sp][None, :]]
                 fp = np.flatnonzero(p2p & np.r_[True, lay["block"][1:] != lay["block"][:-1]])
                 comp[:, fp] = first_gap[draw[ranks][:, None], lay["block"][fp][None, :]]
+                if delta is not None:
+                    pos = np.concatenate([sp, fp])
+                    pos = pos[pos > 1]  # not MPI_Init, nor the start-up gap after it (below)
+                    k = np.searchsorted(imbalance.sites, tpl.site[lay["ev"][pos]])
+                    known = (k < imbalance.sites.size) & (imbalance.sites[np.minimum(k, imbalance.sites.size - 1)]
+                                                          == tpl.site[lay["ev"][pos]])
+                    comp[:, pos[known]] += delta[ranks][:, k[known]]
+                    if ne > 1:
+                        comp[:, 1] += start[ranks]
+                    np.maximum(comp, 0.0, out=comp)
             cols["compute"][idx] = comp.ravel()
             aux_len[idx] = np.tile(lay["aux_len"], ranks.size)
             if lay["aux"].size:
@@ -444,8 +484,33 @@ def generate(tpl: Template, nprocs: int, params: Mapping[str, float], iterations
     cols["peer"][~np.isin(cols["call"], code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND, Call.RECV,
                                                   Call.IRECV})) & ~rooted] = NO_PEER
     aux_ptr = np.concatenate([[0], np.cumsum(aux_len)])
+    meta = {} if drawn is None else {"imbalance": {"draw": drawn, "seed": seed, **imbalance.describe(nprocs)}}
     return Trace(nprocs, cols["rank"], cols["seq"], cols["call"], cols["peer"], cols["nbytes"], cols["tag"],
-                 cols["comm"], cols["request"], cols["compute"], aux_ptr, aux, source=source)
+                 cols["comm"], cols["request"], cols["compute"], aux_ptr, aux, source=source, meta=meta)
+
+
+def _pairs(tpl: Template, layouts: Mapping[int, dict], cls_key: np.ndarray, coords: np.ndarray,
+           lookup: np.ndarray, gt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sender, receiver) of every distinct message pair of the target (from each class's send offsets)."""
+    snd, rcv = [], []
+    for key, lay in layouts.items():
+        m = np.isin(lay["call"], _SENDS)
+        if not m.any():
+            continue
+        off = np.unique(lay["off"][m], axis=0)
+        ranks = np.flatnonzero(cls_key == key)
+        tgt = coords[ranks][:, None, :] + off[None, :, :]
+        if tpl.periodic:
+            tgt %= gt
+        ok = np.all((tgt >= 0) & (tgt < gt), axis=2)
+        peer = lookup[tuple(np.moveaxis(np.where(ok[..., None], tgt, 0), 2, 0))]
+        snd.append(np.broadcast_to(ranks[:, None], peer.shape)[ok])
+        rcv.append(peer[ok])
+    if not snd:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    p = int(cls_key.size)
+    u = np.unique(np.concatenate(snd).astype(np.int64) * p + np.concatenate(rcv))
+    return u // p, u % p
 
 
 def _check_memory(events: int, aux: int, nprocs: int) -> None:

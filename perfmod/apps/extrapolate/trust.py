@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from perfmod.apps.extrapolate.generate import build_template, generate, site_models
+from perfmod.apps.extrapolate.generate import build_template, generate, sharing, site_models
+from perfmod.apps.extrapolate.imbalance import fit_imbalance
 from perfmod.apps.extrapolate.training import P2P, ExtrapolationError, Training, load_training
 from perfmod.trace.core import CALL_NAMES, COLLECTIVES, Call, Trace, code_set
 
@@ -91,10 +92,13 @@ def compare_traces(predicted: Trace, recorded: Trace, max_named: int = 10) -> di
 
 
 def _extrapolate(trs: list[Training], ordering: str, periodic: bool, nprocs: int, params: Mapping[str, float],
-                 iterations: int | None, compute_method: str, source: str) -> tuple[Trace, Any]:
+                 iterations: int | None, compute_method: str, source: str, gaps: str = "model",
+                 seed: int = 0) -> tuple[Trace, Any]:
     tpl = build_template(trs[-1], ordering, periodic)
     site_models(tpl, trs, nprocs, compute_method)
-    return generate(tpl, nprocs, params, iterations=iterations, source=source), tpl
+    imb = fit_imbalance(tpl.tr, sharing(tpl, trs), trs) if gaps == "model" else None
+    return generate(tpl, nprocs, params, iterations=iterations, source=source, gaps=gaps, imbalance=imb,
+                    seed=seed), tpl
 
 
 def _weak(ref: Training, nprocs: int) -> dict[str, float]:
@@ -117,7 +121,8 @@ def _weak(ref: Training, nprocs: int) -> dict[str, float]:
 
 def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, float] | None = None,
                       train_params: Sequence[Mapping[str, float]] | None = None, *, iterations: int | None = None,
-                      compute_method: str = "mean", validate: bool = True) -> Trace:
+                      compute_method: str = "mean", validate: bool = True, gaps: str = "model",
+                      seed: int = 0) -> Trace:
     """The trace of the traced program at ``nprocs`` ranks, from traces at smaller rank counts.
 
     Parameters
@@ -144,6 +149,16 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         count, as weak scaling has it; ``"perfmod"``: selected terms).
     validate : bool
         Run the leave-one-scale-out validation (:mod:`.trust`).
+    gaps : str
+        The computation gaps of each target rank: ``"model"``, its class's
+        template rank's with the per-rank imbalance and start-up skew fitted
+        on the training traces (:mod:`.imbalance`); ``"ranks"`` or
+        ``"class"``, a template rank's as recorded
+        (:func:`~perfmod.apps.extrapolate.generate.generate`).
+    seed : int
+        Seed of the per-rank levels' draws (``gaps="model"``): the slowest
+        rank's waiting depends on where the late ranks sit, which the model
+        leaves to chance; other seeds show how much.
 
     Returns
     -------
@@ -183,7 +198,7 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
                       f"({largest} ranks): the leave-one-scale-out error estimate covers factors of 2 only",
                       ExtrapolationWarning, stacklevel=2)
     out, tpl = _extrapolate(trs, ordering, periodic, nprocs, target, iterations, compute_method,
-                            f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks")
+                            f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks", gaps, seed)
     folds = loso(trs, ordering, periodic, compute_method) if validate else []
     ok = [f for f in folds if "error" not in f]
     worst = {k: max((abs(f[k]) for f in ok), default=float("nan"))
@@ -198,6 +213,7 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         "n_periods": (trs[-1].skeleton.size - tpl.start) // tpl.period if tpl.period else 0, "iterations": iterations,
         "compute_method": compute_method,
         "compute_models": {str(k): v for k, v in tpl.site_fits.items()},
+        "gaps": gaps, "imbalance": out.meta.get("imbalance"),
         "far_beyond_training": far, "far_factor": nprocs / largest,
         "loso": folds, "loso_max": worst,
         "ranks_not_generalizing": sorted({r for f in ok for r in f["ranks_off"]}),
