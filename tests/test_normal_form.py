@@ -135,3 +135,27 @@ def test_many_repetitions_fit_fast_with_the_normal_limit_of_the_bootstrap():
     assert time.perf_counter() - t0 < 20 and len(model.bootstrap) == 200
     ds = model.predict({"p": [512.0], "n": [512.0]}, interval="confidence")
     assert ds["lower"].item() <= 1 + 0.01 * 512**3 <= ds["upper"].item()
+
+
+def test_interval_widening_scales_the_bootstrap_spread_about_its_median():
+    """Ratios to the median raised to the factor where positive, differences scaled otherwise; 1 is the plain
+    percentile interval of the replicates."""
+    from perfmod.models.compute.pool import evaluate_terms
+    from perfmod.models.compute.synth import widen
+
+    lo, hi = widen(np.array([0.5, -1.0]), np.array([1.0, 1.0]), np.array([2.0, 3.0]), 2.0)
+    assert lo == pytest.approx([0.25, -3.0]) and hi == pytest.approx([4.0, 9.0])
+    rng = np.random.default_rng(3)
+    X = _grid(2, reps=5)
+    df = pd.DataFrame({"p": X[:, 0], "n": X[:, 1],
+                       "time": (2 + X[:, 0] * X[:, 1]) * (1 + rng.uniform(-0.1, 0.1, len(X)))})
+    at = {"p": [512.0], "n": [512.0]}
+    plain = fit_compute_model(df, "time", ["p", "n"], interval_widening=1.0)
+    reps = [(evaluate_terms(t, np.array([[512.0, 512.0]])) @ c)[0] for t, c in plain.bootstrap]
+    ds = plain.predict(at, interval="confidence")
+    assert [ds["lower"].item(), ds["upper"].item()] == pytest.approx(np.quantile(reps, [0.025, 0.975]))
+    wide = fit_compute_model(df, "time", ["p", "n"]).predict(at, interval="confidence")
+    mid = np.median(reps)
+    assert wide["upper"].item() / mid == pytest.approx((ds["upper"].item() / mid) ** 1.15)
+    with pytest.raises(ValueError, match="interval_widening"):
+        fit_compute_model(df, "time", ["p", "n"], interval_widening=0.5)

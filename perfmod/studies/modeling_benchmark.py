@@ -157,10 +157,12 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "perfmod_greedy": ("perfmod", {"search": "greedy"}),
     "perfmod_median": ("perfmod", {"aggregate": "median"}),
     "perfmod_top1": ("perfmod", {"top_k": 1}),
+    "perfmod_top6": ("perfmod", {"top_k": 6}),
     "perfmod_no_parsimony": ("perfmod", {"tolerance": 0.0}),
     "perfmod_no_extrapolation_fold": ("perfmod", {"extrapolation": 0.0}),
     "perfmod_no_bagging": ("perfmod", {"bagging": False}),
     "perfmod_no_bootstrap": ("perfmod", {"bootstrap": 0}),
+    "perfmod_unwidened": ("perfmod", {"interval_widening": 1.0}),
     "eiger": ("eiger", {}),
     "loop": ("loop", {}),
     "mean": ("mean", {}),
@@ -283,8 +285,9 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
     n_params : sequence of int
         Parameter counts.
     seeds : sequence of int
-        Seed sets of the functions and the noise: the choices of perfmod mode were made on 0 and 1;
-        2, made the same way and never tuned on, checks them (study note).
+        Seed sets of the functions and the noise: the choices of perfmod mode were made on 0, 1, 10
+        and 11; 2 and 20-22, made the same way and never tuned on, check them (study note; the
+        decision set is 200 cases on 20, 21 and 22).
     methods : sequence of str
         Among ``extrap`` (skipped when not installed) and :data:`VARIANTS`.
     progress : bool
