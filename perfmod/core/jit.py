@@ -2,48 +2,62 @@
 
 perfmod's kernels are ``@njit(cache=True)``: compiled once per install and
 Python version, then loaded from numba's cache in well under a second.
-:func:`first_call` wraps the first call of a kernel in a process: if it has
-not returned after :data:`NOTICE_AFTER_S` seconds (compiling, not loading
-the cache), a line on stderr says what is being compiled and that it
-happens once, and a second line how long it took.
+:func:`first_call` wraps the first call of a kernel in a process and listens
+to numba's own ``numba:compile`` event, which numba fires only when a
+function is not in its cache (a cache hit loads without it): when the first
+compilation starts, a line on stderr says what is being compiled and that it
+happens once; when the block ends, a second line says how long compiling
+took.  A first call that only loads the cache, however long its work, says
+nothing.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["NOTICE_AFTER_S", "first_call"]
+__all__ = ["first_call"]
 
-NOTICE_AFTER_S = 5.0  #: seconds a first call may take before it is announced as compiling (loading the cache: ~1-3 s)
 _seen: set[str] = set()
 
 
+class _CompileNotice:
+    """A numba event listener: announces the first compilation, adds up the top-level compile time."""
+
+    def __init__(self, what: str, out: Any) -> None:
+        self.what, self.out = what, out
+        self.depth, self.started, self.seconds = 0, None, 0.0
+
+    def on_start(self, event: Any) -> None:
+        if self.started is None:
+            print(f"perfmod: compiling {self.what} with numba (first use on this install; cached afterwards) ...",
+                  file=self.out, flush=True)
+        if self.depth == 0:
+            self.started = time.perf_counter()
+        self.depth += 1
+
+    def on_end(self, event: Any) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.started is not None:
+            self.seconds += time.perf_counter() - self.started
+
+
 @contextmanager
-def first_call(what: str, stream=None) -> Iterator[None]:
-    """Announce on ``stream`` (stderr) a first call of ``what`` that takes longer than :data:`NOTICE_AFTER_S`."""
+def first_call(what: str, stream: Any = None) -> Iterator[None]:
+    """Announce on ``stream`` (stderr) the numba compilations that the first call of ``what`` in a process makes."""
     if what in _seen:
         yield
         return
     _seen.add(what)
-    out = stream if stream is not None else sys.stderr
-    said = threading.Event()
+    from numba.core import event
 
-    def notice() -> None:
-        said.set()
-        print(f"perfmod: compiling {what} with numba (first use on this install; cached afterwards) ...",
-              file=out, flush=True)
-
-    timer = threading.Timer(NOTICE_AFTER_S, notice)
-    timer.daemon = True
-    t0 = time.perf_counter()
-    timer.start()
-    try:
+    notice = _CompileNotice(what, stream if stream is not None else sys.stderr)
+    listener = type("Listener", (event.Listener,), {"on_start": lambda self, ev: notice.on_start(ev),
+                                                    "on_end": lambda self, ev: notice.on_end(ev)})()
+    with event.install_listener("numba:compile", listener):
         yield
-    finally:
-        timer.cancel()
-        if said.is_set():
-            print(f"perfmod: {what} compiled in {time.perf_counter() - t0:.0f} s", file=out, flush=True)
+    if notice.started is not None:
+        print(f"perfmod: {what} compiled in {notice.seconds:.0f} s", file=notice.out, flush=True)
