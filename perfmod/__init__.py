@@ -65,7 +65,7 @@ API: dict[str, dict[str, str]] = {
     },
     "replay": {
         "replay_trace": "perfmod.replay.engine:replay",
-        "replay_sweep": "perfmod.replay.sweep:sweep",
+        "replay_sweep": "perfmod.replay.sweeps:sweep",
     },
     "measure": {
         "run_pingpong": "perfmod.measure.bench.pingpong",

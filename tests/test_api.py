@@ -21,3 +21,16 @@ def test_unknown_name_is_an_attribute_error():
 
 def test_platform_by_name_through_the_api():
     assert perfmod.load_platform("summit").ranks_per_node == 6
+
+
+def test_no_lazy_name_is_also_a_submodule():
+    """A lazily exported name must not be a submodule's name too: importing the submodule binds the package
+    attribute to the module, and ``from package import name`` then gives the module (it did for replay.sweep)."""
+    import pkgutil
+
+    import perfmod
+    import perfmod.replay
+
+    for pkg in (perfmod, perfmod.replay):
+        subs = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
+        assert not subs & set(pkg._WHERE), f"{pkg.__name__}: {sorted(subs & set(pkg._WHERE))}"

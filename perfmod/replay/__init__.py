@@ -5,7 +5,7 @@ returns the per-rank communication time with send, receive, wait,
 collective and compute time broken out.
 
 - :mod:`perfmod.replay.engine`: :func:`replay`, errors, the dataset;
-- :mod:`perfmod.replay.sweep`: :func:`sweep` over platforms and models;
+- :mod:`perfmod.replay.sweeps`: :func:`sweep` over platforms and models;
 - :mod:`perfmod.replay.matching`: MPI matching and collective instances;
 - :mod:`perfmod.replay.costs`: message and collective times, k per phase;
 - :mod:`perfmod.replay.kernel`: the compiled event loop and its timing rules;
@@ -22,10 +22,11 @@ from typing import Any
 __all__ = ["replay", "sweep", "ReplayError", "DeadlockError", "ReplayWarning"]
 
 # imported on first use, so that a submodule (the GOAL -> loggp path: perfmod.replay.loggops) starts without the
-# engine and its dataset libraries
+# engine and its dataset libraries.  No submodule is named like a name exported here: importing it would bind the
+# package attribute to the module and shadow the function (hence sweeps.py for sweep)
 _WHERE = {"replay": "perfmod.replay.engine", "ReplayError": "perfmod.replay.engine",
           "DeadlockError": "perfmod.replay.engine", "ReplayWarning": "perfmod.replay.engine",
-          "sweep": "perfmod.replay.sweep"}
+          "sweep": "perfmod.replay.sweeps"}
 
 
 def __getattr__(name: str) -> Any:
