@@ -227,6 +227,7 @@ def test_run_fits_clean_runs_and_scores_the_best_clean_repetition(tmp_path, monk
     eiger = float(ds.region_time_predicted[i, 1].sel({"method": "eiger"}))
     assert eiger == pytest.approx(LAW["sparsemv"] * 125, rel=1e-3)
     assert float(ds.region_time_measured[i, 1]) == pytest.approx(LAW["sparsemv"] * 125, rel=1e-6)
+    assert not ds.region_extrapolated.any() and not ds.region_unsupported.sel(method="eiger").any()  # inside
     assert ds.attrs["raw_files"].count("anger_skeletons-hpccg-native") == 1 and "hpccg-regions.sqlite" in \
         ds.attrs["raw_files"]
     head = study.headline(ds)
@@ -313,3 +314,11 @@ def test_summary_splits_held_out_sizes_inside_and_beyond_the_training_range():
         pytest.approx([0.25, 0.08, 2])
     assert t.loc[("clean, beyond the training range", "b"), "eiger"] == pytest.approx(0.3)
     assert t.loc[("clean", "all"), "eiger"] == pytest.approx((0.02 + 0.2 + 0.3) / 3)
+
+
+def test_region_predictions_beyond_the_training_range_are_flagged(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "measure_native", _fake_measure(set()))
+    ds = study.run(**(_small_run(tmp_path) | {"hpccg_train": [4, 5, 6, 7], "hpccg_test": [10]}))
+    flagged = ds.region_extrapolated.sel({"method": "loop"})  # sizes 4, 5, 6, 7, 10: only 10 lies beyond
+    assert flagged.dims == ("region", "size")
+    assert flagged.isel(size=4).all() and not flagged.isel(size=slice(0, 4)).any()

@@ -33,6 +33,7 @@ whose regions have clean calls at fewer than
 from __future__ import annotations
 
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ import perfmod.campaign as campaign
 from perfmod.core.paperdata import read_table
 from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.validity import clean_reduce
-from perfmod.models.compute import ComputeModelError
+from perfmod.models.compute import ComputeModelError, ExtrapolationWarning
 from perfmod.studies.anger_skeleton_steps import (
     CONTENTION,
     METHODS,
@@ -431,6 +432,8 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
     names = [f"{app}.{r}" for r in spec.regions]
     meas = np.full((len(names), nsize), np.nan)
     predicted = np.full((len(names), nsize, len(METHODS)), np.nan)
+    extrapolated = np.zeros((len(names), nsize, len(METHODS)), bool)
+    unsupported = np.zeros((len(names), nsize, len(METHODS)), bool)
     r2 = np.full((len(names), len(METHODS)), np.nan)
     err = np.full_like(r2, np.nan)
     for i, region in enumerate(spec.regions):
@@ -445,7 +448,12 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
                 point = rows[[*spec.regions[region], CONTENTION]].median().to_frame().T
                 for k, m in enumerate(METHODS):
                     model = models[m][region]
-                    predicted[i, j, k] = float(model.predict(point[model.parameters]).predicted[0])
+                    with warnings.catch_warnings():  # recorded in region_unsupported instead
+                        warnings.simplefilter("ignore", ExtrapolationWarning)
+                        out = model.predict(point[model.parameters])
+                    predicted[i, j, k] = float(out.predicted[0])
+                    extrapolated[i, j, k] = bool(out.extrapolated[0])
+                    unsupported[i, j, k] = bool(out.unsupported[0])
         fr = frames[region]
         if models is None or fr.empty:
             continue
@@ -461,6 +469,11 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
                                      "region call on 1 rank (clean runs only; NaN where none was clean)"}),
             "region_time_predicted": (("region", "size", "method"), predicted, {"units": "s", "long_name":
                                       "model's time per call at the median parameters of that size"}),
+            "region_extrapolated": (("region", "size", "method"), extrapolated, {"units": "1", "long_name":
+                                    "the size's parameters lie outside the model's training range"}),
+            "region_unsupported": (("region", "size", "method"), unsupported, {"units": "1", "long_name":
+                                   "prediction the data do not support (at or below 0, or a term of another sign "
+                                   "than on the training range)"}),
             "region_r2": (("region", "method"), r2, {"units": "1", "long_name": "R^2 of the fit on the training "
                           "points (median call time per run and parameter point)"}),
             "region_error": (("region", "method"), err, {"units": "1", "long_name": "mean |relative error| of "
