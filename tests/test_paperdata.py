@@ -191,7 +191,8 @@ def test_header_names_paper_file_and_table():
     for name in paperdata.available():
         df = paperdata.read_table(name)
         src = df.attrs["source"]
-        assert re.search(r"shared/papers/\d{3}_[0-9a-f]{16}\.txt", src), name
+        assert re.search(r'"[A-Z][^"]{20,}" \[paper \d{3}\]', src), name  # the title and the paper's number
+        assert "shared/" not in src, name  # a clone has no shared/: cite the paper, not a file
         assert "Table" in src or "§" in src, name
         assert "Columns" in src or "columns" in src or "Long format" in src, name
 

@@ -1,7 +1,7 @@
 """Tables transcribed from the papers (``data/paper/*.csv``).
 
-Each file starts with ``#`` lines naming the paper file (in ``shared/papers``),
-the table or section, and the columns with their units; the rows follow as
+Each file starts with ``#`` lines naming the paper (its title and number, e.g.
+``[paper 000]``), the table or section, and the columns with their units; the rows follow as
 CSV with a header row.  Values are in SI units (seconds, bytes, bytes per
 second), columns carry the unit in their name where it is not a count
 (``alpha_s``, ``beta_s_per_byte``, ``r_cb_bytes_per_s``, ``overhead_s``).  A
