@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from perfmod.measure.bench.devicebench import triad
+from perfmod.measure.bench.devicebench import triad, triad_bytes
 
 __all__ = ["sysfs_llc_bytes", "probe_sizes", "probe_cache", "effective_llc"]
 
@@ -75,8 +75,7 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3) -> xr.Dataset
     bw = np.empty(len(sizes))
     for i, ws in enumerate(sizes):
         n = max(int(ws) // 24, 1)  # three arrays of doubles
-        _, moved = triad(np, n, reps=1)
-        inner = max(1, int(SAMPLE_BYTES // moved))
+        inner = max(1, int(SAMPLE_BYTES // triad_bytes(np, n)))
         t, moved = triad(np, n, reps=reps, inner=inner)
         bw[i] = moved / float(t.min())
     return xr.Dataset(

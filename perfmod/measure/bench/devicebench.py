@@ -78,6 +78,7 @@ from perfmod.models.roofline.traffic import traffic_bytes
 
 __all__ = [
     "triad",
+    "triad_bytes",
     "fma",
     "run_devicebench",
     "measure_devices",
@@ -130,8 +131,12 @@ def triad(xp: ModuleType, n: int, reps: int = 10, inner: int = 1, comm: Any = No
     t = _timed(xp, run, reps, comm)
     if not float(a[0]) == 7.0:  # 1 + 3 * 2: the passes computed what they claim
         raise RuntimeError(f"triad computed {float(a[0])}, expected 7.0")
-    wa = xp.__name__ == "numpy"
-    return t, inner * traffic_bytes(n, 8, reads=3, writes=2, allocating=1, write_allocate=wa)
+    return t, inner * triad_bytes(xp, n)
+
+
+def triad_bytes(xp: ModuleType, n: int) -> int:
+    """Bytes one triad of ``n`` doubles moves (:func:`traffic_bytes`; write-allocate on the CPU)."""
+    return traffic_bytes(n, 8, reads=3, writes=2, allocating=1, write_allocate=xp.__name__ == "numpy")
 
 
 _FMA_SRC = "T y = x; for (int i = 0; i < m; ++i) { y = a * y + b; } x = y;"
