@@ -19,15 +19,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from numba.core import event
+
 __all__ = ["first_call"]
 
 _seen: set[str] = set()
 
 
-class _CompileNotice:
+class _CompileNotice(event.Listener):
     """A numba event listener: announces the first compilation, adds up the top-level compile time."""
 
     def __init__(self, what: str, out: Any) -> None:
+        super().__init__()
         self.what, self.out = what, out
         self.depth, self.started, self.seconds = 0, None, 0.0
 
@@ -52,12 +55,8 @@ def first_call(what: str, stream: Any = None) -> Iterator[None]:
         yield
         return
     _seen.add(what)
-    from numba.core import event
-
     notice = _CompileNotice(what, stream if stream is not None else sys.stderr)
-    listener = type("Listener", (event.Listener,), {"on_start": lambda self, ev: notice.on_start(ev),
-                                                    "on_end": lambda self, ev: notice.on_end(ev)})()
-    with event.install_listener("numba:compile", listener):
+    with event.install_listener("numba:compile", notice):
         yield
     if notice.started is not None:
         print(f"perfmod: {what} compiled in {notice.seconds:.0f} s", file=notice.out, flush=True)
