@@ -31,7 +31,17 @@ from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
-from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, replay_events
+from perfmod.replay.kernel import (
+    ACC_COLL,
+    ACC_COMPUTE,
+    ACC_RECV,
+    ACC_SEND,
+    ACC_WAIT,
+    STATUS_OK,
+    pack_events,
+    replay_events,
+    unpack_matching,
+)
 from perfmod.replay.loggops import replay_loggops
 from perfmod.replay.matching import (
     SEND_CODES,
@@ -303,33 +313,48 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         if dynamic is not None:  # the kernel matched the messages to wildcard receives
             dyn = dynamic.sgrp >= 0
             pdst[dyn] = res.pdst[dyn]
+        never_completed = reqs.never_completed
     else:
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
         n = len(trace)
-        # one array holds both posting times: a send reads spost only of send events and rpost only of receive
-        # events, and a Sendrecv posts both sides at once
-        post = np.full(n, np.nan)
+        # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
+        evi = np.empty((n, 3), dtype=index_dtype(n))
+        pack_events(trace.call, pdst, psrc, coll.inst, reqs.ref_ptr, evi)
+        created, never_completed = reqs.created, reqs.never_completed
+        inst = (coll.size, inst_cost, coll.members_ptr, coll.members)
+        del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
+        evf = np.empty((n, 2))
+        evf[:, 0] = np.nan
+        np.negative(msg_time, out=evf[:, 1])  # negated until sent (kernel._sent)
+        del msg_time
+        flag = rndv.view(np.uint8)  # F_RNDV where True
         with first_call("the replay's event loop"):
-            status, clock, acc, iter_comm, pc, spost, rpost, sdone = replay_events(
-                rank_ptr, trace.rank, trace.call, comp, pdst, psrc, msg_time, rndv, coll.inst,
-                coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
-                post, post, np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=index_dtype(n)),
+            status, clock, acc, iter_comm, pc = replay_events(
+                rank_ptr, trace.rank, trace.call, comp, evi, evf, flag, created, *inst, iteration, n_iter,
                 *_dynamic_args(dynamic, n))
+        del flag, rndv
         if status != STATUS_OK:
+            sdone = np.where(np.signbit(evf[:, 1]), np.nan, evf[:, 1])
+            del evf
+            reqs, coll = resolve_requests(trace), collective_instances(trace)
+            pdst, psrc = np.full(n, -1, dtype=evi.dtype), np.full(n, -1, dtype=evi.dtype)
+            unpack_matching(trace.call, evi, pdst, psrc)
             raise _deadlock(trace, pc, rank_ptr[1:], pdst, psrc, coll, reqs, sdone)
+        del evf
+        pdst = evi[:, 0]  # the send events' receives, the kernel's wildcard matches included
     if dynamic is not None:
         _check_truncation(trace, dynamic, pdst)
     unmatched = int(np.count_nonzero((pdst == -1) & call_is(trace.call, SEND_CODES)))
     if unmatched:
         warnings.warn(f"{trace.source or 'trace'}: {unmatched} eager sends have no matching receive "
                       "(replayed as sent)", ReplayWarning, stacklevel=3)
-    if reqs.never_completed.size:
-        warnings.warn(f"{trace.source or 'trace'}: {reqs.never_completed.size} requests are never waited for "
-                      f"(first: {trace._at(int(reqs.never_completed[0]))})", ReplayWarning, stacklevel=3)
+    if never_completed.size:
+        warnings.warn(f"{trace.source or 'trace'}: {never_completed.size} requests are never waited for "
+                      f"(first: {trace._at(int(never_completed[0]))})", ReplayWarning, stacklevel=3)
     stage(5)
     ds = _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, msgs,
-                  bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
+                  bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(never_completed.size))
     bar.update()
     return ds
 
