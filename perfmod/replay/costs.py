@@ -76,7 +76,7 @@ def event_phases(trace: Trace) -> np.ndarray:
     """Communication phase of every event (see the module docstring), numbered per rank from 0 (one compiled
     pass)."""
     it = trace.iteration if trace.iteration is not None else np.zeros(0, dtype=np.int32)
-    out = np.empty(len(trace), dtype=np.int64)  # allocated by NumPy: seen by tracemalloc, as the replay's others
+    out = np.empty(len(trace), dtype=np.int32)  # allocated by NumPy: seen by tracemalloc, as the replay's others
     _phases(trace.rank, trace.call, trace.comm, it, _COLL_TAB, out)
     return out
 
@@ -87,8 +87,9 @@ class MessageCosts:
 
     Attributes
     ----------
-    time : numpy.ndarray of float64, shape (len(trace),)
-        Seconds of the message sent by each send event (0 elsewhere).
+    time : numpy.ndarray of float64
+        Seconds of each message, in the order of the matching's ``send_events`` (per message, not per event:
+        the replay writes them into its event rows).
     rndv : numpy.ndarray of bool, shape (len(trace),)
         The send waits for its receive to be posted (rendezvous or synchronous).
     mode : numpy.ndarray of int8
@@ -113,9 +114,9 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
     n = len(trace)
     p = trace.nprocs
     ev, src, dst = match.send_events, match.src, match.dst
-    nbytes = np.maximum(match.nbytes, 1).astype(np.float64)
+    nbytes = np.maximum(match.nbytes, 1, dtype=np.float64)  # one per-message array, not an int64 one first
     modes = net.modes(src, dst, p)
-    phase = event_phases(trace)[ev]  # the per-event array is freed at once
+    phase = event_phases(trace)[ev].astype(np.int64)  # the per-event array (int32) is freed at once
     nph = int(phase.max(initial=-1)) + 1
     times = np.zeros(ev.size)
     info, kw_of = net.rule.trace_k(net, phase, src, dst, nph, p, k_total_rule, stencil)
@@ -124,12 +125,10 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
         if not sel.any():
             continue
         times[sel] = net.message_time(nbytes[sel], mode, **kw_of(mode, sel))
-    time = np.zeros(n)
-    time[ev] = times
     rndv = np.zeros(n, dtype=bool)
     rndv[ev] = match.nbytes > net.platform.eager_max_bytes
     rndv |= call_is(trace.call, code_set({Call.SSEND, Call.ISSEND}))
-    return MessageCosts(time, rndv, modes, phase, info)
+    return MessageCosts(times, rndv, modes, phase, info)
 
 
 def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, net: Network,

@@ -289,15 +289,15 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     stage(1)
     reqs = resolve_requests(trace)
     stage(2)
+    coll = collective_instances(trace)  # first: its sorts' scratch then meets fewer live arrays
     match = match_messages(trace)
-    coll = collective_instances(trace)
     stage(3)
     costs = message_costs(trace, match, net, k_total_rule, stencil)
     # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the
     # event loop
     msgs, bytes_sent = _per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
     pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
-    msg_time, rndv = costs.time, costs.rndv
+    msg_time, rndv, send_events = costs.time, costs.rndv, match.send_events  # msg_time: per message
     del match, costs
     n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
     iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
@@ -326,8 +326,9 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
         evf = np.empty((n, 2))
         evf[:, 0] = np.nan
-        np.negative(msg_time, out=evf[:, 1])  # negated until sent (kernel._sent)
-        del msg_time
+        evf[:, 1] = -0.0
+        evf[send_events, 1] = np.negative(msg_time)  # a message's duration, negated until sent (kernel._sent)
+        del msg_time, send_events
         flag = rndv.view(np.uint8)  # F_RNDV where True
         with first_call("the replay's event loop"):
             status, clock, acc, iter_comm, pc = replay_events(

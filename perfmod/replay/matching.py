@@ -252,7 +252,8 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     and the first such message in (src, dst, tag, comm, occurrence) order.
     """
     ns = int(np.count_nonzero(_SEND_TAB[call] & (wpeer != PROC_NULL)))
-    ev, src, dst, nb, gsend = (np.empty(ns, dtype=np.int64) for _ in range(5))
+    ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
+    gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
     table = np.full(1024, -1, dtype=np.int64)
     rep = np.empty(512, dtype=np.int64)  # first send of each group
     count = np.zeros(512, dtype=np.int64)  # sends per group
@@ -267,7 +268,7 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     ng = int(st[2])
     ptr = np.zeros(ng + 1, dtype=np.int64)
     np.cumsum(count[:ng], out=ptr[1:])
-    slot = np.empty(int(ptr[-1]), dtype=np.int64)
+    slot = np.empty(int(ptr[-1]), dtype=index_dtype(ns))
     _place(gsend, ptr, slot)
     del gsend
     out = _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, _RECV_TAB, sr_code, rgrp, pdst,

@@ -138,9 +138,10 @@ class KModelK(KRule):
             c = kmodel_counts_from(src[sel], dst[sel], nprocs, rpn, mapping=net.mapping, stencil=stencil,
                                    k_total_rule=k_total_rule)
             ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
-        extra = {"k_inter": ki[phase], "k_total": kt[phase], "k_prime": kp[phase]}
-        return ({"k_inter": ki, "k_total": kt, "k_prime": kp, "k": ki / kt * kp},
-                lambda mode, sel: {k: v[sel] for k, v in extra.items()})
+        per_phase = {"k_inter": ki, "k_total": kt, "k_prime": kp}
+        # looked up for the selected messages only (no per-message copy of each count)
+        return ({**per_phase, "k": ki / kt * kp},
+                lambda mode, sel: {k: v[phase[sel]] for k, v in per_phase.items()})
 
 
 def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int) -> np.ndarray:
