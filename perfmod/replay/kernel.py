@@ -79,7 +79,7 @@ def _before(t1, k1, t2, k2):
     return t1 < t2 or (t1 == t2 and k1 < k2)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(hd, size, t, key):
     """Push onto the 4-ary min-heap ``hd[:size[0]]`` of ``(time, key)`` rows (the key stored as a float, exact
     below 2**53), ordered by time then key.  Four children share a cache line, and entries move into a hole
@@ -103,37 +103,7 @@ def _push(hd, size, t, key):
     size[0] = n + 1
 
 
-@njit(cache=True)
-def _pop(hd, size):
-    n = size[0] - 1
-    t, k = hd[0, 0], np.int64(hd[0, 1])
-    size[0] = n
-    if n == 0:
-        return t, k
-    lt, lk = hd[n, 0], hd[n, 1]  # the last entry, sifted down from the root
-    i = 0
-    while True:
-        c = 4 * i + 1
-        if c >= n:
-            break
-        m = c
-        mt, mk = hd[c, 0], hd[c, 1]
-        for q in range(c + 1, min(c + 4, n)):
-            if _before(hd[q, 0], hd[q, 1], mt, mk):
-                m = q
-                mt, mk = hd[q, 0], hd[q, 1]
-        if _before(mt, mk, lt, lk):
-            hd[i, 0] = mt
-            hd[i, 1] = mk
-            i = m
-        else:
-            break
-    hd[i, 0] = lt
-    hd[i, 1] = lk
-    return t, k
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _wake(hd, size, qtime, w, t):
     """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
     if np.isnan(qtime[w]) or t < qtime[w]:
@@ -146,48 +116,6 @@ def _sent(v):
     """Whether a send's ``evf[i, 1]`` is its completion time (sign bit clear) rather than its message's duration,
     stored negated (sign bit set, -0.0 included) until the message is sent: one load tells both."""
     return not np.signbit(v)
-
-
-@njit(cache=True, inline="always")
-def _rpost(j, call, rank, clock, evf):
-    """Posting time of receive event ``j``.  A Sendrecv's slot holds its send side's ready time once that is
-    known; a Sendrecv is read only while its rank is parked in it, so its posting time is that rank's clock."""
-    if call[j] == _SENDRECV:
-        return clock[rank[j]]
-    return evf[j, 0]
-
-
-@njit(cache=True)
-def _recv_done(j, call, rank, clock, evi, evf, flag):
-    i = evi[j, 1]
-    if i == -2:  # MPI_PROC_NULL
-        return _rpost(j, call, rank, clock, evf)
-    if i < 0 or not _sent(evf[i, 1]):
-        return np.nan
-    return max(_rpost(j, call, rank, clock, evf), evf[i, 1])
-
-
-@njit(cache=True)
-def _can_end(i, call, rank, clock, evi, evf, flag, created):
-    """Whether the posted point-to-point call or wait ``i`` has every completion time it needs (a collective
-    ends by its last member's arrival, not by a message: False)."""
-    c = call[i]
-    if c == _SEND or c == _SSEND:
-        return _sent(evf[i, 1])
-    if c == _RECV:
-        return not np.isnan(_recv_done(i, call, rank, clock, evi, evf, flag))
-    if c == _SENDRECV:
-        return _sent(evf[i, 1]) and not np.isnan(_recv_done(i, call, rank, clock, evi, evf, flag))
-    if c >= _WAIT_LO and c <= _WAIT_HI:
-        for q in range(evi[i, 1] - 1, evi[i, 0] - 1, -1):  # the last requests are the likeliest missing
-            e = created[q]
-            if call[e] == _IRECV:
-                if np.isnan(_recv_done(e, call, rank, clock, evi, evf, flag)):
-                    return False
-            elif not _sent(evf[e, 1]):
-                return False
-        return True
-    return False
 
 
 @njit(cache=True)
@@ -249,10 +177,106 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                rsrc, rtag, slink, rlink):
     """The event loop of :func:`replay_events`; returns True when the heap ``hd`` needs more room than ``room``
     free entries (then call it again with a larger one)."""
+    # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more):
+    # numba inlines them without binding the arrays to new variables, whose reference counting (atomic
+    # operations at every call of an njit helper) took a third of the loop's time
+
+    def push(t, key):  # as _push
+        n = size[0]
+        if n == hd.shape[0]:
+            size[1] = 1
+            return
+        kf = np.float64(key)
+        i = n
+        while i > 0:
+            p = (i - 1) >> 2
+            if _before(t, kf, hd[p, 0], hd[p, 1]):
+                hd[i, 0] = hd[p, 0]
+                hd[i, 1] = hd[p, 1]
+                i = p
+            else:
+                break
+        hd[i, 0] = t
+        hd[i, 1] = kf
+        size[0] = n + 1
+
+    def pop():  # the heap's root; its last entry is sifted down from the root
+        n = size[0] - 1
+        t, k = hd[0, 0], np.int64(hd[0, 1])
+        size[0] = n
+        if n == 0:
+            return t, k
+        lt, lk = hd[n, 0], hd[n, 1]
+        i = 0
+        while True:
+            c = 4 * i + 1
+            if c >= n:
+                break
+            m = c
+            mt, mk = hd[c, 0], hd[c, 1]
+            for q in range(c + 1, min(c + 4, n)):
+                if _before(hd[q, 0], hd[q, 1], mt, mk):
+                    m = q
+                    mt, mk = hd[q, 0], hd[q, 1]
+            if _before(mt, mk, lt, lk):
+                hd[i, 0] = mt
+                hd[i, 1] = mk
+                i = m
+            else:
+                break
+        hd[i, 0] = lt
+        hd[i, 1] = lk
+        return t, k
+
+    def claim(w, t):
+        """Whether to queue a step of rank ``w`` at ``t`` (then push it): not if one is queued no later (an
+        earlier one supersedes)."""
+        if np.isnan(qtime[w]) or t < qtime[w]:
+            qtime[w] = t
+            return True
+        return False
+
+    def rpost(j):
+        """Posting time of receive event ``j``.  A Sendrecv's slot holds its send side's ready time once that
+        is known; a Sendrecv is read only while its rank is parked in it, so its posting time is that rank's
+        clock."""
+        return clock[rank[j]] if call[j] == _SENDRECV else evf[j, 0]
+
+    def recv_done(j):  # completion time of the posted receive j (NaN: its message is not there)
+        i = evi[j, 1]
+        rp = clock[rank[j]] if call[j] == _SENDRECV else evf[j, 0]
+        if i == -2:  # MPI_PROC_NULL
+            return rp
+        if i < 0 or not _sent(evf[i, 1]):
+            return np.nan
+        return max(rp, evf[i, 1])
+
+    def can_end(i):
+        """Whether the posted point-to-point call or wait ``i`` has every completion time it needs (a
+        collective ends by its last member's arrival, not by a message: False).  A posted receive has its
+        time once its message is sent, or at once from MPI_PROC_NULL."""
+        c = call[i]
+        if c == _SEND or c == _SSEND:
+            return _sent(evf[i, 1])
+        if c == _RECV or c == _SENDRECV:
+            k = evi[i, 1]
+            return (k == -2 or (k >= 0 and _sent(evf[k, 1]))) and (c == _RECV or _sent(evf[i, 1]))
+        if c >= _WAIT_LO and c <= _WAIT_HI:
+            for q in range(evi[i, 1] - 1, evi[i, 0] - 1, -1):  # the last requests are the likeliest missing
+                e = created[q]
+                if call[e] == _IRECV:
+                    k = evi[e, 1]
+                    if not (k == -2 or (k >= 0 and _sent(evf[k, 1]))):
+                        return False
+                elif not _sent(evf[e, 1]):
+                    return False
+            return True
+        return False
+
     while size[0] > 0 and not size[1]:
         if size[0] + room > hd.shape[0]:
             return True
-        t_now, key = _pop(hd, size)
+        t_now, key = pop()
         if key >= nprocs:  # NIC step: send the rank's ready messages, oldest posting first
             s = key - nprocs
             if nic_sched[s] == t_now:
@@ -283,13 +307,17 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 nic[s] = sd
                 # wake the sender and the receiver when this message completes, if parked in a call that can
                 # now end (a wake before that would find the call still waiting: a step that changes nothing)
-                if state[s] == 2 and _can_end(pc[s], call, rank, clock, evi, evf, flag, created):
-                    _wake(hd, size, qtime, s, max(sd, clock[s]))
+                if state[s] == 2 and can_end(pc[s]):
+                    tw = max(sd, clock[s])
+                    if claim(s, tw):
+                        push(tw, s)
                 j = evi[i, 0]
                 if j >= 0:
                     w = np.int64(rank[j])
-                    if state[w] == 2 and _can_end(pc[w], call, rank, clock, evi, evf, flag, created):
-                        _wake(hd, size, qtime, w, max(sd, clock[w]))
+                    if state[w] == 2 and can_end(pc[w]):
+                        tw = max(sd, clock[w])
+                        if claim(w, tw):
+                            push(tw, w)
             continue
         r = key
         if qtime[r] != t_now:
@@ -303,7 +331,9 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
                 if clock[r] > t_now:  # computing: continue at the new time
-                    _wake(hd, size, qtime, r, clock[r])
+                    tw = clock[r]
+                    if claim(r, tw):
+                        push(tw, r)
                     break
             t0 = clock[r]
             done = np.nan
@@ -322,7 +352,7 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                     elif not (flag[i] & F_RNDV):
                         rd = t0
                     elif j >= 0 and not np.isnan(evf[j, 0]):
-                        rd = max(t0, _rpost(j, call, rank, clock, evf))
+                        rd = max(t0, rpost(j))
                     if not np.isnan(rd):
                         evf[i, 0] = rd
                         flag[i] |= F_READY
@@ -330,7 +360,7 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                         head[r] = i
                         if nic_sched[r] != rd:
                             nic_sched[r] = rd
-                            _push(hd, size, rd, nprocs + r)
+                            push(rd, nprocs + r)
                     if c == _SENDRECV:
                         k = evi[i, 1]
                         if dyn and rgrp[i] >= 0:
@@ -345,12 +375,12 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                             head[s] = k
                             if nic_sched[s] != rk:
                                 nic_sched[s] = rk
-                                _push(hd, size, rk, nprocs + s)
+                                push(rk, nprocs + s)
                 if c == _ISEND or c == _ISSEND:
                     done = t0
                 elif c == _SENDRECV:
                     if _sent(evf[i, 1]):
-                        d2 = _recv_done(i, call, rank, clock, evi, evf, flag)
+                        d2 = recv_done(i)
                         if not np.isnan(d2):
                             done = max(evf[i, 1], d2)
                 elif _sent(evf[i, 1]):
@@ -377,11 +407,11 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                         head[s] = k
                         if nic_sched[s] != rk:
                             nic_sched[s] = rk
-                            _push(hd, size, rk, nprocs + s)
+                            push(rk, nprocs + s)
                 if c == _IRECV:
                     done = t0
                 else:
-                    done = _recv_done(i, call, rank, clock, evi, evf, flag)
+                    done = recv_done(i)
                     slot = ACC_RECV
             elif c >= _WAIT_LO and c <= _WAIT_HI:
                 state[r] = 2
@@ -389,7 +419,7 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 for q in range(evi[i, 0], evi[i, 1]):
                     e = created[q]
                     if call[e] == _IRECV:
-                        d = _recv_done(e, call, rank, clock, evi, evf, flag)
+                        d = recv_done(e)
                     elif _sent(evf[e, 1]):
                         d = evf[e, 1]
                     else:
@@ -410,7 +440,9 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                         for mm in range(inst_members_ptr[k], inst_members_ptr[k + 1]):
                             w = inst_members[mm]
                             if w != r:
-                                _wake(hd, size, qtime, w, inst_done[k])
+                                tw = inst_done[k]
+                                if claim(w, tw):
+                                    push(tw, w)
                 done = inst_done[k]
                 slot = ACC_COLL
             else:  # compute, init, finalize, unknown calls (skipped)
@@ -427,7 +459,9 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 clock[r] = done
                 if done > t_now:  # blocked until `done`: continue then, in time order
                     if pc[r] < end[r]:
-                        _wake(hd, size, qtime, r, done)
+                        tw = done
+                        if claim(r, tw):
+                            push(tw, r)
                     break
     return False
 
