@@ -71,7 +71,9 @@ _WILDCARD_BYTES_PER_EVENT = 56
 _FIXED_BYTES = 1 << 16
 #: traces of at least this many events show a progress bar over the replay's stages unless ``progress=False``
 PROGRESS_EVENTS = 10_000_000
-_STAGES = ("checks", "requests", "matching", "costs", "event loop", "dataset")
+#: messages per chunk of the per-message passes here
+_CHUNK = 1 << 18
+_STAGES = ("checks", "matching", "costs", "collectives and requests", "event loop", "dataset")
 
 
 class DeadlockError(ReplayError):
@@ -231,7 +233,7 @@ def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmode
         Validate the trace first (:meth:`Trace.validate`).
     progress : bool, optional
         Show a progress bar on stderr over the replay's stages (checks,
-        requests, matching, costs, event loop, dataset); by default for
+        matching, costs, collectives and requests, event loop, dataset); by default for
         traces of :data:`PROGRESS_EVENTS` events or more.
 
     Returns
@@ -287,11 +289,13 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         check_fits(_FIXED_BYTES + per_event * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
     comp = _compute_times(trace, compute)
     stage(1)
-    reqs = resolve_requests(trace)
+    # the stages in the order that keeps the fewest arrays alive at each one's peak: the matching's per-message
+    # lists are needed until the costs, the collectives and the requests by the event loop
+    n = len(trace)
+    # the message kernel's event rows (kernel.replay_events) take the matching in place
+    evi = np.empty((n, 3), dtype=index_dtype(n)) if net.model.replay != "loggops" else None
+    match = match_messages(trace, evi)
     stage(2)
-    coll = collective_instances(trace)  # first: its sorts' scratch then meets fewer live arrays
-    match = match_messages(trace)
-    stage(3)
     costs = message_costs(trace, match, net, k_total_rule, stencil)
     # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the
     # event loop
@@ -299,6 +303,9 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
     msg_time, rndv, send_events = costs.time, costs.rndv, match.send_events  # msg_time: per message
     del match, costs
+    stage(3)
+    coll = collective_instances(trace)
+    reqs = resolve_requests(trace)
     n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
     iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
     rank_ptr = trace.rank_ptr
@@ -317,10 +324,8 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     else:
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
-        n = len(trace)
         # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
-        evi = np.empty((n, 3), dtype=index_dtype(n))
-        pack_events(trace.call, pdst, psrc, coll.inst, reqs.ref_ptr, evi)
+        pack_events(trace.call, coll.inst, reqs.ref_ptr, evi)  # pdst and psrc are its columns already
         created, never_completed = reqs.created, reqs.never_completed
         inst = (coll.size, inst_cost, coll.members_ptr, coll.members)
         del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
@@ -363,9 +368,12 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
 def _per_mode(p: int, src: np.ndarray, mode: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Messages and bytes sent per (rank, mode)."""
     nm = len(MODES)
-    key = src.astype(np.int64) * nm + mode.astype(np.int64)
-    return (np.bincount(key, minlength=p * nm).reshape(p, nm),
-            np.bincount(key, weights=nbytes.astype(np.float64), minlength=p * nm).reshape(p, nm))
+    count, total = np.zeros(p * nm, dtype=np.int64), np.zeros(p * nm)
+    for a in range(0, src.size, _CHUNK):  # in chunks: small temporaries (the byte sums are integers, exact)
+        key = src[a:a + _CHUNK].astype(np.int64) * nm + mode[a:a + _CHUNK]
+        count += np.bincount(key, minlength=p * nm)
+        total += np.bincount(key, weights=nbytes[a:a + _CHUNK].astype(np.float64), minlength=p * nm)
+    return count.reshape(p, nm), total.reshape(p, nm)
 
 
 def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,

@@ -467,9 +467,10 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
 
 
 @njit(cache=True)
-def pack_events(call, pdst, psrc, coll_inst, ref_ptr, evi):
-    """Fill the kernel's per-event index rows ``evi`` (see :func:`replay_events`) from the matching, the
-    collective instances and the requests, in one pass."""
+def pack_events(call, coll_inst, ref_ptr, evi):
+    """Complete the kernel's per-event index rows ``evi`` (see :func:`replay_events`), whose columns 0 and 1 hold
+    the matching (:func:`perfmod.replay.matching.match_messages` with ``out=evi``), with the requests of the
+    waits and the instances of the collectives, in one pass."""
     for i in range(call.size):
         c = call[i]
         if c >= _WAIT_LO and c <= _WAIT_HI:
@@ -477,10 +478,6 @@ def pack_events(call, pdst, psrc, coll_inst, ref_ptr, evi):
             evi[i, 1] = ref_ptr[i + 1]
         elif c >= _COLL_LO and c <= _COLL_HI:
             evi[i, 0] = coll_inst[i]
-            evi[i, 1] = -1
-        else:
-            evi[i, 0] = pdst[i]
-            evi[i, 1] = psrc[i]
         evi[i, 2] = -1
 
 
@@ -506,10 +503,10 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
     Each event's state is in two rows read together (one cache line rather than one per array), allocated by
     the caller (so that their memory is accounted where NumPy allocations are) and updated in place:
 
-    - ``evi`` (int32 or int64, shape (n, 3)), filled by :func:`pack_events`: for a send, ``evi[i, 0]`` is its
-      receive event (-1 none, -2 PROC_NULL); for a receive, ``evi[i, 1]`` its send event (-1, -2 likewise; a
-      Sendrecv has both); for a wait or test, ``evi[i, 0]:evi[i, 1]`` its requests in ``created`` (their
-      creating events); for a collective, ``evi[i, 0]`` its instance, whose members are
+    - ``evi`` (int32 or int64, shape (n, 3)), filled by the matching and :func:`pack_events`: for a send,
+      ``evi[i, 0]`` is its receive event (-1 none, -2 PROC_NULL); for a receive, ``evi[i, 1]`` its send event
+      (-1, -2 likewise; a Sendrecv has both); for a wait or test, ``evi[i, 0]:evi[i, 1]`` its requests in
+      ``created`` (their creating events); for a collective, ``evi[i, 0]`` its instance, whose members are
       ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``; ``evi[i, 2]`` (-1) links the rank's
       ready messages.
     - ``evf`` (float64, shape (n, 2)): ``evf[i, 0]`` NaN until the event is posted, then its posting time; a
