@@ -39,6 +39,7 @@ from perfmod.replay.kernel import (
     ACC_WAIT,
     STATUS_OK,
     pack_events,
+    pack_times,
     replay_events,
     unpack_matching,
 )
@@ -301,7 +302,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     # event loop
     msgs, bytes_sent = _per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
     pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
-    msg_time, rndv, send_events = costs.time, costs.rndv, match.send_events  # msg_time: per message
+    msg_time, rndv = costs.time, costs.rndv  # msg_time: per message, in the order of the send events
     del match, costs
     stage(3)
     coll = collective_instances(trace)
@@ -330,10 +331,8 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         inst = (coll.size, inst_cost, coll.members_ptr, coll.members)
         del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
         evf = np.empty((n, 2))
-        evf[:, 0] = np.nan
-        evf[:, 1] = -0.0
-        evf[send_events, 1] = np.negative(msg_time)  # a message's duration, negated until sent (kernel._sent)
-        del msg_time, send_events
+        pack_times(trace.call, evi, np.negative(msg_time, out=msg_time), evf)
+        del msg_time
         flag = rndv.view(np.uint8)  # F_RNDV where True
         with first_call("the replay's event loop"):
             status, clock, acc, iter_comm, pc = replay_events(

@@ -40,8 +40,8 @@ from numba import njit
 
 from perfmod.trace.core import COLLECTIVES, WAITS, Call
 
-__all__ = ["replay_events", "run_kernel", "pack_events", "unpack_matching", "F_RNDV", "F_READY", "STATUS_OK",
-           "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT", "ACC_COLL", "ACC_COMPUTE"]
+__all__ = ["replay_events", "run_kernel", "pack_events", "pack_times", "unpack_matching", "F_RNDV", "F_READY",
+           "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT", "ACC_COLL", "ACC_COMPUTE"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
@@ -479,6 +479,22 @@ def pack_events(call, coll_inst, ref_ptr, evi):
         elif c >= _COLL_LO and c <= _COLL_HI:
             evi[i, 0] = coll_inst[i]
         evi[i, 2] = -1
+
+
+@njit(cache=True)
+def pack_times(call, evi, neg_time, evf):
+    """Fill the kernel's per-event time rows ``evf`` (see :func:`replay_events`): not posted (NaN), and for the
+    k-th send event with a receiver (not to MPI_PROC_NULL: ``evi[i, 0] != -2``), the k-th of ``neg_time``, its
+    message's duration negated (-0.0 elsewhere)."""
+    k = 0
+    for i in range(call.size):
+        c = call[i]
+        evf[i, 0] = np.nan
+        if (c == _ISEND or c == _ISSEND or c == _SEND or c == _SSEND or c == _SENDRECV) and evi[i, 0] != -2:
+            evf[i, 1] = neg_time[k]
+            k += 1
+        else:
+            evf[i, 1] = -0.0
 
 
 @njit(cache=True)
