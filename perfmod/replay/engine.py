@@ -59,12 +59,10 @@ __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
 
 
 #: peak bytes per trace event the message-kernel replay (every model but ``loggp``) allocates beyond the trace:
-#: requests, matching, costs and the kernel's state, for the check before allocating.  Measured (issue 23) on
-#: synthetic Jacobi2D: peak RSS above the trace's 76-79 B/event at 1,048,576 ranks x 1 iteration (10.5 M events,
-#: kmodel and postal), tracemalloc peak 58-66 B/event at 1,536 x 100 and 16,384 x 10; rounded up to 90.  At
-#: 1,048,576 x 10 (104.8 M events) the whole process peaked at 11.5 GiB (postal) and 12.2 GiB (kmodel) RSS, with
-#: the trace's 6.2 GiB and its build included.
-_BYTES_PER_EVENT = 90
+#: matching, costs, collectives, requests and the kernel's event rows, for the check before allocating.  Measured
+#: (issue 23) on synthetic Jacobi2D: peak RSS above the trace's 39.6-40.7 B/event at 131,072 ranks x 10 iterations
+#: (13.1 M events; postal, maxrate, kmodel), tracemalloc peak 37-38 B/event at 16,384 x 10; rounded up to 48.
+_BYTES_PER_EVENT = 48
 #: more per event when some receive is a wildcard: the run-time matching's five int64 envelope columns and the
 #: kernel's two int64 queue links (counted from the array sizes)
 _WILDCARD_BYTES_PER_EVENT = 56
