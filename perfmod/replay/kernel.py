@@ -10,6 +10,12 @@ parked, and woken by the event that provides it.  Message times are known
 beforehand (size, mode, the phase's K counts), so the loop is an exact
 evaluation of the timing rules below, in time order.
 
+Each event's state is two short rows read together (indices: partner,
+requests or instance, ready-list link; times: posting/ready time and the
+message's duration, then its completion), about 29 bytes per event with
+the flag byte (:func:`replay_events`); the loop's helpers are closures over
+its arrays, so that numba counts no references per call.
+
 Every model but ``loggp`` runs here (``loggp_nic`` is LogGP under these
 rules); ``loggp`` runs as LogGOPSim does, :mod:`perfmod.replay.loggops`.
 
@@ -68,7 +74,7 @@ ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 
 #: bits of the per-event flag byte: the send waits for its receive (rendezvous or synchronous), its ready time is
 #: known (``evf[i, 0]`` holds it)
-F_RNDV, F_READY = 1, 4
+F_RNDV, F_READY = 1, 2
 
 #: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
 _HEAP_ENTRIES_PER_RANK = 2
