@@ -1,7 +1,12 @@
 """The replay's discrete-event loop, compiled with numba (the hot path).
 
-Events are processed in simulated-time order from one priority queue
-(a 4-ary heap of ``(time, kind, rank)``): a *rank step* runs a rank from
+Events are processed in simulated-time order from one priority queue of
+``(time, key)`` (key: the rank, or the number of ranks plus the rank for
+its NIC): a 4-ary heap beside a *run queue*, a ring that takes every push
+no earlier than its last entry (a collective's release of its members in
+rank order, the NIC steps a release's rank steps schedule at that time) in
+O(1), the first of the two heads popped first, so that the order is the
+heap's alone.  A *rank step* runs a rank from
 its clock as far as it can go without its clock passing the time of the
 step; a *NIC step* hands a rank's ready messages to its network interface.
 A rank that needs something another rank has not done yet (a matching
@@ -177,7 +182,7 @@ def _start(hd, size, qtime, pc, end):
 
 
 @njit(cache=True)
-def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
+def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
                rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi, evf, flag,
                created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter, sgrp, rgrp, stag,
                rsrc, rtag, slink, rlink):
@@ -186,13 +191,25 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
     # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more):
     # numba inlines them without binding the arrays to new variables, whose reference counting (atomic
     # operations at every call of an njit helper) took a third of the loop's time
+    mask = rq.shape[0] - 1  # the run queue's length is a power of two
 
-    def push(t, key):  # as _push
+    def push(t, key):
+        """Queue ``(t, key)``: appended to the run queue when that keeps it sorted (no earlier than its last
+        entry) and it has room, else pushed onto the heap as :func:`_push`."""
+        kf = np.float64(key)
+        c = size[3]
+        if c <= mask:
+            last = (size[2] + c - 1) & mask
+            if c == 0 or not _before(t, kf, rq[last, 0], rq[last, 1]):
+                last = (size[2] + c) & mask
+                rq[last, 0] = t
+                rq[last, 1] = kf
+                size[3] = c + 1
+                return
         n = size[0]
         if n == hd.shape[0]:
             size[1] = 1
             return
-        kf = np.float64(key)
         i = n
         while i > 0:
             p = (i - 1) >> 2
@@ -206,7 +223,16 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
         hd[i, 1] = kf
         size[0] = n + 1
 
-    def pop():  # the heap's root; its last entry is sifted down from the root
+    def pop():
+        """The first of the run queue's head and the heap's root; the heap's last entry is sifted down from
+        the root."""
+        c = size[3]
+        if c > 0:
+            h = size[2]
+            if size[0] == 0 or not _before(hd[0, 0], hd[0, 1], rq[h, 0], rq[h, 1]):
+                size[2] = (h + 1) & mask
+                size[3] = c - 1
+                return rq[h, 0], np.int64(rq[h, 1])
         n = size[0] - 1
         t, k = hd[0, 0], np.int64(hd[0, 1])
         size[0] = n
@@ -279,7 +305,7 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
             return True
         return False
 
-    while size[0] > 0 and not size[1]:
+    while size[0] + size[3] > 0 and not size[1]:
         if size[0] + room > hd.shape[0]:
             return True
         t_now, key = pop()
@@ -569,10 +595,13 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
     most = int((end - pc).max(initial=0))
     room = 2 * most + 2 * nprocs + 64
     hd = np.empty((_HEAP_ENTRIES_PER_RANK * nprocs + room, 2))
-    size = np.zeros(2, dtype=np.int64)  # entries, overflow flag
+    size = np.zeros(4, dtype=np.int64)  # heap entries, overflow flag, run queue's first entry and length
+    # the run queue: a ring of (time, key) rows in order, which takes the pushes that come in order (a
+    # collective's release, a rank's NIC step at the time of the step that readies it) in O(1)
+    rq = np.empty((1 << max(6, int(nprocs + 64).bit_length()), 2))
     _start(hd, size, qtime, pc, end)
     buf = np.empty(most + 1, dtype=np.int64)  # a NIC step's messages
-    while run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail,
+    while run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail,
                      rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi,
                      evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter,
                      sgrp, rgrp, stag, rsrc, rtag, slink, rlink):
