@@ -133,23 +133,21 @@ def _hash4(a, b, c, d, mask):
 
 
 @njit(cache=True)
-def _find(table, rep, src, dst, tag, comm, ev, a, b, c, d):
-    """Slot of group (a, b, c, d) in ``table`` (group ids; -1 free): the group's, or the free slot for it.
-    Group ``g``'s key is that of its first send ``rep[g]`` (``src``, ``dst`` and, at event ``ev``, ``tag``,
-    ``comm``)."""
-    mask = table.size - 1
+def _find(table, a, b, c, d):
+    """Slot of group (a, b, c, d) in ``table``, whose rows are (group id, -1 free; then its key: source,
+    destination, tag, communicator): the group's, or the free slot for it.  The key is kept in the row, so that
+    a look-up reads one row (one cache miss) rather than the key's arrays."""
+    mask = table.shape[0] - 1
     j = _hash4(a, b, c, d, mask)
-    while table[j] >= 0:
-        k = rep[table[j]]
-        e = ev[k]
-        if src[k] == a and dst[k] == b and tag[e] == c and comm[e] == d:
+    while table[j, 0] >= 0:
+        if table[j, 1] == a and table[j, 2] == b and table[j, 3] == c and table[j, 4] == d:
             return j
         j = (j + 1) & mask
     return j
 
 
 @njit(cache=True)
-def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst, ev, src, dst, nb, gsend, table, rep,
+def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst, ev, src, dst, nb, gsend, table,
                  count):
     """List the sends from event ``st[0]`` (send ``st[1]``) on and number their groups (``st[2]`` so far);
     returns True, before the event that would need it, when the table is half full (grow it, call again)."""
@@ -164,15 +162,15 @@ def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst,
         ev[k], src[k], dst[k], nb[k] = i, rank[i], wpeer[i], nbytes[i]
         gsend[k] = -1
         if not (dyn and sgrp[i] >= 0):
-            j = _find(table, rep, src, dst, tag, comm, ev, src[k], dst[k], tag[i], comm[i])
-            if table[j] < 0:
-                if 2 * (ng + 1) > table.size:
+            j = _find(table, src[k], dst[k], tag[i], comm[i])
+            if table[j, 0] < 0:
+                if 2 * (ng + 1) > table.shape[0]:
                     st[0], st[1], st[2] = i, k, ng
                     return True
-                table[j] = ng
-                rep[ng] = k
+                table[j, 0] = ng
+                table[j, 1], table[j, 2], table[j, 3], table[j, 4] = src[k], dst[k], tag[i], comm[i]
                 ng += 1
-            g = table[j]
+            g = table[j, 0]
             gsend[k] = g
             count[g] += 1
         k += 1
@@ -181,10 +179,11 @@ def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst,
 
 
 @njit(cache=True)
-def _rehash(table, rep, src, dst, tag, comm, ev, ng):
-    for g in range(ng):
-        e = ev[rep[g]]
-        table[_find(table, rep, src, dst, tag, comm, ev, src[rep[g]], dst[rep[g]], tag[e], comm[e])] = g
+def _rehash(old, table):
+    """Insert the groups of the hash table ``old`` into the (larger, empty) ``table``."""
+    for i in range(old.shape[0]):
+        if old[i, 0] >= 0:
+            table[_find(table, old[i, 1], old[i, 2], old[i, 3], old[i, 4])] = old[i]
 
 
 @njit(cache=True)
@@ -200,7 +199,7 @@ def _place(gsend, ptr, slot):
 
 @njit(cache=True)
 def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, recv_tab, sr_code, rgrp, pdst, psrc,
-                   ev, src, dst, nb, table, rep, count, ptr, slot, taken):
+                   ev, src, dst, nb, table, count, ptr, slot, taken):
     """Match each receive, in event order, to the next send of its group (see :func:`_match_all`)."""
     dyn = rgrp.size > 0
     nbad = 0
@@ -222,8 +221,7 @@ def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, r
             continue
         if (dyn and rgrp[i] >= 0) or taken.size == 0:
             continue
-        j = _find(table, rep, src, dst, tag, comm, ev, rs, rank[i], rt, comm[i])
-        g = table[j]
+        g = table[_find(table, rs, rank[i], rt, comm[i]), 0]
         if g < 0 or taken[g] == count[g]:
             continue  # no send, or more receives than sends
         occ = taken[g]
@@ -254,16 +252,15 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     ns = int(np.count_nonzero(_SEND_TAB[call] & (wpeer != PROC_NULL)))
     ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
     gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
-    table = np.full(1024, -1, dtype=np.int64)
-    rep = np.empty(512, dtype=np.int64)  # first send of each group
+    table = np.full((1024, 5), -1, dtype=np.int64)  # the groups' hash table (see _find)
     count = np.zeros(512, dtype=np.int64)  # sends per group
     st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
     # the tables grow here, between compiled calls (numba counts references on arrays a loop reassigns)
     while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, _SEND_TAB, sgrp, pdst, ev, src, dst, nb, gsend,
-                       table, rep, count):
-        table = np.full(2 * table.size, -1, dtype=np.int64)
-        _rehash(table, rep, src, dst, tag, comm, ev, int(st[2]))
-        rep = np.concatenate((rep, np.empty(rep.size, dtype=np.int64)))
+                       table, count):
+        old, table = table, np.full((2 * table.shape[0], 5), -1, dtype=np.int64)
+        _rehash(old, table)
+        del old
         count = np.concatenate((count, np.zeros(count.size, dtype=np.int64)))
     ng = int(st[2])
     ptr = np.zeros(ng + 1, dtype=np.int64)
@@ -272,7 +269,7 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     _place(gsend, ptr, slot)
     del gsend
     out = _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, _RECV_TAB, sr_code, rgrp, pdst,
-                         psrc, ev, src, dst, nb, table, rep, count, ptr, slot, np.zeros(ng, dtype=np.int64))
+                         psrc, ev, src, dst, nb, table, count, ptr, slot, np.zeros(ng, dtype=np.int64))
     return (ev, src, dst, nb, *out)
 
 
