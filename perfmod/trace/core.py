@@ -429,11 +429,11 @@ class Trace:
         if self.has_times():
             rec = (self.t_entry != NO_TIME) & (self.t_exit != NO_TIME)
             self._fail(rec & (self.t_exit < self.t_entry), "exit before entry", "t_exit")
-        comm_ids = np.unique(self.comm)
-        for c in comm_ids.tolist():
+        comm_ids = np.unique(self.comm).tolist() if self.comm.any() else [0]  # all on MPI_COMM_WORLD: no sort
+        for c in comm_ids:
             if c != 0 and c not in self.comms:
                 self._fail(self.comm == c, "communicator not described in trace.comms", "comm")
-        for c in comm_ids.tolist():
+        for c in comm_ids:
             if c == 0:
                 continue
             sel = np.flatnonzero(self.comm == c)

@@ -105,6 +105,21 @@ def _grow(keys_r, keys_id, pend):
 
 
 @njit(cache=True)
+def _requests_well_formed(call, request, create, single, lists, no_request):
+    """Whether every event passes the request checks of :func:`resolve_requests` (a nonblocking call's id is
+    >= 0; only nonblocking calls, waits and tests carry an id; a wait's id is >= 0), in one pass."""
+    for i in range(call.size):
+        c = call[i]
+        q = request[i]
+        if create[c]:
+            if q < 0:
+                return False
+        elif q != no_request and ((single[c] and q < 0) or not (single[c] or lists[c])):
+            return False
+    return True
+
+
+@njit(cache=True)
 def _count_refs(call, request, aux_ptr, single, lists, ref_ptr):
     """``ref_ptr``: CSR offsets of the requests each event completes."""
     ref_ptr[0] = 0
@@ -235,17 +250,19 @@ def resolve_requests(trace: Trace) -> Requests:
         again while still pending.
     """
     call = trace.call
-    is_create = _CREATE[call]
-    trace._fail(is_create & (trace.request < 0), "nonblocking call needs a request id >= 0", "request")
-    lists = _LIST[call]
-    trace._fail(~(is_create | _SINGLE[call] | lists) & (trace.request != NO_REQUEST),
-                "only nonblocking calls, waits and tests carry a request", "request")
-    single = _SINGLE[call] & (trace.request != NO_REQUEST)
-    neg = single & (trace.request < 0)
-    if trace.aux.size and (trace.aux < 0).any():  # a list call's negative ids (other calls' aux may be negative)
-        alen = np.diff(trace.aux_ptr)
-        neg[np.repeat(np.arange(len(trace)), alen)[np.repeat(lists, alen) & (trace.aux < 0)]] = True
-    trace._fail(neg, "waits on a negative request id", "aux_ptr")
+    if not (_requests_well_formed(call, trace.request, _CREATE, _SINGLE, _LIST, NO_REQUEST)
+            and not (trace.aux.size and (trace.aux < 0).any())):  # then find the first bad event, as NumPy masks
+        is_create = _CREATE[call]
+        trace._fail(is_create & (trace.request < 0), "nonblocking call needs a request id >= 0", "request")
+        lists = _LIST[call]
+        trace._fail(~(is_create | _SINGLE[call] | lists) & (trace.request != NO_REQUEST),
+                    "only nonblocking calls, waits and tests carry a request", "request")
+        single = _SINGLE[call] & (trace.request != NO_REQUEST)
+        neg = single & (trace.request < 0)
+        if trace.aux.size and (trace.aux < 0).any():  # a list call's negative ids (other calls' aux may be < 0)
+            alen = np.diff(trace.aux_ptr)
+            neg[np.repeat(np.arange(len(trace)), alen)[np.repeat(lists, alen) & (trace.aux < 0)]] = True
+        trace._fail(neg, "waits on a negative request id", "aux_ptr")
     n = len(trace)
     ref_ptr = np.empty(n + 1, dtype=index_dtype(n + trace.aux.size))
     _count_refs(call, trace.request, trace.aux_ptr, _SINGLE, _LIST, ref_ptr)
