@@ -225,10 +225,14 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _goal_loggops(path: str, model: str) -> bool:
     """A GOAL schedule under a LogGOPS model: the replay LogGOPSim's users run, without the dataset stack."""
     from perfmod.models.comm.registry import comm_model, model_names
+
+    if not (model in model_names() and comm_model(model).replay == "loggops" and Path(path).is_file()):
+        return False
+    if Path(path).suffix.lower() == ".goal":  # the GOAL format's own extension: no other format module is loaded
+        return True
     from perfmod.trace.formats import detect_format
 
-    return (model in model_names() and comm_model(model).replay == "loggops" and Path(path).is_file()
-            and detect_format(path) == "goal")
+    return detect_format(path) == "goal"
 
 
 def _replay_goal_loggops(args: argparse.Namespace) -> int:
