@@ -34,6 +34,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -194,9 +195,7 @@ def _load_or_build(name: str, jit_module: str, specs_at: str, specs: tuple[Kerne
             built = next(tmp.glob(module + ".*"))
             os.replace(built, where / built.name)  # atomic: a concurrent build writes the same file
         finally:
-            for f in tmp.iterdir():
-                f.unlink()
-            tmp.rmdir()
+            shutil.rmtree(tmp, ignore_errors=True)
         print(f"perfmod: {name} compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         found = sorted(where.glob(module + ".*"))
     spec = importlib.util.spec_from_file_location(module, found[0])
