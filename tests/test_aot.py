@@ -1,6 +1,7 @@
 """Kernels compiled ahead of time (perfmod.core.aot): the same results as numba's JIT, checked arguments, and a
 run-time fallback where they cannot be built (issue 23 item 5)."""
 
+import importlib.util
 import shutil
 from types import SimpleNamespace
 
@@ -13,8 +14,9 @@ from perfmod.replay import loggops, loggops_kernel
 from perfmod.trace.formats import goal_scan, goal_scan_kernels
 from perfmod.trace.formats.goal_halo import write_halo_goal
 
-needs_cc = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
-                              reason="no C compiler: the kernels run under numba's JIT")
+needs_cc = pytest.mark.skipif((shutil.which("cc") is None and shutil.which("gcc") is None)
+                              or importlib.util.find_spec("numba.pycc") is None,
+                              reason="no C compiler or no numba.pycc: the kernels run under numba's JIT")
 
 
 def _jit(ns_name, module, specs):
