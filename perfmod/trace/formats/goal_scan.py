@@ -214,8 +214,11 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     n_rank, n_kind = np.empty(est, np.int64), np.empty(est, np.int8)
     n_size, n_peer, n_tag = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.int64)
     n_cpu, n_nic, n_line = np.empty(est, np.uint8), np.empty(est, np.uint8), np.empty(est, np.int64)
-    n_loff, n_llen = np.empty(est, np.int64), np.empty(est, np.int64)
-    e_a, e_b, e_start = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.bool_)
+    n_loff, n_llen = (np.empty(est if labels else 0, np.int64) for _ in range(2))  # labels only: 16 B per node
+    # a dependency line is about 22 bytes: room for one per 24 bytes of text, so that a schedule of mostly
+    # dependencies is not copied while read (pages never written take no memory)
+    est_e = max(1024, size // 24)
+    e_a, e_b, e_start = np.empty(est_e, np.int64), np.empty(est_e, np.int64), np.empty(est_e, np.bool_)
     cap = 1 << 12
     t_hash, t_node, t_stamp = np.zeros(cap, np.uint64), np.zeros(cap, np.int64), np.full(cap, -1, np.int64)
     t_off, t_len = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
@@ -251,9 +254,10 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
                     lines = int(np.count_nonzero(buf[pos:cut] == 10)) + 1
                     if st[S_NODES] >= n_kind.size:
                         grow = max(int(st[S_NODES]) + lines, 2 * n_kind.size)
-                        n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen = (
-                            _grow(x, grow) for x in (n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line,
-                                                     n_loff, n_llen))
+                        n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line = (
+                            _grow(x, grow) for x in (n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line))
+                        if labels:
+                            n_loff, n_llen = _grow(n_loff, grow), _grow(n_llen, grow)
                     if st[S_EDGES] >= e_a.size:
                         grow = max(int(st[S_EDGES]) + lines, 2 * e_a.size)
                         e_a, e_b, e_start = (_grow(x, grow) for x in (e_a, e_b, e_start))
@@ -278,7 +282,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
                      e_a, e_b, e_start, store, b_rank, b_line, b_node0, labels)
 
 
-def _assemble(k, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen, e_a, e_b,
+def _assemble(kern, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen, e_a, e_b,
               e_start, store, b_rank, b_line, b_node0, labels) -> GoalGraph:
     nn, ne, nb = int(st[S_NODES]), int(st[S_EDGES]), int(st[S_BLOCKS])
     # the scanner's arrays shrunk in place to what was read: no second copy at the peak
@@ -303,14 +307,18 @@ def _assemble(k, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n
             n_loff, n_llen = n_loff[perm], n_llen[perm]
         ea, eb = inv[ea], inv[eb]
     # "a requires b": a waits for b; b's successor list holds a
-    done = ~es
-    succ_ptr, succ = k._csr(eb[done], ea[done], nn)
-    ssucc_ptr, ssucc = k._csr(eb[es], ea[es], nn)
+    if es.any():
+        done = ~es
+        succ_ptr, succ = kern._csr(eb[done], ea[done], nn)
+        ssucc_ptr, ssucc = kern._csr(eb[es], ea[es], nn)
+    else:  # no irequires: no copies of the edges for the split
+        succ_ptr, succ = kern._csr(eb, ea, nn)
+        ssucc_ptr, ssucc = kern._csr(eb[:0], ea[:0], nn)
     ndeps = np.bincount(ea, minlength=nn).astype(np.int64)
     extra = {}
     if labels:
-        pred_ptr, pred = k._csr(ea, eb, nn)
-        _, pstart = k._csr(ea, es.astype(np.int64), nn)
+        pred_ptr, pred = kern._csr(ea, eb, nn)
+        _, pstart = kern._csr(ea, es.astype(np.int64), nn)
         names = []
         for v in range(nn):
             o = int(n_loff[v])

@@ -156,6 +156,7 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
     word_req, word_ireq = _W_REQ, _W_IREQ
     cap_nodes = n_kind.size
     cap_edges = e_a.size
+    keep = st[S_KEEP] != 0  # labels kept: each node's label offset and length (n_loff, n_llen; else left empty)
     while pos < end:
         # the line: [pos, le) up to the newline, content [a, b) without comment and blanks
         le = pos
@@ -347,8 +348,9 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
             st[S_LABELS] = o + lb - la
             t_hash[s], t_node[s], t_stamp[s], t_off[s], t_len[s] = h, v, st[S_BLOCK], o, lb - la
             st[S_LIVE] += 1
-            n_loff[v], n_llen[v] = o, lb - la
-        else:
+            if keep:
+                n_loff[v], n_llen[v] = o, lb - la
+        elif keep:
             n_loff[v], n_llen[v] = -1, 0
         if kind != CALC:
             t32 = tag & _ANY32
