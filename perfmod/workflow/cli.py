@@ -185,8 +185,6 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
     import numpy as np
 
-    from perfmod.apps.traces import synthetic
-    from perfmod.core.io import write_dataset
     from perfmod.models.comm.registry import model_names
     from perfmod.replay.engine import replay
     from perfmod.trace import read_trace
@@ -194,6 +192,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.model not in model_names():
         raise CLIError(f"--model {args.model!r}: not a communication model; choose from {', '.join(model_names())}")
     if args.synthetic:
+        from perfmod.apps.traces import synthetic  # the applications' registry: only for a synthetic trace
+
         try:
             app, nprocs, iters = args.synthetic.split(":")
             trace = synthetic(app, int(nprocs), int(iters))
@@ -218,6 +218,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(f"{int(r):4d}  " + "  ".join(f"{float(ds[v][r]):16.6e}" for v in RUN_TIMES))
     print("mean  " + "  ".join(f"{float(ds[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
     if args.output:
+        from perfmod.core.io import write_dataset
+
         print(f"wrote {write_dataset(ds, args.output)}")
     return 0
 
