@@ -188,8 +188,12 @@ def _load_or_build(name: str, jit_module: str, specs_at: str, specs: tuple[Kerne
         tmp = where / f".build-{module}-{os.getpid()}"
         tmp.mkdir()
         try:
+            # the child imports this same perfmod, wherever it was found
+            root = str(Path(__file__).resolve().parents[2])
+            path = os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH", "")) if x)
             p = subprocess.run([sys.executable, "-m", "perfmod.core.aot", jit_module, specs_at, module, str(tmp)],
-                               capture_output=True, text=True, check=False, env={**os.environ, "PERFMOD_AOT": "0"})
+                               capture_output=True, text=True, check=False,
+                               env={**os.environ, "PERFMOD_AOT": "0", "PYTHONPATH": path})
             if p.returncode:
                 raise RuntimeError((p.stderr or p.stdout).strip() or f"exit status {p.returncode}")
             built = next(tmp.glob(module + ".*"))
