@@ -141,15 +141,21 @@ def _hash4(a, b, c, d, mask):
     return np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
 
 
+@njit(cache=True, inline="always")
+def _pair(a, b):
+    """Ranks ``a`` and ``b`` (at most 32 bits each; ``a`` may be negative) as one int64."""
+    return (np.int64(a) << np.int64(32)) | (np.int64(b) & np.int64(0xFFFFFFFF))
+
+
 @njit(cache=True)
-def _find(table, a, b, c, d):
-    """Slot of group (a, b, c, d) in ``table``, whose rows are (group id, -1 free; then its key: source,
-    destination, tag, communicator): the group's, or the free slot for it.  The key is kept in the row, so that
-    a look-up reads one row (one cache miss) rather than the key's arrays."""
+def _find(table, ab, c, d):
+    """Slot of group (a, b, c, d) in ``table``, whose rows are (group id, -1 free; then its key: source and
+    destination as ``ab = _pair(a, b)``, tag, communicator): the group's, or the free slot for it.  The key is
+    kept in the row, 32 bytes, so that a look-up reads one cache line rather than the key's arrays."""
     mask = table.shape[0] - 1
-    j = _hash4(a, b, c, d, mask)
+    j = _hash4(ab >> np.int64(32), ab & np.int64(0xFFFFFFFF), c, d, mask)
     while table[j, 0] >= 0:
-        if table[j, 1] == a and table[j, 2] == b and table[j, 3] == c and table[j, 4] == d:
+        if table[j, 1] == ab and table[j, 2] == c and table[j, 3] == d:
             return j
         j = (j + 1) & mask
     return j
@@ -171,13 +177,14 @@ def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst,
         ev[k], src[k], dst[k], nb[k] = i, rank[i], wpeer[i], nbytes[i]
         gsend[k] = -1
         if not (dyn and sgrp[i] >= 0):
-            j = _find(table, src[k], dst[k], tag[i], comm[i])
+            ab = _pair(src[k], dst[k])
+            j = _find(table, ab, tag[i], comm[i])
             if table[j, 0] < 0:
                 if 2 * (ng + 1) > table.shape[0]:
                     st[0], st[1], st[2] = i, k, ng
                     return True
                 table[j, 0] = ng
-                table[j, 1], table[j, 2], table[j, 3], table[j, 4] = src[k], dst[k], tag[i], comm[i]
+                table[j, 1], table[j, 2], table[j, 3] = ab, tag[i], comm[i]
                 ng += 1
             g = table[j, 0]
             gsend[k] = g
@@ -192,7 +199,7 @@ def _rehash(old, table):
     """Insert the groups of the hash table ``old`` into the (larger, empty) ``table``."""
     for i in range(old.shape[0]):
         if old[i, 0] >= 0:
-            table[_find(table, old[i, 1], old[i, 2], old[i, 3], old[i, 4])] = old[i]
+            table[_find(table, old[i, 1], old[i, 2], old[i, 3])] = old[i]
 
 
 @njit(cache=True)
@@ -230,7 +237,7 @@ def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, r
             continue
         if (dyn and rgrp[i] >= 0) or taken.size == 0:
             continue
-        g = table[_find(table, rs, rank[i], rt, comm[i]), 0]
+        g = table[_find(table, _pair(rs, rank[i]), rt, comm[i]), 0]
         if g < 0 or taken[g] == count[g]:
             continue  # no send, or more receives than sends
         occ = taken[g]
@@ -261,13 +268,13 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     ns = int(np.count_nonzero(call_is(call, SEND_CODES) & (wpeer != PROC_NULL)))
     ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
     gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
-    table = np.full((1024, 5), -1, dtype=np.int64)  # the groups' hash table (see _find)
+    table = np.full((1024, 4), -1, dtype=np.int64)  # the groups' hash table (see _find)
     count = np.zeros(512, dtype=np.int64)  # sends per group
     st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
     # the tables grow here, between compiled calls (numba counts references on arrays a loop reassigns)
     while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, _SEND_TAB, sgrp, pdst, ev, src, dst, nb, gsend,
                        table, count):
-        old, table = table, np.full((2 * table.shape[0], 5), -1, dtype=np.int64)
+        old, table = table, np.full((2 * table.shape[0], 4), -1, dtype=np.int64)
         _rehash(old, table)
         del old
         count = np.concatenate((count, np.zeros(count.size, dtype=np.int64)))
