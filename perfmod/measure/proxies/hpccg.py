@@ -39,10 +39,19 @@ import scipy.sparse as sp
 
 from perfmod.measure.regions.skeleton import skeleton_function, skeleton_region, virtual_clock
 
-__all__ = ["generate_matrix", "ddot", "waxpby", "sparsemv", "run_hpccg", "main", "REGIONS"]
+__all__ = ["generate_matrix", "ddot", "waxpby", "sparsemv", "run_hpccg", "main", "REGIONS", "ROW_TRAFFIC",
+           "ROW_WORKING_SET"]
 
 #: Regions of the solve and their parameters.
 REGIONS = {"sparsemv": ("n",), "ddot": ("n",), "waxpby": ("n",)}
+
+#: Bytes one call of each region moves per local row (B): ``sparsemv`` streams the CSR matrix (27
+#: nonzeros of an 8 B value and a 4 B column index, a 4 B row pointer), reads ``x`` and writes ``y``
+#: (8 B each); ``ddot`` reads two vectors, ``waxpby`` reads two and writes one.
+ROW_TRAFFIC = {"sparsemv": 27 * 12 + 4 + 16, "ddot": 16, "waxpby": 24}
+
+#: Bytes per local row the solve keeps live (B): the matrix and five vectors (x, r, p, Ap, b).
+ROW_WORKING_SET = 27 * 12 + 4 + 5 * 8
 
 
 def _no_matrix(nx: int, ny: int, nz: int, rank: int, nprocs: int) -> tuple[None, np.ndarray]:
