@@ -590,7 +590,10 @@ def test_a_replay_too_large_for_the_memory_says_so_before_allocating(model, monk
     from perfmod.core.memory import MemoryShortError
 
     tr = synthetic("jacobi2d", 16, 2)
-    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(100 * len(tr)))  # half of what the replay needs
+    from perfmod.replay import engine
+
+    need = engine._FIXED_BYTES + engine._BYTES_PER_EVENT * len(tr)
+    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(need // 2))  # half of what the replay needs
     with pytest.raises(MemoryShortError, match=rf"the {model} replay of {len(tr):,} events needs about .* GiB"):
         replay(tr, SUMMIT, model)
     monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(10**9))

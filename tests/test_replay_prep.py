@@ -150,3 +150,19 @@ def test_event_heap_grows_between_kernel_calls_with_the_same_result(model, monke
     grown = replay(t, "summit", model)
     for v in ("total_time", "comm_time", "wait_time", "collective_time"):
         assert grown[v].values.tolist() == ref[v].values.tolist()
+
+
+def test_senders_per_group_is_the_same_for_messages_in_trace_order_and_shuffled():
+    import numpy as np
+
+    from perfmod.models.comm.krules import _senders_per_group
+
+    rng = np.random.default_rng(3)
+    src = np.sort(rng.integers(0, 40, 500))
+    phase = np.concatenate([np.sort(rng.integers(0, 6, int(np.count_nonzero(src == s)))) for s in range(40)])
+    group = np.arange(40) // 8  # 5 nodes of 8 ranks
+    want = [max(len({s for s, q in zip(src.tolist(), phase.tolist(), strict=True) if q == f and group[s] == g}) for g
+                in range(5)) for f in range(6)]
+    assert _senders_per_group(phase, src, group, 6).tolist() == want  # trace order: one pass
+    o = rng.permutation(src.size)
+    assert _senders_per_group(phase[o], src[o], group, 6).tolist() == want  # any order: sorted

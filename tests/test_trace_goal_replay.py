@@ -340,7 +340,8 @@ def test_replay_goal_is_the_loggp_replay_of_the_file(tmp_path):
 
 def test_perfmod_replay_of_a_goal_file_runs_without_the_dataset_libraries(tmp_path):
     """``perfmod replay x.goal --model loggp`` (goal_finish_times) prints what the dataset path gives, and
-    imports neither xarray nor pandas (the whole job's start-up: issue 23)."""
+    imports neither xarray nor pandas, nor numba and SciPy where its kernels were compiled ahead of time (the
+    whole job's start-up: issue 23)."""
     import subprocess
     import sys
 
@@ -351,8 +352,10 @@ def test_perfmod_replay_of_a_goal_file_runs_without_the_dataset_libraries(tmp_pa
     case, params, expect = HALO_LOGGOPSIM[2]
     goal = write_halo_goal(tmp_path / "h.goal", iterations=2, calc_spread=700, **case)
     plat = write_platform(ns_platform(*params), tmp_path / "ns.toml")
-    code = ("import sys; from perfmod.workflow.cli import main; rc = main(sys.argv[1:]); "
-            "print('loaded', sorted(m for m in ('xarray', 'pandas', 'scipy.stats') if m in sys.modules)); sys.exit(rc)")
+    code = ("import sys; from perfmod.workflow.cli import main; from perfmod.core import aot; rc = main(sys.argv[1:]); "
+            "compiled = all(k.aot for k in aot._loaded.values()) and len(aot._loaded) == 2; "
+            "print('loaded', sorted(m for m in ('xarray', 'pandas', 'scipy.stats') + ('numba', 'scipy') * compiled "
+            "if m in sys.modules)); sys.exit(rc)")
     out = subprocess.run([sys.executable, "-c", code, "replay", str(goal), "--platform", str(plat), "--model", "loggp",
                           "--top", "3"], check=True, capture_output=True, text=True).stdout.splitlines()
     assert out[-1] == "loaded []"

@@ -112,6 +112,7 @@ TOY = TraceFormat(name="toy", files="a toy text trace (`.toy`)", extensions=(".t
 @pytest.fixture
 def scratch_registry(monkeypatch):
     """The registry as it is, restored after the test."""
+    registry.trace_formats()  # the built-ins registered before the copy
     monkeypatch.setattr(registry, "_FORMATS", dict(registry._FORMATS))
     monkeypatch.setattr(registry, "_plugins_loaded", True)
 

@@ -110,11 +110,19 @@ def pair_modes(
     s, d = np.asarray(src), np.asarray(dst)
     if s.shape != d.shape:
         raise ValueError(f"src and dst differ in shape: {s.shape} vs {d.shape}")
-    inter_node = node_of(s, ranks_per_node, mapping, nnodes) != node_of(d, ranks_per_node, mapping, nnodes)
-    inter_sock = socket_of(s, ranks_per_node, sockets_per_node, mapping, nnodes) != socket_of(
-        d, ranks_per_node, sockets_per_node, mapping, nnodes
-    )
-    return np.where(inter_node, 2, np.where(inter_sock, 1, 0)).astype(np.int8)
+    spn = positive_int("sockets_per_node", sockets_per_node)
+    out = np.empty(s.shape, dtype=np.int8)
+    flat, sf, df = out.reshape(-1), s.reshape(-1), d.reshape(-1)
+    for a in range(0, flat.size, _PAIR_CHUNK):  # in chunks: the temporaries stay small for millions of pairs
+        ss = socket_of(sf[a:a + _PAIR_CHUNK], ranks_per_node, spn, mapping, nnodes)
+        sd = socket_of(df[a:a + _PAIR_CHUNK], ranks_per_node, spn, mapping, nnodes)
+        # a socket index is node * sockets_per_node + local socket: the node is the quotient
+        flat[a:a + _PAIR_CHUNK] = np.where(ss // spn != sd // spn, 2, np.where(ss != sd, 1, 0))
+    return out
+
+
+#: pairs per chunk of :func:`pair_modes`
+_PAIR_CHUNK = 1 << 18
 
 
 def mode_names(codes: Any) -> np.ndarray:

@@ -58,26 +58,38 @@ __all__ = ["event_phases", "MessageCosts", "message_costs", "collective_costs"]
 
 
 @njit(cache=True)
-def _phases(rank, call, comm, iteration, coll_tab, out):
+def _phases(rank, call, comm, iteration, coll_tab, every, at, out):
+    """Phase of every event (``every``) or of the events ``at`` (ascending) into ``out``."""
     ph = 0
+    k = 0
     for i in range(rank.size):
         if i == 0 or rank[i] != rank[i - 1]:
             ph = 0  # numbered per rank
         elif (coll_tab[call[i - 1]] and comm[i - 1] == 0) or (iteration.size and iteration[i] != iteration[i - 1]):
             ph += 1  # the event after a collective on MPI_COMM_WORLD, or a new iteration, starts a phase
-        out[i] = ph
+        if every:
+            out[i] = ph
+        elif k < at.size and at[k] == i:
+            out[k] = ph
+            k += 1
 
 
+#: messages per chunk of :func:`message_costs`
+_CHUNK = 1 << 18
 _COLL_TAB = np.zeros(256, dtype=np.bool_)
 _COLL_TAB[code_set(COLLECTIVES)] = True
 
 
-def event_phases(trace: Trace) -> np.ndarray:
-    """Communication phase of every event (see the module docstring), numbered per rank from 0 (one compiled
-    pass)."""
+def event_phases(trace: Trace, events: np.ndarray | None = None) -> np.ndarray:
+    """Communication phase of every event (see the module docstring), numbered per rank from 0, or of
+    ``events`` (ascending event indices; int64, without a per-event array) (one compiled pass)."""
     it = trace.iteration if trace.iteration is not None else np.zeros(0, dtype=np.int32)
-    out = np.empty(len(trace), dtype=np.int64)  # allocated by NumPy: seen by tracemalloc, as the replay's others
-    _phases(trace.rank, trace.call, trace.comm, it, _COLL_TAB, out)
+    # allocated by NumPy: seen by tracemalloc, as the replay's others
+    if events is None:
+        out, at = np.empty(len(trace), dtype=np.int32), np.zeros(0, dtype=np.int64)
+    else:
+        out, at = np.empty(len(events), dtype=np.int64), np.asarray(events)
+    _phases(trace.rank, trace.call, trace.comm, it, _COLL_TAB, events is None, at, out)
     return out
 
 
@@ -87,8 +99,9 @@ class MessageCosts:
 
     Attributes
     ----------
-    time : numpy.ndarray of float64, shape (len(trace),)
-        Seconds of the message sent by each send event (0 elsewhere).
+    time : numpy.ndarray of float64
+        Seconds of each message, in the order of the matching's ``send_events`` (per message, not per event:
+        the replay writes them into its event rows).
     rndv : numpy.ndarray of bool, shape (len(trace),)
         The send waits for its receive to be posted (rendezvous or synchronous).
     mode : numpy.ndarray of int8
@@ -113,23 +126,24 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
     n = len(trace)
     p = trace.nprocs
     ev, src, dst = match.send_events, match.src, match.dst
-    nbytes = np.maximum(match.nbytes, 1).astype(np.float64)
     modes = net.modes(src, dst, p)
-    phase = event_phases(trace)[ev]  # the per-event array is freed at once
+    phase = event_phases(trace, ev)  # the send events are ascending
     nph = int(phase.max(initial=-1)) + 1
     times = np.zeros(ev.size)
     info, kw_of = net.rule.trace_k(net, phase, src, dst, nph, p, k_total_rule, stencil)
-    for code, mode in enumerate(MODES):
-        sel = modes == code
-        if not sel.any():
-            continue
-        times[sel] = net.message_time(nbytes[sel], mode, **kw_of(mode, sel))
-    time = np.zeros(n)
-    time[ev] = times
+    for a in range(0, ev.size, _CHUNK):  # per mode in chunks of messages: the temporaries stay small
+        m = modes[a:a + _CHUNK]
+        for code, mode in enumerate(MODES):
+            sel = np.flatnonzero(m == code)
+            if not sel.size:
+                continue
+            sel += a
+            nbytes = np.maximum(match.nbytes[sel], 1, dtype=np.float64)
+            times[sel] = net.message_time(nbytes, mode, **kw_of(mode, sel))
     rndv = np.zeros(n, dtype=bool)
     rndv[ev] = match.nbytes > net.platform.eager_max_bytes
     rndv |= call_is(trace.call, code_set({Call.SSEND, Call.ISSEND}))
-    return MessageCosts(time, rndv, modes, phase, info)
+    return MessageCosts(times, rndv, modes, phase, info)
 
 
 def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, net: Network,

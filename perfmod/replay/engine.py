@@ -31,7 +31,18 @@ from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs
-from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT, STATUS_OK, replay_events
+from perfmod.replay.kernel import (
+    ACC_COLL,
+    ACC_COMPUTE,
+    ACC_RECV,
+    ACC_SEND,
+    ACC_WAIT,
+    STATUS_OK,
+    pack_events,
+    pack_times,
+    replay_events,
+    unpack_matching,
+)
 from perfmod.replay.loggops import replay_loggops
 from perfmod.replay.matching import (
     SEND_CODES,
@@ -48,12 +59,10 @@ __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
 
 
 #: peak bytes per trace event the message-kernel replay (every model but ``loggp``) allocates beyond the trace:
-#: requests, matching, costs and the kernel's state, for the check before allocating.  Measured (issue 23) on
-#: synthetic Jacobi2D: peak RSS above the trace's 76-79 B/event at 1,048,576 ranks x 1 iteration (10.5 M events,
-#: kmodel and postal), tracemalloc peak 58-66 B/event at 1,536 x 100 and 16,384 x 10; rounded up to 90.  At
-#: 1,048,576 x 10 (104.8 M events) the whole process peaked at 11.5 GiB (postal) and 12.2 GiB (kmodel) RSS, with
-#: the trace's 6.2 GiB and its build included.
-_BYTES_PER_EVENT = 90
+#: matching, costs, collectives, requests and the kernel's event rows, for the check before allocating.  Measured
+#: (issue 23) on synthetic Jacobi2D: peak RSS above the trace's 39.6-40.7 B/event at 131,072 ranks x 10 iterations
+#: (13.1 M events; postal, maxrate, kmodel), tracemalloc peak 37-38 B/event at 16,384 x 10; rounded up to 48.
+_BYTES_PER_EVENT = 48
 #: more per event when some receive is a wildcard: the run-time matching's five int64 envelope columns and the
 #: kernel's two int64 queue links (counted from the array sizes)
 _WILDCARD_BYTES_PER_EVENT = 56
@@ -61,7 +70,9 @@ _WILDCARD_BYTES_PER_EVENT = 56
 _FIXED_BYTES = 1 << 16
 #: traces of at least this many events show a progress bar over the replay's stages unless ``progress=False``
 PROGRESS_EVENTS = 10_000_000
-_STAGES = ("checks", "requests", "matching", "costs", "event loop", "dataset")
+#: messages per chunk of the per-message passes here
+_CHUNK = 1 << 18
+_STAGES = ("checks", "matching", "costs", "collectives and requests", "event loop", "dataset")
 
 
 class DeadlockError(ReplayError):
@@ -221,7 +232,7 @@ def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmode
         Validate the trace first (:meth:`Trace.validate`).
     progress : bool, optional
         Show a progress bar on stderr over the replay's stages (checks,
-        requests, matching, costs, event loop, dataset); by default for
+        matching, costs, collectives and requests, event loop, dataset); by default for
         traces of :data:`PROGRESS_EVENTS` events or more.
 
     Returns
@@ -277,18 +288,23 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         check_fits(_FIXED_BYTES + per_event * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
     comp = _compute_times(trace, compute)
     stage(1)
-    reqs = resolve_requests(trace)
+    # the stages in the order that keeps the fewest arrays alive at each one's peak: the matching's per-message
+    # lists are needed until the costs, the collectives and the requests by the event loop
+    n = len(trace)
+    # the message kernel's event rows (kernel.replay_events) take the matching in place
+    evi = np.empty((n, 3), dtype=index_dtype(n)) if net.model.replay != "loggops" else None
+    match = match_messages(trace, evi)
     stage(2)
-    match = match_messages(trace)
-    coll = collective_instances(trace)
-    stage(3)
     costs = message_costs(trace, match, net, k_total_rule, stencil)
     # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the
     # event loop
     msgs, bytes_sent = _per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
     pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
-    msg_time, rndv = costs.time, costs.rndv
+    msg_time, rndv = costs.time, costs.rndv  # msg_time: per message, in the order of the send events
     del match, costs
+    stage(3)
+    coll = collective_instances(trace)
+    reqs = resolve_requests(trace)
     n_iter = int(trace.iteration.max(initial=-1)) + 1 if trace.iteration is not None else 0
     iteration = trace.iteration if trace.iteration is not None else np.zeros(0, np.int32)
     rank_ptr = trace.rank_ptr
@@ -303,33 +319,45 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         if dynamic is not None:  # the kernel matched the messages to wildcard receives
             dyn = dynamic.sgrp >= 0
             pdst[dyn] = res.pdst[dyn]
+        never_completed = reqs.never_completed
     else:
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
-        n = len(trace)
-        # one array holds both posting times: a send reads spost only of send events and rpost only of receive
-        # events, and a Sendrecv posts both sides at once
-        post = np.full(n, np.nan)
+        # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
+        pack_events(trace.call, coll.inst, reqs.ref_ptr, evi)  # pdst and psrc are its columns already
+        created, never_completed = reqs.created, reqs.never_completed
+        inst = (coll.size, inst_cost, coll.members_ptr, coll.members)
+        del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
+        evf = np.empty((n, 2))
+        pack_times(trace.call, evi, np.negative(msg_time, out=msg_time), evf)
+        del msg_time
+        flag = rndv.view(np.uint8)  # F_RNDV where True
         with first_call("the replay's event loop"):
-            status, clock, acc, iter_comm, pc, spost, rpost, sdone = replay_events(
-                rank_ptr, trace.rank, trace.call, comp, pdst, psrc, msg_time, rndv, coll.inst,
-                coll.size, inst_cost, coll.members_ptr, coll.members, reqs.ref_ptr, reqs.created, iteration, n_iter,
-                post, post, np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=index_dtype(n)),
+            status, clock, acc, iter_comm, pc = replay_events(
+                rank_ptr, trace.rank, trace.call, comp, evi, evf, flag, created, *inst, iteration, n_iter,
                 *_dynamic_args(dynamic, n))
+        del flag, rndv
         if status != STATUS_OK:
+            sdone = np.where(np.signbit(evf[:, 1]), np.nan, evf[:, 1])
+            del evf
+            reqs, coll = resolve_requests(trace), collective_instances(trace)
+            pdst, psrc = np.full(n, -1, dtype=evi.dtype), np.full(n, -1, dtype=evi.dtype)
+            unpack_matching(trace.call, evi, pdst, psrc)
             raise _deadlock(trace, pc, rank_ptr[1:], pdst, psrc, coll, reqs, sdone)
+        del evf
+        pdst = evi[:, 0]  # the send events' receives, the kernel's wildcard matches included
     if dynamic is not None:
         _check_truncation(trace, dynamic, pdst)
     unmatched = int(np.count_nonzero((pdst == -1) & call_is(trace.call, SEND_CODES)))
     if unmatched:
         warnings.warn(f"{trace.source or 'trace'}: {unmatched} eager sends have no matching receive "
                       "(replayed as sent)", ReplayWarning, stacklevel=3)
-    if reqs.never_completed.size:
-        warnings.warn(f"{trace.source or 'trace'}: {reqs.never_completed.size} requests are never waited for "
-                      f"(first: {trace._at(int(reqs.never_completed[0]))})", ReplayWarning, stacklevel=3)
+    if never_completed.size:
+        warnings.warn(f"{trace.source or 'trace'}: {never_completed.size} requests are never waited for "
+                      f"(first: {trace._at(int(never_completed[0]))})", ReplayWarning, stacklevel=3)
     stage(5)
     ds = _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, msgs,
-                  bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(reqs.never_completed.size))
+                  bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(never_completed.size))
     bar.update()
     return ds
 
@@ -337,9 +365,12 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
 def _per_mode(p: int, src: np.ndarray, mode: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Messages and bytes sent per (rank, mode)."""
     nm = len(MODES)
-    key = src.astype(np.int64) * nm + mode.astype(np.int64)
-    return (np.bincount(key, minlength=p * nm).reshape(p, nm),
-            np.bincount(key, weights=nbytes.astype(np.float64), minlength=p * nm).reshape(p, nm))
+    count, total = np.zeros(p * nm, dtype=np.int64), np.zeros(p * nm)
+    for a in range(0, src.size, _CHUNK):  # in chunks: small temporaries (the byte sums are integers, exact)
+        key = src[a:a + _CHUNK].astype(np.int64) * nm + mode[a:a + _CHUNK]
+        count += np.bincount(key, minlength=p * nm)
+        total += np.bincount(key, weights=nbytes[a:a + _CHUNK].astype(np.float64), minlength=p * nm)
+    return count.reshape(p, nm), total.reshape(p, nm)
 
 
 def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,

@@ -32,6 +32,7 @@ import numpy as np
 
 from perfmod.trace.core import Trace
 from perfmod.trace.formats.goal_graph import CALC, RECV, SEND, WILD, OpGraph, op_graph
+from perfmod.trace.formats.goal_scan_kernels import _csr
 
 __all__ = ["SEND", "RECV", "CALC", "WILD", "Graph", "build_graph"]
 
@@ -67,9 +68,8 @@ def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:
     ps = np.rint(np.asarray(compute, dtype=np.float64) * 1e12).astype(np.int64)
     g = op_graph(trace, reqs, ps)
     nn = len(g)
-    dep_from = g.pred
+    # successors: the requiring nodes grouped by the node they require, each group in creation order (a stable
+    # counting sort of the edges, which come in order of the requiring node)
     dep_to = np.repeat(np.arange(nn, dtype=np.int64), np.diff(g.pred_ptr))
-    order = np.lexsort((dep_to, dep_from))
-    succ_ptr = np.zeros(nn + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dep_from, minlength=nn), out=succ_ptr[1:])
-    return Graph(**{f.name: getattr(g, f.name) for f in fields(OpGraph)}, succ_ptr=succ_ptr, succ=dep_to[order])
+    succ_ptr, succ = _csr(np.ascontiguousarray(g.pred, dtype=np.int64), dep_to, nn)
+    return Graph(**{f.name: getattr(g, f.name) for f in fields(OpGraph)}, succ_ptr=succ_ptr, succ=succ)

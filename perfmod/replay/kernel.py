@@ -10,6 +10,12 @@ parked, and woken by the event that provides it.  Message times are known
 beforehand (size, mode, the phase's K counts), so the loop is an exact
 evaluation of the timing rules below, in time order.
 
+Each event's state is two short rows read together (indices: partner,
+requests or instance, ready-list link; times: posting/ready time and the
+message's duration, then its completion), about 29 bytes per event with
+the flag byte (:func:`replay_events`); the loop's helpers are closures over
+its arrays, so that numba counts no references per call.
+
 Every model but ``loggp`` runs here (``loggp_nic`` is LogGP under these
 rules); ``loggp`` runs as LogGOPSim does, :mod:`perfmod.replay.loggops`.
 
@@ -40,8 +46,8 @@ from numba import njit
 
 from perfmod.trace.core import COLLECTIVES, WAITS, Call
 
-__all__ = ["replay_events", "run_kernel", "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT",
-           "ACC_COLL", "ACC_COMPUTE"]
+__all__ = ["replay_events", "run_kernel", "pack_events", "pack_times", "unpack_matching", "F_RNDV", "F_READY",
+           "STATUS_OK", "STATUS_DEADLOCK", "ACC_SEND", "ACC_RECV", "ACC_WAIT", "ACC_COLL", "ACC_COMPUTE"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
@@ -66,7 +72,10 @@ _COLL_LO, _COLL_HI = _code_range(COLLECTIVES, "collective")
 # accumulator columns
 ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 
-_KIND_RANK, _KIND_NIC = 0, 1
+#: bits of the per-event flag byte: the send waits for its receive (rendezvous or synchronous), its ready time is
+#: known (``evf[i, 0]`` holds it)
+F_RNDV, F_READY = 1, 2
+
 #: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
 _HEAP_ENTRIES_PER_RANK = 2
 
@@ -76,7 +85,7 @@ def _before(t1, k1, t2, k2):
     return t1 < t2 or (t1 == t2 and k1 < k2)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(hd, size, t, key):
     """Push onto the 4-ary min-heap ``hd[:size[0]]`` of ``(time, key)`` rows (the key stored as a float, exact
     below 2**53), ordered by time then key.  Four children share a cache line, and entries move into a hole
@@ -100,37 +109,7 @@ def _push(hd, size, t, key):
     size[0] = n + 1
 
 
-@njit(cache=True)
-def _pop(hd, size):
-    n = size[0] - 1
-    t, k = hd[0, 0], np.int64(hd[0, 1])
-    size[0] = n
-    if n == 0:
-        return t, k
-    lt, lk = hd[n, 0], hd[n, 1]  # the last entry, sifted down from the root
-    i = 0
-    while True:
-        c = 4 * i + 1
-        if c >= n:
-            break
-        m = c
-        mt, mk = hd[c, 0], hd[c, 1]
-        for q in range(c + 1, min(c + 4, n)):
-            if _before(hd[q, 0], hd[q, 1], mt, mk):
-                m = q
-                mt, mk = hd[q, 0], hd[q, 1]
-        if _before(mt, mk, lt, lk):
-            hd[i, 0] = mt
-            hd[i, 1] = mk
-            i = m
-        else:
-            break
-    hd[i, 0] = lt
-    hd[i, 1] = lk
-    return t, k
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _wake(hd, size, qtime, w, t):
     """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
     if np.isnan(qtime[w]) or t < qtime[w]:
@@ -138,44 +117,19 @@ def _wake(hd, size, qtime, w, t):
         _push(hd, size, t, w)
 
 
-@njit(cache=True)
-def _recv_done(j, psrc, rpost, sdone):
-    i = psrc[j]
-    if i == -2:  # MPI_PROC_NULL
-        return rpost[j]
-    if i < 0:
-        return np.nan
-    d = sdone[i]
-    if np.isnan(d):
-        return np.nan
-    return max(rpost[j], d)
+@njit(cache=True, inline="always")
+def _sent(v):
+    """Whether a send's ``evf[i, 1]`` is its completion time (sign bit clear) rather than its message's duration,
+    stored negated (sign bit set, -0.0 included) until the message is sent: one load tells both."""
+    return not np.signbit(v)
 
 
 @njit(cache=True)
-def _can_end(i, call, psrc, rpost, sdone, ref_ptr, created):
-    """Whether the posted point-to-point call or wait ``i`` has every completion time it needs (a collective
-    ends by its last member's arrival, not by a message: False)."""
-    c = call[i]
-    if c == _SEND or c == _SSEND:
-        return not np.isnan(sdone[i])
-    if c == _RECV:
-        return not np.isnan(_recv_done(i, psrc, rpost, sdone))
-    if c == _SENDRECV:
-        return not (np.isnan(sdone[i]) or np.isnan(_recv_done(i, psrc, rpost, sdone)))
-    if c >= _WAIT_LO and c <= _WAIT_HI:
-        for q in range(ref_ptr[i + 1] - 1, ref_ptr[i] - 1, -1):  # the last requests are the likeliest missing
-            e = created[q]
-            if np.isnan(_recv_done(e, psrc, rpost, sdone) if call[e] == _IRECV else sdone[e]):
-                return False
-        return True
-    return False
-
-
-@njit(cache=True)
-def _match(x, g, x_is_send, rank, stag, rsrc, rtag, qhead, qtail, qlink, ohead, otail, olink, pdst, psrc):
+def _match(x, g, x_is_send, rank, stag, rsrc, rtag, qhead, qtail, qlink, ohead, otail, olink, evi):
     """Match event ``x`` of group ``g`` to the first entry of the other side's queue (``q*``) that fits, else
     append ``x`` to its own side's queue (``o*``).  A receive ``r`` accepts a send ``s`` when its source and
-    tag match or are wildcards (-2, -1); queues keep posting order (MPI's non-overtaking rule)."""
+    tag match or are wildcards (-2, -1); queues keep posting order (MPI's non-overtaking rule).  A match is
+    recorded in ``evi[s, 0]`` (the send's receive) and ``evi[r, 1]`` (the receive's send)."""
     prev = -1
     y = qhead[g]
     while y >= 0:
@@ -189,8 +143,8 @@ def _match(x, g, x_is_send, rank, stag, rsrc, rtag, qhead, qtail, qlink, ohead, 
                 qlink[prev] = nxt
             if qtail[g] == y:
                 qtail[g] = prev
-            pdst[s] = r
-            psrc[r] = s
+            evi[s, 0] = r
+            evi[r, 1] = s
             return y
         prev = y
         y = qlink[y]
@@ -204,15 +158,15 @@ def _match(x, g, x_is_send, rank, stag, rsrc, rtag, qhead, qtail, qlink, ohead, 
 
 
 @njit(cache=True)
-def _match_send(i, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+def _match_send(i, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, evi):
     """Match send ``i`` to the first posted receive of group ``g`` that accepts it, else queue it."""
-    return _match(i, g, True, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc)
+    return _match(i, g, True, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, evi)
 
 
 @njit(cache=True)
-def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, pdst, psrc):
+def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail, slink, evi):
     """Match receive ``j`` to the first unmatched message of group ``g`` it accepts, else post it."""
-    return _match(j, g, False, rank, stag, rsrc, rtag, shead, stail, slink, rhead, rtail, rlink, pdst, psrc)
+    return _match(j, g, False, rank, stag, rsrc, rtag, shead, stail, slink, rhead, rtail, rlink, evi)
 
 
 @njit(cache=True)
@@ -224,16 +178,111 @@ def _start(hd, size, qtime, pc, end):
 
 @njit(cache=True)
 def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
-               rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank_ptr, rank, call, compute, pdst,
-               psrc, msg_time, rndv, coll_inst, inst_size, inst_cost, inst_members_ptr, inst_members, ref_ptr,
-               created, iteration, n_iter, spost, rpost, sdone, ready, link, sgrp, rgrp, stag, rsrc, rtag, slink,
-               rlink):
+               rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi, evf, flag,
+               created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter, sgrp, rgrp, stag,
+               rsrc, rtag, slink, rlink):
     """The event loop of :func:`replay_events`; returns True when the heap ``hd`` needs more room than ``room``
     free entries (then call it again with a larger one)."""
+    # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more):
+    # numba inlines them without binding the arrays to new variables, whose reference counting (atomic
+    # operations at every call of an njit helper) took a third of the loop's time
+
+    def push(t, key):  # as _push
+        n = size[0]
+        if n == hd.shape[0]:
+            size[1] = 1
+            return
+        kf = np.float64(key)
+        i = n
+        while i > 0:
+            p = (i - 1) >> 2
+            if _before(t, kf, hd[p, 0], hd[p, 1]):
+                hd[i, 0] = hd[p, 0]
+                hd[i, 1] = hd[p, 1]
+                i = p
+            else:
+                break
+        hd[i, 0] = t
+        hd[i, 1] = kf
+        size[0] = n + 1
+
+    def pop():  # the heap's root; its last entry is sifted down from the root
+        n = size[0] - 1
+        t, k = hd[0, 0], np.int64(hd[0, 1])
+        size[0] = n
+        if n == 0:
+            return t, k
+        lt, lk = hd[n, 0], hd[n, 1]
+        i = 0
+        while True:
+            c = 4 * i + 1
+            if c >= n:
+                break
+            m = c
+            mt, mk = hd[c, 0], hd[c, 1]
+            for q in range(c + 1, min(c + 4, n)):
+                if _before(hd[q, 0], hd[q, 1], mt, mk):
+                    m = q
+                    mt, mk = hd[q, 0], hd[q, 1]
+            if _before(mt, mk, lt, lk):
+                hd[i, 0] = mt
+                hd[i, 1] = mk
+                i = m
+            else:
+                break
+        hd[i, 0] = lt
+        hd[i, 1] = lk
+        return t, k
+
+    def claim(w, t):
+        """Whether to queue a step of rank ``w`` at ``t`` (then push it): not if one is queued no later (an
+        earlier one supersedes)."""
+        if np.isnan(qtime[w]) or t < qtime[w]:
+            qtime[w] = t
+            return True
+        return False
+
+    def rpost(j):
+        """Posting time of receive event ``j``.  A Sendrecv's slot holds its send side's ready time once that
+        is known; a Sendrecv is read only while its rank is parked in it, so its posting time is that rank's
+        clock."""
+        return clock[rank[j]] if call[j] == _SENDRECV else evf[j, 0]
+
+    def recv_done(j):  # completion time of the posted receive j (NaN: its message is not there)
+        i = evi[j, 1]
+        rp = clock[rank[j]] if call[j] == _SENDRECV else evf[j, 0]
+        if i == -2:  # MPI_PROC_NULL
+            return rp
+        if i < 0 or not _sent(evf[i, 1]):
+            return np.nan
+        return max(rp, evf[i, 1])
+
+    def can_end(i):
+        """Whether the posted point-to-point call or wait ``i`` has every completion time it needs (a
+        collective ends by its last member's arrival, not by a message: False).  A posted receive has its
+        time once its message is sent, or at once from MPI_PROC_NULL."""
+        c = call[i]
+        if c == _SEND or c == _SSEND:
+            return _sent(evf[i, 1])
+        if c == _RECV or c == _SENDRECV:
+            k = evi[i, 1]
+            return (k == -2 or (k >= 0 and _sent(evf[k, 1]))) and (c == _RECV or _sent(evf[i, 1]))
+        if c >= _WAIT_LO and c <= _WAIT_HI:
+            for q in range(evi[i, 1] - 1, evi[i, 0] - 1, -1):  # the last requests are the likeliest missing
+                e = created[q]
+                if call[e] == _IRECV:
+                    k = evi[e, 1]
+                    if not (k == -2 or (k >= 0 and _sent(evf[k, 1]))):
+                        return False
+                elif not _sent(evf[e, 1]):
+                    return False
+            return True
+        return False
+
     while size[0] > 0 and not size[1]:
         if size[0] + room > hd.shape[0]:
             return True
-        t_now, key = _pop(hd, size)
+        t_now, key = pop()
         if key >= nprocs:  # NIC step: send the rank's ready messages, oldest posting first
             s = key - nprocs
             if nic_sched[s] == t_now:
@@ -243,7 +292,7 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
             while e >= 0:
                 buf[m] = e
                 m += 1
-                e = link[e]
+                e = evi[e, 2]
             head[s] = -1
             for q in range(1, m):  # posting order = event order (insertion sort: a few messages)
                 v = buf[q]
@@ -254,21 +303,27 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 buf[p + 1] = v
             for q in range(m):
                 i = buf[q]
-                if ready[i] > t_now:  # not yet: keep for a later step
-                    link[i] = head[s]
+                rd = evf[i, 0]
+                if rd > t_now:  # not yet: keep for a later step
+                    evi[i, 2] = head[s]
                     head[s] = i
                     continue
-                start = max(ready[i], nic[s])
-                sdone[i] = start + msg_time[i]
-                nic[s] = sdone[i]
+                sd = max(rd, nic[s]) - evf[i, 1]
+                evf[i, 1] = sd  # the message's duration (negated), now its completion time
+                nic[s] = sd
                 # wake the sender and the receiver when this message completes, if parked in a call that can
                 # now end (a wake before that would find the call still waiting: a step that changes nothing)
-                if state[s] == 2 and _can_end(pc[s], call, psrc, rpost, sdone, ref_ptr, created):
-                    _wake(hd, size, qtime, s, max(sdone[i], clock[s]))
-                if pdst[i] >= 0:
-                    w = np.int64(rank[pdst[i]])
-                    if state[w] == 2 and _can_end(pc[w], call, psrc, rpost, sdone, ref_ptr, created):
-                        _wake(hd, size, qtime, w, max(sdone[i], clock[w]))
+                if state[s] == 2 and can_end(pc[s]):
+                    tw = max(sd, clock[s])
+                    if claim(s, tw):
+                        push(tw, s)
+                j = evi[i, 0]
+                if j >= 0:
+                    w = np.int64(rank[j])
+                    if state[w] == 2 and can_end(pc[w]):
+                        tw = max(sd, clock[w])
+                        if claim(w, tw):
+                            push(tw, w)
             continue
         r = key
         if qtime[r] != t_now:
@@ -282,7 +337,9 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
                 if clock[r] > t_now:  # computing: continue at the new time
-                    _wake(hd, size, qtime, r, clock[r])
+                    tw = clock[r]
+                    if claim(r, tw):
+                        push(tw, r)
                     break
             t0 = clock[r]
             done = np.nan
@@ -290,45 +347,50 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
             if c == _ISEND or c == _ISSEND or c == _SEND or c == _SSEND or c == _SENDRECV:
                 if state[r] == 1:
                     state[r] = 2
-                    spost[i] = t0
-                    j = pdst[i]
+                    evf[i, 0] = t0
+                    j = evi[i, 0]
                     if dyn and sgrp[i] >= 0:
                         j = _match_send(i, sgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
-                                        slink, pdst, psrc)
+                                        slink, evi)
+                    rd = np.nan
                     if j == -2:
-                        sdone[i] = t0
-                    elif not rndv[i]:
-                        ready[i] = t0
-                    elif j >= 0 and not np.isnan(rpost[j]):
-                        ready[i] = max(t0, rpost[j])
-                    if not np.isnan(ready[i]):
-                        link[i] = head[r]
+                        evf[i, 1] = t0
+                    elif not (flag[i] & F_RNDV):
+                        rd = t0
+                    elif j >= 0 and not np.isnan(evf[j, 0]):
+                        rd = max(t0, rpost(j))
+                    if not np.isnan(rd):
+                        evf[i, 0] = rd
+                        flag[i] |= F_READY
+                        evi[i, 2] = head[r]
                         head[r] = i
-                        if nic_sched[r] != ready[i]:
-                            nic_sched[r] = ready[i]
-                            _push(hd, size, ready[i], nprocs + r)
+                        if nic_sched[r] != rd:
+                            nic_sched[r] = rd
+                            push(rd, nprocs + r)
                     if c == _SENDRECV:
-                        rpost[i] = t0
-                        k = psrc[i]
+                        k = evi[i, 1]
                         if dyn and rgrp[i] >= 0:
                             k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead,
-                                            stail, slink, pdst, psrc)
-                        if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
+                                            stail, slink, evi)
+                        if k >= 0 and flag[k] & F_RNDV and not np.isnan(evf[k, 0]) and not flag[k] & F_READY:
                             s = rank[k]
-                            ready[k] = max(t0, spost[k])
-                            link[k] = head[s]
+                            rk = max(t0, evf[k, 0])
+                            evf[k, 0] = rk
+                            flag[k] |= F_READY
+                            evi[k, 2] = head[s]
                             head[s] = k
-                            if nic_sched[s] != ready[k]:
-                                nic_sched[s] = ready[k]
-                                _push(hd, size, ready[k], nprocs + s)
+                            if nic_sched[s] != rk:
+                                nic_sched[s] = rk
+                                push(rk, nprocs + s)
                 if c == _ISEND or c == _ISSEND:
                     done = t0
                 elif c == _SENDRECV:
-                    d2 = _recv_done(i, psrc, rpost, sdone)
-                    if not (np.isnan(sdone[i]) or np.isnan(d2)):
-                        done = max(sdone[i], d2)
-                else:
-                    done = sdone[i]
+                    if _sent(evf[i, 1]):
+                        d2 = recv_done(i)
+                        if not np.isnan(d2):
+                            done = max(evf[i, 1], d2)
+                elif _sent(evf[i, 1]):
+                    done = evf[i, 1]
                 slot = ACC_RECV if c == _SENDRECV else ACC_SEND
                 if c == _ISEND or c == _ISSEND:
                     slot = -1
@@ -337,37 +399,44 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                     state[r] = 2
                     # posting a receive is written out here and for SENDRECV above: a numba helper for it (even
                     # with inline="always") made the whole replay 15-20 % slower
-                    rpost[i] = t0
-                    k = psrc[i]
+                    evf[i, 0] = t0
+                    k = evi[i, 1]
                     if dyn and rgrp[i] >= 0:
                         k = _match_recv(i, rgrp[i], rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
-                                        slink, pdst, psrc)
-                    if k >= 0 and rndv[k] and not np.isnan(spost[k]) and np.isnan(ready[k]):
+                                        slink, evi)
+                    if k >= 0 and flag[k] & F_RNDV and not np.isnan(evf[k, 0]) and not flag[k] & F_READY:
                         s = rank[k]
-                        ready[k] = max(t0, spost[k])
-                        link[k] = head[s]
+                        rk = max(t0, evf[k, 0])
+                        evf[k, 0] = rk
+                        flag[k] |= F_READY
+                        evi[k, 2] = head[s]
                         head[s] = k
-                        if nic_sched[s] != ready[k]:
-                            nic_sched[s] = ready[k]
-                            _push(hd, size, ready[k], nprocs + s)
+                        if nic_sched[s] != rk:
+                            nic_sched[s] = rk
+                            push(rk, nprocs + s)
                 if c == _IRECV:
                     done = t0
                 else:
-                    done = _recv_done(i, psrc, rpost, sdone)
+                    done = recv_done(i)
                     slot = ACC_RECV
             elif c >= _WAIT_LO and c <= _WAIT_HI:
                 state[r] = 2
                 done = t0
-                for q in range(ref_ptr[i], ref_ptr[i + 1]):
+                for q in range(evi[i, 0], evi[i, 1]):
                     e = created[q]
-                    d = _recv_done(e, psrc, rpost, sdone) if call[e] == _IRECV else sdone[e]
+                    if call[e] == _IRECV:
+                        d = recv_done(e)
+                    elif _sent(evf[e, 1]):
+                        d = evf[e, 1]
+                    else:
+                        d = np.nan
                     if np.isnan(d):
                         done = np.nan
                         break
                     done = max(done, d)
                 slot = ACC_WAIT
             elif c >= _COLL_LO and c <= _COLL_HI:
-                k = coll_inst[i]
+                k = evi[i, 0]
                 if state[r] == 1:
                     state[r] = 2
                     inst_arrived[k] += 1
@@ -377,7 +446,9 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                         for mm in range(inst_members_ptr[k], inst_members_ptr[k + 1]):
                             w = inst_members[mm]
                             if w != r:
-                                _wake(hd, size, qtime, w, inst_done[k])
+                                tw = inst_done[k]
+                                if claim(w, tw):
+                                    push(tw, w)
                 done = inst_done[k]
                 slot = ACC_COLL
             else:  # compute, init, finalize, unknown calls (skipped)
@@ -394,35 +465,82 @@ def run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, ite
                 clock[r] = done
                 if done > t_now:  # blocked until `done`: continue then, in time order
                     if pc[r] < end[r]:
-                        _wake(hd, size, qtime, r, done)
+                        tw = done
+                        if claim(r, tw):
+                            push(tw, r)
                     break
     return False
 
 
-def replay_events(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, coll_inst, inst_size, inst_cost,
-               inst_members_ptr, inst_members, ref_ptr, created, iteration, n_iter, spost, rpost, sdone, ready,
-               link, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
-    """Replay; returns (status, clock, acc, iter_comm, pc, spost, rpost, sdone).
+@njit(cache=True)
+def pack_events(call, coll_inst, ref_ptr, evi):
+    """Complete the kernel's per-event index rows ``evi`` (see :func:`replay_events`), whose columns 0 and 1 hold
+    the matching (:func:`perfmod.replay.matching.match_messages` with ``out=evi``), with the requests of the
+    waits and the instances of the collectives, in one pass."""
+    for i in range(call.size):
+        c = call[i]
+        if c >= _WAIT_LO and c <= _WAIT_HI:
+            evi[i, 0] = ref_ptr[i]
+            evi[i, 1] = ref_ptr[i + 1]
+        elif c >= _COLL_LO and c <= _COLL_HI:
+            evi[i, 0] = coll_inst[i]
+        evi[i, 2] = -1
+
+
+@njit(cache=True)
+def pack_times(call, evi, neg_time, evf):
+    """Fill the kernel's per-event time rows ``evf`` (see :func:`replay_events`): not posted (NaN), and for the
+    k-th send event with a receiver (not to MPI_PROC_NULL: ``evi[i, 0] != -2``), the k-th of ``neg_time``, its
+    message's duration negated (-0.0 elsewhere)."""
+    k = 0
+    for i in range(call.size):
+        c = call[i]
+        evf[i, 0] = np.nan
+        if (c == _ISEND or c == _ISSEND or c == _SEND or c == _SSEND or c == _SENDRECV) and evi[i, 0] != -2:
+            evf[i, 1] = neg_time[k]
+            k += 1
+        else:
+            evf[i, 1] = -0.0
+
+
+@njit(cache=True)
+def unpack_matching(call, evi, pdst, psrc):
+    """The matching back from ``evi`` after a replay (with the messages the kernel matched to wildcard
+    receives): ``pdst`` of the send events and ``psrc`` of the receive events (the others keep theirs)."""
+    for i in range(call.size):
+        c = call[i]
+        if c == _ISEND or c == _ISSEND or c == _SEND or c == _SSEND or c == _SENDRECV:
+            pdst[i] = evi[i, 0]
+        if c == _IRECV or c == _RECV or c == _SENDRECV:
+            psrc[i] = evi[i, 1]
+
+
+def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_size, inst_cost, inst_members_ptr,
+                  inst_members, iteration, n_iter, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
+    """Replay; returns (status, clock, acc, iter_comm, pc).
 
     Sets up the per-rank state and runs :func:`run_kernel`, growing its heap between calls (numba counts
     references on every array a compiled loop may reassign, which cost a quarter of the replay).
 
-    ``pdst[i]``: receive event matching send event ``i`` (-1 none, -2
-    PROC_NULL); ``psrc[j]``: send event matching receive ``j``; ``rndv[i]``:
-    send ``i`` waits for its receive; ``coll_inst[i]``: collective instance
-    of event ``i`` (-1 none); members of an instance in
-    ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``;
-    ``ref_ptr``/``created``: requests each wait completes (creating events).
-    ``spost``, ``rpost``, ``sdone``, ``ready`` (float64, NaN) and ``link``
-    (int32 or int64, -1), one per event, are the state, allocated by the
-    caller (so that their memory is accounted where NumPy allocations are);
-    ``spost`` and ``rpost`` may be one array (``spost`` is read and written
-    only at send events, ``rpost`` at receive events, and a Sendrecv sets
-    both to the same time).
-    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give
-    each event's send / receive matching group (-1: matched beforehand),
-    ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink`` the
-    queues (empty arrays when there is nothing to match).
+    Each event's state is in two rows read together (one cache line rather than one per array), allocated by
+    the caller (so that their memory is accounted where NumPy allocations are) and updated in place:
+
+    - ``evi`` (int32 or int64, shape (n, 3)), filled by the matching and :func:`pack_events`: for a send,
+      ``evi[i, 0]`` is its receive event (-1 none, -2 PROC_NULL); for a receive, ``evi[i, 1]`` its send event
+      (-1, -2 likewise; a Sendrecv has both); for a wait or test, ``evi[i, 0]:evi[i, 1]`` its requests in
+      ``created`` (their creating events); for a collective, ``evi[i, 0]`` its instance, whose members are
+      ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``; ``evi[i, 2]`` (-1) links the rank's
+      ready messages.
+    - ``evf`` (float64, shape (n, 2)): ``evf[i, 0]`` NaN until the event is posted, then its posting time; a
+      send's becomes its ready time once known (flag bit ``F_READY``); ``evf[i, 1]`` the duration of a
+      send's message negated (-0.0 for 0), its completion time once sent (sign bit clear: :func:`_sent`).
+    - ``flag`` (uint8): :data:`F_RNDV` where the send waits for its receive to be posted (rendezvous or
+      synchronous), 0 elsewhere.
+
+    Messages to wildcard receivers are matched here: ``sgrp``/``rgrp`` give each event's send / receive
+    matching group (-1: matched beforehand), ``stag``, ``rsrc``, ``rtag`` the envelopes, ``slink``/``rlink``
+    the queues (empty arrays when there is nothing to match); the matches go into ``evi``
+    (:func:`unpack_matching`).
     """
     nprocs = rank_ptr.size - 1
     rank_ptr = np.asarray(rank_ptr, dtype=np.int64)
@@ -433,7 +551,7 @@ def replay_events(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, col
     state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
-    # ready, unassigned messages per rank: a linked list through `link`
+    # ready, unassigned messages per rank: a linked list through `evi[:, 2]`
     head = np.full(nprocs, -1, dtype=np.int64)
     dyn = bool(sgrp.size > 0)
     shead = np.full(ngroups, -1, dtype=np.int64)
@@ -454,15 +572,14 @@ def replay_events(rank_ptr, rank, call, compute, pdst, psrc, msg_time, rndv, col
     size = np.zeros(2, dtype=np.int64)  # entries, overflow flag
     _start(hd, size, qtime, pc, end)
     buf = np.empty(most + 1, dtype=np.int64)  # a NIC step's messages
-    while run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
-                rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank_ptr, rank, call, compute, pdst,
-                psrc, msg_time, rndv, coll_inst, inst_size, inst_cost, inst_members_ptr, inst_members, ref_ptr,
-                created, iteration, n_iter, spost, rpost, sdone, ready, link, sgrp, rgrp, stag, rsrc, rtag, slink,
-                rlink):
+    while run_kernel(hd, size, room, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail,
+                     rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi,
+                     evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter,
+                     sgrp, rgrp, stag, rsrc, rtag, slink, rlink):
         grown = np.empty((2 * hd.shape[0], 2))  # out of the compiled loop, which would count references otherwise
         grown[:size[0]] = hd[:size[0]]
         hd = grown
     if size[1]:
         raise RuntimeError("perfmod.replay.kernel: the event heap overflowed its reserved room (please report)")
     status = STATUS_DEADLOCK if np.any(pc < end) else STATUS_OK
-    return status, clock, acc, iter_comm, pc, spost, rpost, sdone
+    return status, clock, acc, iter_comm, pc

@@ -48,21 +48,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.aot import Arg, Kernel, kernels
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
-from perfmod.replay.graph import CALC, RECV, SEND, Graph, build_graph
-from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
-from perfmod.replay.loggops_kernel import _DONE, ROW, STATUS_OK, fill_rows, run_loggops
-from perfmod.trace.core import COLLECTIVES, WAITS, Call, Trace, code_set
-from perfmod.trace.formats.goal_scan import GoalGraph
-from perfmod.trace.formats.goal_trace import as_written
+from perfmod.replay.loggops_layout import _DONE, ROW, STATUS_OK
+from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, GoalGraph
 
 if TYPE_CHECKING:
     import xarray as xr
+
+    from perfmod.replay.graph import Graph
+    from perfmod.trace.core import Trace
 
 __all__ = ["GoalTimes", "LogGOPSResult", "goal_finish_times", "kernel_input", "message_params", "replay_goal",
            "replay_loggops", "run_goal_graph"]
@@ -72,6 +71,27 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: 24 where asked, a successor about 4, a margin), and what the graph built from a trace takes per event at most
 #: (a measured peak of about 1,170 bytes; issue 23), for the check before allocating
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
+
+
+_I, _I0, _B0 = Arg(np.int64), Arg(np.int64, 0), Arg(np.bool_, 0)
+#: the event loop's kernels (:mod:`perfmod.replay.loggops_kernel`) with the argument types a GOAL graph gives them
+#: (:class:`~perfmod.trace.formats.goal_scan.GoalGraph`'s arrays), which :mod:`perfmod.core.aot` compiles them for
+AOT_KERNELS = (
+    Kernel("fill_rows", (Arg(ROW), _I, Arg(np.int8), _I, _I, _I, _I, Arg(np.float64, 0), Arg(np.int8), Arg(np.bool_),
+                         Arg(np.float64), _I0, _I0, _B0)),
+    Kernel("run_loggops", (_I0, Arg(ROW), _I, Arg(np.int32), Arg(np.int64, 2), _B0, _B0), (_I0, _I, _I, _I, _I, _I0)),
+)
+
+
+def _kernels(graph: Graph | GoalGraph) -> Any:
+    """The event loop's kernels for ``graph``: compiled ahead of time for a GOAL graph where they could be built
+    (:mod:`perfmod.core.aot`; the whole GOAL job then starts without numba), else numba's."""
+    if isinstance(graph, GoalGraph):
+        return kernels("loggops_loop", "perfmod.replay.loggops_kernel", f"{__name__}:AOT_KERNELS",
+                       ("perfmod.replay.loggops_layout",))
+    from perfmod.replay import loggops_kernel
+
+    return loggops_kernel
 
 
 def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,8 +139,9 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
     mode, par, gps = message_params(graph, net, nprocs)
     rows = np.empty(nn, dtype=ROW)
     plat = net.platform
-    fill_rows(rows, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, graph.ndeps, float(calc_scale),
-              mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
+    _kernels(graph).fill_rows(rows, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, graph.ndeps,
+                              float(calc_scale), mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes,
+                              recv_rndv)
     del mode
     used = np.unique(rows["cls"][graph.kind == SEND]) if (par < 0).any() else np.zeros(0, dtype=np.int64)
     for c in used.tolist():
@@ -143,52 +164,6 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
     return rows, eptr, edges, par
 
 
-_SLOT = np.full(256, -1, dtype=np.int64)
-_SLOT[[int(Call.SEND), int(Call.SSEND)]] = ACC_SEND
-_SLOT[[int(Call.RECV), int(Call.SENDRECV)]] = ACC_RECV
-_SLOT[list(code_set(WAITS))] = ACC_WAIT
-_SLOT[list(code_set(COLLECTIVES))] = ACC_COLL
-
-
-@njit(cache=True)
-def _account(rank_ptr, call, iteration, n_iter, slot_of, release, frontier, calc_of, calc_size, rr, nexto):
-    """Per rank and event: the program's clock after each event, split into the accumulator slots."""
-    nprocs = rank_ptr.size - 1
-    acc = np.zeros((nprocs, 5))
-    iter_comm = np.zeros((nprocs, max(n_iter, 1)))
-    clock = np.zeros(nprocs)
-    for r in range(nprocs):
-        cur = np.int64(0)
-        last_it = -1
-        for i in range(rank_ptr[r], rank_ptr[r + 1]):
-            prev = cur
-            c = calc_of[i]
-            comm = 0.0
-            if c >= 0:
-                end = rr[c]
-                acc[r, ACC_COMPUTE] += calc_size[c] / 1e12
-                wait = (end - calc_size[c] - prev) / 1e12  # the calc waited for a busy CPU
-                acc[r, ACC_WAIT] += wait
-                comm += wait
-                cur = max(cur, end)
-            base = cur
-            for q in range(release[i], release[i + 1]):
-                cur = max(cur, rr[frontier[q]])
-            s = slot_of[call[i]]
-            if s >= 0:
-                acc[r, s] += (cur - base) / 1e12
-                comm += (cur - base) / 1e12
-            if n_iter > 0 and iteration[i] >= 0:
-                iter_comm[r, iteration[i]] += comm
-                last_it = iteration[i]
-        tail = max(nexto[r] - cur, 0)
-        acc[r, ACC_WAIT] += tail / 1e12
-        if last_it >= 0:
-            iter_comm[r, last_it] += tail / 1e12
-        clock[r] = max(nexto[r], cur) / 1e12
-    return acc, iter_comm, clock
-
-
 @dataclass(frozen=True)
 class LogGOPSResult:
     """What :func:`replay_loggops` gives the engine (the arrays of the message kernel's result)."""
@@ -209,8 +184,16 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
     rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
     with first_call("the LogGOPS event loop"):
-        out = run_loggops(nprocs, rows, eptr, edges, par, True, detail)
+        out = _kernels(graph).run_loggops(nprocs, rows, eptr, edges, par, True, detail)
     return (*out[:5], out[5], rows["kind"] >= _DONE)
+
+
+def _replay_error() -> type:
+    """:class:`~perfmod.replay.matching.ReplayError`, imported when raised: the matching module compiles with
+    numba, which the GOAL path otherwise does not load."""
+    from perfmod.replay.matching import ReplayError
+
+    return ReplayError
 
 
 class GoalTimes(NamedTuple):
@@ -238,23 +221,22 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
         Operations that never complete (LogGOPSim leaves them in its queues), naming the first per rank;
         a node on another CPU or NIC than 0, or a peer outside the ranks.
     """
-    from perfmod.replay.matching import ReplayError
     from perfmod.trace.formats.goal_scan import read_goal_graph
 
     net = Network(platform, model, mapping)
     if net.model.replay != "loggops":
-        raise ReplayError(f"replay_goal runs LogGOPS models (loggp), not {model!r}")
+        raise _replay_error()(f"replay_goal runs LogGOPS models (loggp), not {model!r}")
     graph = read_goal_graph(path, progress=progress)
     bad = np.flatnonzero((graph.cpu != 0) | (graph.nic != 0))
     if bad.size:
-        raise ReplayError(f"{path}:{int(graph.line[bad[0]])}: cpu {int(graph.cpu[bad[0]])} nic "
+        raise _replay_error()(f"{path}:{int(graph.line[bad[0]])}: cpu {int(graph.cpu[bad[0]])} nic "
                           f"{int(graph.nic[bad[0]])}: perfmod's replay models one CPU and one network interface "
                           "per rank (cpu 0, nic 0)")
     msg = graph.kind != CALC
     out = msg & ((graph.peer >= graph.num_ranks) | (graph.peer < 0) & ~((graph.kind == RECV) & (graph.peer == -1)))
     if out.any():
         v = int(np.flatnonzero(out)[0])
-        raise ReplayError(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
+        raise _replay_error()(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
                           f"outside 0..{graph.num_ranks - 1}")
     del bad, msg, out
     p, nn, line = graph.num_ranks, len(graph), graph.line
@@ -263,16 +245,17 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     del calc
     check_fits(_KERNEL_BYTES_PER_NODE * nn, f"the LogGOPS replay of {nn:,} operations")
     rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
+    k = _kernels(graph)
     del graph  # the rows hold what the loop needs
     with first_call("the LogGOPS event loop"):
-        status, _, _, _, nexto, _ = run_loggops(p, rows, eptr, edges, par, True, False)
+        status, _, _, _, nexto, _ = k.run_loggops(p, rows, eptr, edges, par, True, False)
     if status != STATUS_OK:
         stuck = np.flatnonzero(rows["kind"] < _DONE)
         first: dict[int, int] = {}
         for v in stuck.tolist():
             first.setdefault(int(rows["rank"][v]), v)
         lines = [f"rank {r}: line {int(line[v])}" for r, v in list(first.items())[:8]]
-        raise ReplayError(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
+        raise _replay_error()(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
                           + "; ".join(lines), [{"rank": r, "line": int(line[v])} for r, v in first.items()])
     return GoalTimes(nexto / _PS, comp, nn, net.platform.name)
 
@@ -316,6 +299,9 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     A rank's time is its CPU's finishing time; ``compute_time`` its calcs, the rest ``wait_time`` (the
     trace's sequence is not what ran, so its calls are not timed one by one).
     """
+    from perfmod.replay.kernel import ACC_COMPUTE, ACC_WAIT
+    from perfmod.trace.core import Call
+
     p = trace.nprocs
     status, done, _, mate, nexto, _, _ = run_goal_graph(graph, time_unit, net, p)
     calc = graph.kind == CALC
@@ -349,6 +335,10 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
                    iteration: np.ndarray) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
     with its own compute runs the file's graph as written (:func:`_replay_as_written`)."""
+    from perfmod.replay.graph import build_graph
+    from perfmod.replay.loggops_kernel import _SLOT, _account, run_loggops
+    from perfmod.trace.formats.goal_trace import as_written
+
     written = as_written(trace)
     if written is not None and compute is trace.compute:
         return _replay_as_written(trace, *written, net, n_iter)

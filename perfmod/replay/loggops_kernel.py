@@ -55,19 +55,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
+from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, ROW, STATUS_DEADLOCK, STATUS_OK
+from perfmod.trace.core import COLLECTIVES, WAITS, Call, code_set
+
 __all__ = ["ROW", "fill_rows", "run_loggops", "STATUS_OK", "STATUS_DEADLOCK"]
 
-STATUS_OK = 0
-STATUS_DEADLOCK = 1
-_SEND, _RECV, _CALC = 1, 2, 3
-_DONE = 8  # added to a row's type when the node is done
-_WILD = -1
-#: a node as the event loop reads it (32 bytes): ``dur`` a calc's time or a send's (n - 1) G (ps); ``tag`` the
-#: 32-bit tag (-1 any); ``link`` the next node in its matching queue; ``ndeps`` the dependencies not yet met;
-#: ``cls`` a send's row in the table of message parameters
-ROW = np.dtype([("dur", np.int64), ("rank", np.int32), ("peer", np.int32), ("tag", np.int32), ("link", np.int32),
-                ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16)], align=True)
-assert ROW.itemsize == 32
 _P_O, _P_G, _P_L = range(3)  # columns of the message parameter table
 _SHIFT = 32  # a heap entry's second word: sequence << _SHIFT | key
 
@@ -528,3 +521,49 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             status = STATUS_DEADLOCK
             break
     return status, done, rr, mate, nexto, stats[0]
+
+
+_SLOT = np.full(256, -1, dtype=np.int64)
+_SLOT[[int(Call.SEND), int(Call.SSEND)]] = ACC_SEND
+_SLOT[[int(Call.RECV), int(Call.SENDRECV)]] = ACC_RECV
+_SLOT[list(code_set(WAITS))] = ACC_WAIT
+_SLOT[list(code_set(COLLECTIVES))] = ACC_COLL
+
+
+@njit(cache=True)
+def _account(rank_ptr, call, iteration, n_iter, slot_of, release, frontier, calc_of, calc_size, rr, nexto):
+    """Per rank and event: the program's clock after each event, split into the accumulator slots."""
+    nprocs = rank_ptr.size - 1
+    acc = np.zeros((nprocs, 5))
+    iter_comm = np.zeros((nprocs, max(n_iter, 1)))
+    clock = np.zeros(nprocs)
+    for r in range(nprocs):
+        cur = np.int64(0)
+        last_it = -1
+        for i in range(rank_ptr[r], rank_ptr[r + 1]):
+            prev = cur
+            c = calc_of[i]
+            comm = 0.0
+            if c >= 0:
+                end = rr[c]
+                acc[r, ACC_COMPUTE] += calc_size[c] / 1e12
+                wait = (end - calc_size[c] - prev) / 1e12  # the calc waited for a busy CPU
+                acc[r, ACC_WAIT] += wait
+                comm += wait
+                cur = max(cur, end)
+            base = cur
+            for q in range(release[i], release[i + 1]):
+                cur = max(cur, rr[frontier[q]])
+            s = slot_of[call[i]]
+            if s >= 0:
+                acc[r, s] += (cur - base) / 1e12
+                comm += (cur - base) / 1e12
+            if n_iter > 0 and iteration[i] >= 0:
+                iter_comm[r, iteration[i]] += comm
+                last_it = iteration[i]
+        tail = max(nexto[r] - cur, 0)
+        acc[r, ACC_WAIT] += tail / 1e12
+        if last_it >= 0:
+            iter_comm[r, last_it] += tail / 1e12
+        clock[r] = max(nexto[r], cur) / 1e12
+    return acc, iter_comm, clock

@@ -252,7 +252,8 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     and the first such message in (src, dst, tag, comm, occurrence) order.
     """
     ns = int(np.count_nonzero(_SEND_TAB[call] & (wpeer != PROC_NULL)))
-    ev, src, dst, nb, gsend = (np.empty(ns, dtype=np.int64) for _ in range(5))
+    ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
+    gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
     table = np.full(1024, -1, dtype=np.int64)
     rep = np.empty(512, dtype=np.int64)  # first send of each group
     count = np.zeros(512, dtype=np.int64)  # sends per group
@@ -267,7 +268,7 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     ng = int(st[2])
     ptr = np.zeros(ng + 1, dtype=np.int64)
     np.cumsum(count[:ng], out=ptr[1:])
-    slot = np.empty(int(ptr[-1]), dtype=np.int64)
+    slot = np.empty(int(ptr[-1]), dtype=index_dtype(ns))
     _place(gsend, ptr, slot)
     del gsend
     out = _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, _RECV_TAB, sr_code, rgrp, pdst,
@@ -313,8 +314,12 @@ def _envelopes(trace: Trace, wpeer: np.ndarray, sr_ev: np.ndarray, sr_src: np.nd
             trace.comm[s_ev], r_ev, r_src, trace.rank[r_ev].astype(np.int64), r_tag, trace.comm[r_ev])
 
 
-def match_messages(trace: Trace) -> Matching:
+def match_messages(trace: Trace, out: np.ndarray | None = None) -> Matching:
     """Pair every send with its receive by (source, destination, tag, communicator) in posting order.
+
+    ``out``, if given, is an index array of shape (len(trace), k >= 2) whose columns 0 and 1 receive ``pdst``
+    and ``psrc`` (the replay's event rows: no arrays of their own); ``Matching.pdst``/``psrc`` are then
+    views of it.
 
     Messages to a (rank, communicator) that posts any wildcard receive
     (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``) are left to the kernel, which
@@ -337,8 +342,15 @@ def match_messages(trace: Trace) -> Matching:
     sr_src = world_peer(trace, trace.aux[trace.aux_ptr[sr_ev]], trace.comm[sr_ev])
     dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if has_wildcards(trace, sr_ev) else None
     none = np.zeros(0, dtype=np.int64)
-    pdst = np.full(n, -1, dtype=index_dtype(n))
-    psrc = np.full(n, -1, dtype=index_dtype(n))
+    if out is None:
+        pdst = np.full(n, -1, dtype=index_dtype(n))
+        psrc = np.full(n, -1, dtype=index_dtype(n))
+    else:
+        if out.shape[0] != n or out.ndim != 2 or out.shape[1] < 2:
+            raise ValueError(f"out must have shape ({n}, k >= 2), got {out.shape}")
+        pdst, psrc = out[:, 0], out[:, 1]
+        pdst[:] = -1
+        psrc[:] = -1
     ev, src, dst, nbytes, nbad, a, b, rbytes = _match_all(
         call, trace.rank, wpeer, trace.tag, trace.comm, trace.nbytes, trace.aux_ptr, trace.aux, sr_src,
         int(Call.SENDRECV), none if dyn is None else dyn.sgrp, none if dyn is None else dyn.rgrp, pdst, psrc)

@@ -14,32 +14,10 @@ Synthetic traces of the paper applications are in :mod:`perfmod.apps.traces`;
 replay any trace with :func:`perfmod.replay.replay`.
 """
 
-from perfmod.trace.builder import TraceBuilder
-from perfmod.trace.core import (
-    ANY_SOURCE,
-    ANY_TAG,
-    CALL_NAMES,
-    COLLECTIVES,
-    NO_PEER,
-    NO_REQUEST,
-    NO_TIME,
-    PROC_NULL,
-    Call,
-    Trace,
-    TraceError,
-    TraceWarning,
-    call_code,
-)
-from perfmod.trace.formats import (
-    TraceFormat,
-    detect_format,
-    read_trace,
-    register_format,
-    trace_formats,
-    unregister_format,
-    write_trace,
-)
-from perfmod.trace.requests import Requests, resolve_requests, validate_trace
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "ANY_SOURCE",
@@ -67,3 +45,23 @@ __all__ = [
     "read_trace",
     "write_trace",
 ]
+
+# imported on first use, so that a submodule (perfmod.trace.core; the GOAL reader perfmod.trace.formats.goal_scan)
+# starts without the builder, the request resolution and every format's reader (and numba, which they compile with)
+_WHERE = {name: "perfmod.trace.core" for name in __all__}
+_WHERE.update(TraceBuilder="perfmod.trace.builder", **dict.fromkeys(("Requests", "resolve_requests", "validate_trace"),
+                                                                 "perfmod.trace.requests"),
+              **dict.fromkeys(("TraceFormat", "register_format", "unregister_format", "trace_formats",
+                               "detect_format", "read_trace", "write_trace"), "perfmod.trace.formats"))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'perfmod.trace' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

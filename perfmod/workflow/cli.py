@@ -185,8 +185,6 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
     import numpy as np
 
-    from perfmod.apps.traces import synthetic
-    from perfmod.core.io import write_dataset
     from perfmod.models.comm.registry import model_names
     from perfmod.replay.engine import replay
     from perfmod.trace import read_trace
@@ -194,6 +192,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.model not in model_names():
         raise CLIError(f"--model {args.model!r}: not a communication model; choose from {', '.join(model_names())}")
     if args.synthetic:
+        from perfmod.apps.traces import synthetic  # the applications' registry: only for a synthetic trace
+
         try:
             app, nprocs, iters = args.synthetic.split(":")
             trace = synthetic(app, int(nprocs), int(iters))
@@ -218,6 +218,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(f"{int(r):4d}  " + "  ".join(f"{float(ds[v][r]):16.6e}" for v in RUN_TIMES))
     print("mean  " + "  ".join(f"{float(ds[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
     if args.output:
+        from perfmod.core.io import write_dataset
+
         print(f"wrote {write_dataset(ds, args.output)}")
     return 0
 
@@ -225,10 +227,14 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _goal_loggops(path: str, model: str) -> bool:
     """A GOAL schedule under a LogGOPS model: the replay LogGOPSim's users run, without the dataset stack."""
     from perfmod.models.comm.registry import comm_model, model_names
+
+    if not (model in model_names() and comm_model(model).replay == "loggops" and Path(path).is_file()):
+        return False
+    if Path(path).suffix.lower() == ".goal":  # the GOAL format's own extension: no other format module is loaded
+        return True
     from perfmod.trace.formats import detect_format
 
-    return (model in model_names() and comm_model(model).replay == "loggops" and Path(path).is_file()
-            and detect_format(path) == "goal")
+    return detect_format(path) == "goal"
 
 
 def _replay_goal_loggops(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
 Each format module declares its format as ``TRACE_FORMAT``, a
 :class:`~perfmod.trace.formats.registry.TraceFormat` (name, extensions,
-content sniffer, reader, writer); this package registers the built-in ones
-in content-sniffing order, and :func:`register_format` (or the entry-point
+content sniffer, reader, writer); the registry registers the built-in ones
+in content-sniffing order when it is first asked (importing this package
+imports no format module), and :func:`register_format` (or the entry-point
 group ``perfmod.trace_formats``) adds others.  :func:`trace_formats` lists
 them; :func:`~perfmod.trace.formats.registry.format_table` renders the table
 that docs/usage.md shows.
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from perfmod.trace.core import Trace, TraceError
-from perfmod.trace.formats import dumpi_bin, goal_trace, npz, otf2, tit
 from perfmod.trace.formats.registry import (
     TraceFormat,
     format_of_extension,
@@ -33,9 +33,6 @@ from perfmod.trace.formats.registry import (
 
 __all__ = ["TraceFormat", "register_format", "unregister_format", "trace_formats", "detect_format", "read_trace",
            "write_trace"]
-
-for _module in (npz, goal_trace, dumpi_bin, otf2, tit):  # content sniffing tries them in this order
-    register_format(_module.TRACE_FORMAT)
 
 
 def _head(path: Path, n: int = 4096) -> bytes:

@@ -48,48 +48,148 @@ _EXPANDED = [Call.BARRIER, Call.BCAST, Call.REDUCE, Call.ALLREDUCE, Call.ALLGATH
 _ROOTED = [Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER]
 
 
-def _binomial_bcast(v: int, p: int) -> list[list[tuple[str, int]]]:
-    rounds: list[list[tuple[str, int]]] = []
-    mask = 1
-    while mask < p:
-        if v & mask:
-            rounds.append([("recv", v - mask)])
-            break
-        mask <<= 1
-    mask >>= 1
-    while mask > 0:
-        if v + mask < p:
-            rounds.append([("send", v + mask)])
+_C_BARRIER, _C_BCAST, _C_REDUCE, _C_ALLREDUCE, _C_ALLGATHER, _C_ALLTOALL, _C_ALLTOALLV, _C_GATHER, _C_SCATTER = (
+    int(c) for c in _EXPANDED)
+
+
+@njit(cache=True, inline="always")
+def _emit(fill, kinds, xs, o, kind, x):
+    if fill:
+        kinds[o] = kind
+        xs[o] = x
+    return o + 1
+
+
+@njit(cache=True, inline="always")
+def _end_round(fill, ocount, r, n):
+    if fill:
+        ocount[r] = n
+    return r + 1
+
+
+@njit(cache=True)
+def _key_rounds(c, v, p, root, fill, ocount, kinds, xs, r, o):
+    """The rounds of rank ``v`` of ``p`` in collective ``c`` (MPICH's algorithms; :func:`collective_rounds`):
+    from round ``r`` and operation ``o`` on, their sizes into ``ocount`` and their operations (kind, peer) into
+    ``kinds``, ``xs`` when ``fill``.  Returns the next ``(r, o)``; ``r = -1``: no expansion for ``c``."""
+    if p == 1:
+        return r, o
+    if c == _C_BARRIER:
+        k = 0
+        while (1 << k) <= p - 1:
+            o = _emit(fill, kinds, xs, o, SEND, (v + (1 << k)) % p)
+            o = _emit(fill, kinds, xs, o, RECV, (v - (1 << k)) % p)
+            r = _end_round(fill, ocount, r, 2)
+            k += 1
+        return r, o
+    if c == _C_BCAST or c == _C_REDUCE:
+        rel = (v - root) % p
+        # the binomial bcast's rounds (one operation each) of rel; a reduce runs them reversed, kinds swapped
+        bk = np.empty(130, dtype=np.int64)
+        bx = np.empty(130, dtype=np.int64)
+        n = 0
+        mask = 1
+        while mask < p:
+            if rel & mask:
+                bk[n], bx[n] = RECV, rel - mask
+                n += 1
+                break
+            mask <<= 1
         mask >>= 1
-    return rounds
+        while mask > 0:
+            if rel + mask < p:
+                bk[n], bx[n] = SEND, rel + mask
+                n += 1
+            mask >>= 1
+        for q in range(n):
+            j = q if c == _C_BCAST else n - 1 - q
+            kind = bk[j] if c == _C_BCAST else (RECV if bk[j] == SEND else SEND)
+            o = _emit(fill, kinds, xs, o, kind, (bx[j] + root) % p)
+            r = _end_round(fill, ocount, r, 1)
+        return r, o
+    if c == _C_ALLREDUCE:  # recursive doubling
+        pof2 = 1
+        while pof2 * 2 <= p:
+            pof2 *= 2
+        rem = p - pof2
+        if v < 2 * rem and v % 2 == 0:
+            o = _emit(fill, kinds, xs, o, SEND, v + 1)
+            r = _end_round(fill, ocount, r, 1)
+            o = _emit(fill, kinds, xs, o, RECV, v + 1)
+            r = _end_round(fill, ocount, r, 1)
+            return r, o
+        if v < 2 * rem:
+            o = _emit(fill, kinds, xs, o, RECV, v - 1)
+            r = _end_round(fill, ocount, r, 1)
+            new = v // 2
+        else:
+            new = v - rem
+        mask = 1
+        while mask < pof2:
+            nd = new ^ mask
+            dst = nd * 2 + 1 if nd < rem else nd + rem
+            o = _emit(fill, kinds, xs, o, SEND, dst)
+            o = _emit(fill, kinds, xs, o, RECV, dst)
+            r = _end_round(fill, ocount, r, 2)
+            mask <<= 1
+        if v < 2 * rem:
+            o = _emit(fill, kinds, xs, o, SEND, v - 1)
+            r = _end_round(fill, ocount, r, 1)
+        return r, o
+    if c == _C_ALLGATHER:
+        for _ in range(p - 1):
+            o = _emit(fill, kinds, xs, o, SEND, (v + 1) % p)
+            o = _emit(fill, kinds, xs, o, RECV, (v - 1) % p)
+            r = _end_round(fill, ocount, r, 2)
+        return r, o
+    if c == _C_ALLTOALL or c == _C_ALLTOALLV:
+        for k in range(1, p):
+            o = _emit(fill, kinds, xs, o, SEND, (v + k) % p)
+            o = _emit(fill, kinds, xs, o, RECV, (v - k) % p)
+        r = _end_round(fill, ocount, r, 2 * (p - 1))
+        return r, o
+    if c == _C_GATHER or c == _C_SCATTER:
+        if v == root:
+            for x in range(p):
+                if x != v:
+                    o = _emit(fill, kinds, xs, o, RECV if c == _C_GATHER else SEND, x)
+            r = _end_round(fill, ocount, r, p - 1)
+        else:
+            o = _emit(fill, kinds, xs, o, SEND if c == _C_GATHER else RECV, root)
+            r = _end_round(fill, ocount, r, 1)
+        return r, o
+    return -1, o
 
 
-def _binomial_reduce(v: int, p: int) -> list[list[tuple[str, int]]]:
-    """The binomial reduce: the bcast's rounds in reverse order, each send a receive and each receive a send."""
-    swap = {"send": "recv", "recv": "send"}
-    return [[(swap[k], x) for k, x in rnd] for rnd in reversed(_binomial_bcast(v, p))]
+@njit(cache=True)
+def _expand_keys(kc, kv, kp, kr):
+    """:func:`_key_rounds` of every key ``(kc, kv, kp, kr)``: ``(rcount, ocount, kinds, xs, bad)`` (``bad``: the
+    first key with no expansion, -1 when none), two passes (count, then fill)."""
+    nk = kc.size
+    rcount = np.zeros(nk, dtype=np.int64)
+    dummy = np.zeros(0, dtype=np.int64)
+    r, o = 0, 0
+    for i in range(nk):
+        r2, o = _key_rounds(kc[i], kv[i], kp[i], kr[i], False, dummy, dummy, dummy, r, o)
+        if r2 < 0:
+            return rcount, dummy, dummy, dummy, i
+        rcount[i] = r2 - r
+        r = r2
+    ocount = np.empty(r, dtype=np.int64)
+    kinds = np.empty(o, dtype=np.int64)
+    xs = np.empty(o, dtype=np.int64)
+    r, o = 0, 0
+    for i in range(nk):
+        r, o = _key_rounds(kc[i], kv[i], kp[i], kr[i], True, ocount, kinds, xs, r, o)
+    return rcount, ocount, kinds, xs, -1
 
 
-def _recursive_doubling(v: int, p: int) -> list[list[tuple[str, int]]]:
-    pof2 = 1 << (p.bit_length() - 1)
-    rem = p - pof2
-    rounds: list[list[tuple[str, int]]] = []
-    if v < 2 * rem:
-        if v % 2 == 0:
-            return [[("send", v + 1)], [("recv", v + 1)]]
-        rounds.append([("recv", v - 1)])
-        new = v // 2
-    else:
-        new = v - rem
-    mask = 1
-    while mask < pof2:
-        nd = new ^ mask
-        dst = nd * 2 + 1 if nd < rem else nd + rem
-        rounds.append([("send", dst), ("recv", dst)])
-        mask <<= 1
-    if v < 2 * rem:
-        rounds.append([("send", v - 1)])
-    return rounds
+def _expand(kc: np.ndarray, kv: np.ndarray, kp: np.ndarray, kr: np.ndarray):
+    rcount, ocount, kinds, xs, bad = _expand_keys(*(np.ascontiguousarray(a, dtype=np.int64) for a in (kc, kv, kp,
+                                                                                                       kr)))
+    if bad >= 0:
+        raise ValueError(f"no GOAL expansion for {Call(int(kc[bad])).name}")
+    return rcount, ocount, kinds, xs
 
 
 def collective_rounds(call: int, v: int, p: int, root: int = 0) -> list[list[tuple[str, int]]]:
@@ -98,30 +198,20 @@ def collective_rounds(call: int, v: int, p: int, root: int = 0) -> list[list[tup
     Each round is a list of ``("send" | "recv", peer)`` posted together;
     a round requires the previous one.  Peers are ranks in the
     communicator.  Message sizes are the caller's (see
-    :func:`~perfmod.trace.formats.goal.write_goal`).
+    :func:`~perfmod.trace.formats.goal.write_goal`).  MPICH's algorithms:
+    a dissemination barrier, binomial bcast and reduce, recursive-doubling
+    allreduce (pairs folded first for a non-power-of-two count), ring
+    allgather, pairwise alltoall(v), linear gather and scatter; compiled
+    (``_key_rounds``), for all ranks at once when the graph is built.
     """
-    c = Call(call)
-    rel = (v - root) % p
-    unrel = lambda rounds: [[(k, (x + root) % p) for k, x in rnd] for rnd in rounds]  # noqa: E731
-    if p == 1:
-        return []
-    if c == Call.BARRIER:
-        return [[("send", (v + (1 << k)) % p), ("recv", (v - (1 << k)) % p)] for k in range((p - 1).bit_length())]
-    if c == Call.BCAST:
-        return unrel(_binomial_bcast(rel, p))
-    if c == Call.REDUCE:
-        return unrel(_binomial_reduce(rel, p))
-    if c == Call.ALLREDUCE:
-        return _recursive_doubling(v, p)
-    if c == Call.ALLGATHER:
-        return [[("send", (v + 1) % p), ("recv", (v - 1) % p)] for _ in range(p - 1)]
-    if c in (Call.ALLTOALL, Call.ALLTOALLV):
-        return [[op for k in range(1, p) for op in (("send", (v + k) % p), ("recv", (v - k) % p))]]
-    if c == Call.GATHER:
-        return [[("recv", r) for r in range(p) if r != v]] if v == root else [[("send", root)]]
-    if c == Call.SCATTER:
-        return [[("send", r) for r in range(p) if r != v]] if v == root else [[("recv", root)]]
-    raise ValueError(f"no GOAL expansion for {c.name}")
+    Call(call)  # a ValueError for a code that is no call
+    _, ocount, kinds, xs = _expand(*(np.array([x]) for x in (call, v, p, root)))
+    out, o = [], 0
+    for n in ocount.tolist():
+        out.append([("send" if k == SEND else "recv", x) for k, x in zip(kinds[o:o + n].tolist(),
+                                                                        xs[o:o + n].tolist(), strict=True)])
+        o += n
+    return out
 
 
 def _codes(calls: list[Call]) -> np.ndarray:
@@ -381,15 +471,7 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
     part_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(p_ev, minlength=n), out=part_ptr[1:])
     keys, part_key = _unique_rows(np.stack([p_call, p_v, p_p, p_root], axis=1).reshape(-1, 4))
-    rcount, ocount, kinds, xs = [], [], [], []
-    for kc, kv, kp, kr in keys.tolist():
-        rounds = collective_rounds(kc, kv, kp, kr)
-        rcount.append(len(rounds))
-        for rnd in rounds:
-            ocount.append(len(rnd))
-            for kind, x in rnd:
-                kinds.append(SEND if kind == "send" else RECV)
-                xs.append(x)
+    rcount, ocount, kinds, xs = _expand(keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3])
     key_rptr = np.zeros(len(rcount) + 1, dtype=np.int64)
     np.cumsum(np.asarray(rcount, dtype=np.int64), out=key_rptr[1:])
     rnd_optr = np.zeros(len(ocount) + 1, dtype=np.int64)
@@ -397,7 +479,7 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
     part_key = part_key.reshape(-1).astype(np.int64)
     work = np.diff(key_rptr)[part_key] + (rnd_optr[key_rptr[1:]] - rnd_optr[key_rptr[:-1]])[part_key]
     return (part_ptr, part_key, p_size.astype(np.int64), p_call == int(Call.ALLTOALLV), key_rptr, rnd_optr,
-            np.asarray(kinds, dtype=np.int64), np.asarray(xs, dtype=np.int64), int(work.sum()))
+            kinds, xs, int(work.sum()))
 
 
 def op_graph(trace: Trace, reqs, units: np.ndarray) -> OpGraph:

@@ -16,7 +16,9 @@ The syntax is LogGOPSim's ``txt2bin`` input (github.com/spcl/LogGOPSim,
   ``recv from -1`` any source.
 
 The file is read in chunks of whole lines by a numba state machine (no
-regular expressions, nothing per line in Python); labels go through a hash
+regular expressions, nothing per line in Python;
+:mod:`perfmod.trace.formats.goal_scan_kernels`, compiled ahead of time
+where it can be: :mod:`perfmod.core.aot`); labels go through a hash
 table with the label bytes kept for comparison, so any label is exact.
 Errors name file, line and what is wrong, as :func:`perfmod.trace.formats.goal.read_goal`
 states them.
@@ -26,10 +28,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.aot import Arg, Kernel, kernels
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.trace.core import TraceError
@@ -50,6 +53,23 @@ E_NUMRANKS, E_RANK, E_RANK_RANGE, E_UNDEF, E_OP, E_DIR, E_TWICE, E_BIG = 10, 11,
 # state slots
 (S_PHASE, S_LINE, S_NRANKS, S_RANK, S_BLOCK, S_NODES, S_EDGES, S_LIVE, S_LABELS, S_BLOCKS, S_KEEP,
  S_RANK_LINE, S_BLOCK_NODE0) = range(13)
+
+
+_I, _I0 = Arg(np.int64), Arg(np.int64, 0)
+#: the compiled scanner's kernels (:mod:`perfmod.trace.formats.goal_scan_kernels`) and their argument types, which
+#: :mod:`perfmod.core.aot` compiles them for: the arrays :func:`read_goal_graph` allocates
+AOT_KERNELS = (
+    Kernel("_scan", (Arg(np.uint8, readonly=True), _I0, _I0, _I, _I, _I, Arg(np.int8), _I, _I, _I, Arg(np.uint8),
+                     Arg(np.uint8), _I, _I, _I, _I, _I, Arg(np.bool_), Arg(np.uint64), _I, _I, _I, _I, Arg(np.uint8),
+                     _I, _I, _I), (_I0, _I0)),
+    Kernel("_rehash", (Arg(np.uint64), _I, _I, _I, _I, _I0, _I0), (Arg(np.uint64), _I, _I, _I, _I)),
+    Kernel("_csr", (_I, _I, _I0), (_I, _I)),
+)
+
+
+def _kernels():
+    """The scanner's compiled kernels (ahead of time where they could be built, else numba's JIT)."""
+    return kernels("goal_reader", "perfmod.trace.formats.goal_scan_kernels", f"{__name__}:AOT_KERNELS", (__name__,))
 
 
 @dataclass(frozen=True)
@@ -120,360 +140,6 @@ class GoalGraph:
                                                            "line", "ndeps", "succ_ptr", "succ", "ssucc_ptr", "ssucc")))
 
 
-@njit(cache=True, inline="always")
-def _ws(c):
-    return c == 32 or c == 9 or c == 13
-
-
-@njit(cache=True, inline="always")
-def _alpha(c):
-    return (65 <= c <= 90) or (97 <= c <= 122)
-
-
-@njit(cache=True, inline="always")
-def _wordc(c):
-    return _alpha(c) or (48 <= c <= 57) or c == 95
-
-
-@njit(cache=True)
-def _is(buf, a, b, word):
-    """``buf[a:b]`` equals ``word``."""
-    if b - a != word.size:
-        return False
-    for k in range(word.size):
-        if buf[a + k] != word[k]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _uint(buf, p, e):
-    """Decimal digits at ``p``: ``(value mod 2**64 as int64 bits, end, ok, fits in int63)``."""
-    q = p
-    v = np.uint64(0)
-    big = False
-    while q < e and 48 <= buf[q] <= 57:
-        d = np.uint64(buf[q] - 48)
-        if v > np.uint64(922337203685477579) or (v == np.uint64(922337203685477580) and d > np.uint64(7)):
-            big = True
-        v = v * np.uint64(10) + d
-        q += 1
-    return np.int64(v), q, q > p, not big
-
-
-@njit(cache=True)
-def _sint(buf, p, e):
-    """``-1`` or decimal digits: ``(value, end, ok, fits)``; -1 as -1."""
-    if p < e and buf[p] == 45:
-        if p + 1 < e and buf[p + 1] == 49 and (p + 2 >= e or not (48 <= buf[p + 2] <= 57)):
-            return np.int64(-1), p + 2, True, True
-        return np.int64(0), p, False, True
-    return _uint(buf, p, e)
-
-
-@njit(cache=True)
-def _hash(buf, a, b):
-    h = np.uint64(14695981039346656037)
-    for k in range(a, b):
-        h = (h ^ np.uint64(buf[k])) * np.uint64(1099511628211)
-    return h
-
-
-@njit(cache=True)
-def _lookup(buf, a, b, h, t_hash, t_node, t_stamp, t_off, t_len, store, stamp):
-    """Slot of label ``buf[a:b]`` (hash ``h``) in the table: ``(slot, found)``; an empty slot if not found."""
-    mask = t_hash.size - 1
-    s = np.int64(h & np.uint64(mask))
-    n = b - a
-    while True:
-        if t_stamp[s] != stamp:
-            return s, False
-        if t_hash[s] == h and t_len[s] == n:
-            o = t_off[s]
-            same = True
-            for k in range(n):
-                if store[o + k] != buf[a + k]:
-                    same = False
-                    break
-            if same:
-                return s, True
-        s = (s + 1) & mask
-
-
-@njit(cache=True)
-def _word(buf, p, e):
-    """End of the identifier at ``p`` (``[A-Za-z]\\w*``; ``p`` if none)."""
-    if p < e and _alpha(buf[p]):
-        p += 1
-        while p < e and _wordc(buf[p]):
-            p += 1
-    return p
-
-
-@njit(cache=True)
-def _skip(buf, p, e):
-    while p < e and _ws(buf[p]):
-        p += 1
-    return p
-
-
-_W = {w: np.frombuffer(w.encode(), dtype=np.uint8).copy() for w in
-      ("num_ranks", "rank", "send", "recv", "calc", "to", "from", "tag", "cpu", "nic", "requires", "irequires")}
-_W_NUMRANKS, _W_RANK, _W_SEND, _W_RECV, _W_CALC = (_W[w] for w in ("num_ranks", "rank", "send", "recv", "calc"))
-_W_TO, _W_FROM, _W_TAG, _W_CPU, _W_NIC = (_W[w] for w in ("to", "from", "tag", "cpu", "nic"))
-_W_REQ, _W_IREQ = _W["requires"], _W["irequires"]
-
-
-@njit(cache=True)
-def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen,
-          e_a, e_b, e_start, t_hash, t_node, t_stamp, t_off, t_len, store, b_rank, b_line, b_node0):
-    """Parse the whole lines of ``buf[pos:end]``; returns ``(code, pos)``: :data:`_OK` at ``end``, :data:`_ROOM`
-    or :data:`_TABLE` where more room is needed before the line at ``pos``, or an error code (``err`` holds the
-    line's bounds and the offending token's)."""
-    word_nr, word_rank, word_send, word_recv, word_calc = _W_NUMRANKS, _W_RANK, _W_SEND, _W_RECV, _W_CALC
-    word_to, word_from, word_tag, word_cpu, word_nic = _W_TO, _W_FROM, _W_TAG, _W_CPU, _W_NIC
-    word_req, word_ireq = _W_REQ, _W_IREQ
-    cap_nodes = n_kind.size
-    cap_edges = e_a.size
-    while pos < end:
-        # the line: [pos, le) up to the newline, content [a, b) without comment and blanks
-        le = pos
-        while le < end and buf[le] != 10:
-            le += 1
-        st[S_LINE] += 1
-        a = _skip(buf, pos, le)
-        b = a
-        while b < le and not (buf[b] == 47 and b + 1 < le and buf[b + 1] == 47):
-            b += 1
-        while b > a and _ws(buf[b - 1]):
-            b -= 1
-        err[0], err[1], err[2], err[3] = a, b, a, b
-        if a == b:
-            pos = le + 1
-            continue
-        phase = st[S_PHASE]
-        if phase == 0:
-            w = _word(buf, a, b)
-            if not _is(buf, a, w, word_nr) or w >= b or not _ws(buf[w]):
-                st[S_LINE] -= 1
-                return E_NUMRANKS, pos
-            v, q, ok, fits = _uint(buf, _skip(buf, w, b), b)
-            if not ok or q != b or not fits:
-                st[S_LINE] -= 1
-                return E_NUMRANKS, pos
-            st[S_NRANKS] = v
-            st[S_PHASE] = 1
-            pos = le + 1
-            continue
-        if phase == 1:
-            w = _word(buf, a, b)
-            ok = _is(buf, a, w, word_rank) and w < b and _ws(buf[w])
-            r = np.int64(0)
-            if ok:
-                r, q, ok, fits = _uint(buf, _skip(buf, w, b), b)
-                q = _skip(buf, q, b)
-                ok = ok and fits and q == b - 1 and buf[q] == 123
-            if not ok:
-                st[S_LINE] -= 1
-                return E_RANK, pos
-            if r >= st[S_NRANKS]:
-                err[4] = r
-                st[S_LINE] -= 1
-                return E_RANK_RANGE, pos
-            if st[S_BLOCKS] >= b_rank.size:
-                st[S_LINE] -= 1
-                return _ROOM, pos
-            k = st[S_BLOCKS]
-            b_rank[k], b_line[k], b_node0[k] = r, st[S_LINE], st[S_NODES]
-            st[S_BLOCKS] = k + 1
-            st[S_RANK] = r
-            st[S_BLOCK] += 1  # the label table's stamp: entries of earlier blocks read as empty
-            st[S_LIVE] = 0
-            if st[S_KEEP] == 0:
-                st[S_LABELS] = 0
-            st[S_PHASE] = 2
-            pos = le + 1
-            continue
-        # in a rank block
-        if b - a == 1 and buf[a] == 125:
-            st[S_PHASE] = 1
-            pos = le + 1
-            continue
-        if st[S_NODES] >= cap_nodes or st[S_EDGES] >= cap_edges or st[S_LABELS] + (b - a) > store.size:
-            st[S_LINE] -= 1
-            return _ROOM, pos
-        if 2 * (st[S_LIVE] + 1) > t_hash.size:
-            st[S_LINE] -= 1
-            return _TABLE, pos
-        w1 = _word(buf, a, b)
-        p = _skip(buf, w1, b)
-        # a dependency: LABEL (requires|irequires) LABEL
-        if w1 > a and p > w1 and p < b:
-            w2 = _word(buf, p, b)
-            start = _is(buf, p, w2, word_ireq)
-            if start or _is(buf, p, w2, word_req):
-                p3 = _skip(buf, w2, b)
-                w3 = _word(buf, p3, b)
-                if p3 > w2 and w3 > p3 and w3 == b:
-                    stamp = st[S_BLOCK]
-                    s1, f1 = _lookup(buf, a, w1, _hash(buf, a, w1), t_hash, t_node, t_stamp, t_off, t_len, store,
-                                     stamp)
-                    if not f1:
-                        err[2], err[3] = a, w1
-                        st[S_LINE] -= 1
-                        return E_UNDEF, pos
-                    s3, f3 = _lookup(buf, p3, w3, _hash(buf, p3, w3), t_hash, t_node, t_stamp, t_off, t_len, store,
-                                     stamp)
-                    if not f3:
-                        err[2], err[3] = p3, w3
-                        st[S_LINE] -= 1
-                        return E_UNDEF, pos
-                    k = st[S_EDGES]
-                    e_a[k], e_b[k], e_start[k] = t_node[s1], t_node[s3], start
-                    st[S_EDGES] = k + 1
-                    pos = le + 1
-                    continue
-        # an operation: [LABEL :] (send|recv|calc) N [b] [(to|from) P] [tag T] [cpu C] [nic N]
-        la, lb = a, a
-        q = a
-        if w1 > a and p < b and buf[p] == 58:
-            la, lb = a, w1
-            q = _skip(buf, p + 1, b)
-        wk = _word(buf, q, b)
-        kind = 0
-        if _is(buf, q, wk, word_send):
-            kind = SEND
-        elif _is(buf, q, wk, word_recv):
-            kind = RECV
-        elif _is(buf, q, wk, word_calc):
-            kind = CALC
-        if kind == 0 or wk >= b or not _ws(buf[wk]):
-            st[S_LINE] -= 1
-            return E_OP, pos
-        size, q, ok, fits = _uint(buf, _skip(buf, wk, b), b)
-        if not ok:
-            st[S_LINE] -= 1
-            return E_OP, pos
-        if not fits:
-            st[S_LINE] -= 1
-            return E_BIG, pos
-        q2 = _skip(buf, q, b)
-        has_b = q2 < b and buf[q2] == 98 and (q2 + 1 == b or not _wordc(buf[q2 + 1]))
-        if has_b:
-            q = q2 + 1
-        peer = np.int64(0)
-        tag = np.int64(0)
-        cpu = np.int64(0)
-        nic = np.int64(0)
-        direction = 0
-        clause = 0  # clauses in order: to/from (1), tag (2), cpu (3), nic (4)
-        bad = False
-        while True:
-            q2 = _skip(buf, q, b)
-            if q2 == b:
-                q = b
-                break
-            if q2 == q and q != b:  # no blank before the clause
-                bad = True
-                break
-            wq = _word(buf, q2, b)
-            p2 = _skip(buf, wq, b)
-            if p2 == wq or p2 >= b:
-                bad = True
-                break
-            if clause < 1 and (_is(buf, q2, wq, word_to) or _is(buf, q2, wq, word_from)):
-                direction = SEND if wq - q2 == 2 else RECV
-                peer, q, ok, fits = _sint(buf, p2, b)
-                clause = 1
-            elif clause < 2 and _is(buf, q2, wq, word_tag):
-                tag, q, ok, fits = _sint(buf, p2, b)
-                fits = True  # a tag wraps to 32 bits as txt2bin stores it
-                clause = 2
-            elif clause < 3 and _is(buf, q2, wq, word_cpu):
-                cpu, q, ok, fits = _uint(buf, p2, b)
-                clause = 3
-            elif clause < 4 and _is(buf, q2, wq, word_nic):
-                nic, q, ok, fits = _uint(buf, p2, b)
-                clause = 4
-            else:
-                bad = True
-                break
-            if not ok or (q < b and not _ws(buf[q])):
-                bad = True
-                break
-            if not fits:
-                st[S_LINE] -= 1
-                return E_BIG, pos
-        if bad or (kind != CALC) != has_b or (kind != CALC) != (direction != 0) or \
-                (clause >= 3 and (cpu > 255 or nic > 255)):
-            st[S_LINE] -= 1
-            return E_OP, pos
-        if direction != 0 and direction != kind:
-            err[4] = kind
-            st[S_LINE] -= 1
-            return E_DIR, pos
-        v = st[S_NODES]
-        if lb > la:
-            h = _hash(buf, la, lb)
-            s, found = _lookup(buf, la, lb, h, t_hash, t_node, t_stamp, t_off, t_len, store, st[S_BLOCK])
-            if found:
-                err[2], err[3] = la, lb
-                st[S_LINE] -= 1
-                return E_TWICE, pos
-            o = st[S_LABELS]
-            for k in range(lb - la):
-                store[o + k] = buf[la + k]
-            st[S_LABELS] = o + lb - la
-            t_hash[s], t_node[s], t_stamp[s], t_off[s], t_len[s] = h, v, st[S_BLOCK], o, lb - la
-            st[S_LIVE] += 1
-            n_loff[v], n_llen[v] = o, lb - la
-        else:
-            n_loff[v], n_llen[v] = -1, 0
-        if kind != CALC:
-            t32 = tag & _ANY32
-            tag = WILD if tag == -1 or t32 == _ANY32 else t32
-        n_rank[v], n_kind[v], n_size[v], n_peer[v], n_tag[v] = st[S_RANK], kind, size, peer, tag
-        n_cpu[v], n_nic[v], n_line[v] = cpu, nic, st[S_LINE]
-        st[S_NODES] = v + 1
-        pos = le + 1
-    return _OK, pos
-
-
-@njit(cache=True)
-def _rehash(t_hash, t_node, t_stamp, t_off, t_len, stamp, cap):
-    """The live entries (``stamp``) of the label table in a table of ``cap`` slots."""
-    h2 = np.zeros(cap, dtype=np.uint64)
-    n2 = np.zeros(cap, dtype=np.int64)
-    s2 = np.full(cap, -1, dtype=np.int64)
-    o2 = np.zeros(cap, dtype=np.int64)
-    l2 = np.zeros(cap, dtype=np.int64)
-    mask = cap - 1
-    for s in range(t_hash.size):
-        if t_stamp[s] == stamp:
-            j = np.int64(t_hash[s] & np.uint64(mask))
-            while s2[j] == stamp:
-                j = (j + 1) & mask
-            h2[j], n2[j], s2[j], o2[j], l2[j] = t_hash[s], t_node[s], stamp, t_off[s], t_len[s]
-    return h2, n2, s2, o2, l2
-
-
-@njit(cache=True)
-def _csr(frm, to, n):
-    """Successor lists of ``n`` nodes from edges ``frm -> to``, each list in edge order (a stable counting sort)."""
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for k in range(frm.size):
-        ptr[frm[k] + 1] += 1
-    for v in range(n):
-        ptr[v + 1] += ptr[v]
-    fill = ptr[:-1].copy()
-    out = np.empty(frm.size, dtype=np.int64)
-    for k in range(frm.size):
-        f = frm[k]
-        out[fill[f]] = to[k]
-        fill[f] += 1
-    return ptr, out
-
-
 def _shrink(a: np.ndarray, n: int) -> np.ndarray:
     """``a[:n]``, in place where ``a`` owns its memory (the rest is given back), else a copy."""
     if a.flags.owndata and a.base is None:
@@ -532,7 +198,13 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     TraceError
         An empty file or a block not closed.
     """
-    from tqdm.auto import tqdm
+    if progress:
+        from tqdm.auto import tqdm
+    else:  # tqdm's import is a fifth of a small job's start
+        from contextlib import nullcontext
+
+        def tqdm(**_kw):
+            return nullcontext(SimpleNamespace(update=lambda n: None))
 
     src = str(path)
     size = os.path.getsize(path)
@@ -542,8 +214,11 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     n_rank, n_kind = np.empty(est, np.int64), np.empty(est, np.int8)
     n_size, n_peer, n_tag = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.int64)
     n_cpu, n_nic, n_line = np.empty(est, np.uint8), np.empty(est, np.uint8), np.empty(est, np.int64)
-    n_loff, n_llen = np.empty(est, np.int64), np.empty(est, np.int64)
-    e_a, e_b, e_start = np.empty(est, np.int64), np.empty(est, np.int64), np.empty(est, np.bool_)
+    n_loff, n_llen = (np.empty(est if labels else 0, np.int64) for _ in range(2))  # labels only: 16 B per node
+    # a dependency line is about 22 bytes: room for one per 24 bytes of text, so that a schedule of mostly
+    # dependencies is not copied while read (pages never written take no memory)
+    est_e = max(1024, size // 24)
+    e_a, e_b, e_start = np.empty(est_e, np.int64), np.empty(est_e, np.int64), np.empty(est_e, np.bool_)
     cap = 1 << 12
     t_hash, t_node, t_stamp = np.zeros(cap, np.uint64), np.zeros(cap, np.int64), np.full(cap, -1, np.int64)
     t_off, t_len = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
@@ -553,6 +228,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     st[S_KEEP] = int(labels)
     err = np.zeros(5, np.int64)
     carry = b""
+    k = _kernels()
     with open(path, "rb") as f, tqdm(total=size, unit="B", unit_scale=True, desc="GOAL", disable=not progress,
                                      mininterval=1.0) as bar, first_call("the GOAL reader"):
         while True:
@@ -569,7 +245,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
             buf = np.frombuffer(data, dtype=np.uint8)
             pos = 0
             while True:
-                code, pos = _scan(buf, pos, cut, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic,
+                code, pos = k._scan(buf, pos, cut, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic,
                                   n_line, n_loff, n_llen, e_a, e_b, e_start, t_hash, t_node, t_stamp, t_off, t_len,
                                   store, b_rank, b_line, b_node0)
                 if code == _OK:
@@ -578,9 +254,10 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
                     lines = int(np.count_nonzero(buf[pos:cut] == 10)) + 1
                     if st[S_NODES] >= n_kind.size:
                         grow = max(int(st[S_NODES]) + lines, 2 * n_kind.size)
-                        n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen = (
-                            _grow(x, grow) for x in (n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line,
-                                                     n_loff, n_llen))
+                        n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line = (
+                            _grow(x, grow) for x in (n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line))
+                        if labels:
+                            n_loff, n_llen = _grow(n_loff, grow), _grow(n_llen, grow)
                     if st[S_EDGES] >= e_a.size:
                         grow = max(int(st[S_EDGES]) + lines, 2 * e_a.size)
                         e_a, e_b, e_start = (_grow(x, grow) for x in (e_a, e_b, e_start))
@@ -590,7 +267,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
                         b_rank, b_line, b_node0 = (_grow(x, 2 * b_rank.size) for x in (b_rank, b_line, b_node0))
                 elif code == _TABLE:
                     cap *= 4
-                    t_hash, t_node, t_stamp, t_off, t_len = _rehash(t_hash, t_node, t_stamp, t_off, t_len,
+                    t_hash, t_node, t_stamp, t_off, t_len = k._rehash(t_hash, t_node, t_stamp, t_off, t_len,
                                                                     st[S_BLOCK], cap)
                 else:
                     raise _error(src, code, st, err, buf)
@@ -601,11 +278,11 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
         raise TraceError(f"{src}: empty GOAL file (no num_ranks)")
     if st[S_PHASE] == 2:
         raise TraceError(f"{src}: rank {int(st[S_RANK])} block is not closed with '}}'")
-    return _assemble(src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen,
+    return _assemble(k, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen,
                      e_a, e_b, e_start, store, b_rank, b_line, b_node0, labels)
 
 
-def _assemble(src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen, e_a, e_b,
+def _assemble(kern, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen, e_a, e_b,
               e_start, store, b_rank, b_line, b_node0, labels) -> GoalGraph:
     nn, ne, nb = int(st[S_NODES]), int(st[S_EDGES]), int(st[S_BLOCKS])
     # the scanner's arrays shrunk in place to what was read: no second copy at the peak
@@ -630,14 +307,18 @@ def _assemble(src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_li
             n_loff, n_llen = n_loff[perm], n_llen[perm]
         ea, eb = inv[ea], inv[eb]
     # "a requires b": a waits for b; b's successor list holds a
-    done = ~es
-    succ_ptr, succ = _csr(eb[done], ea[done], nn)
-    ssucc_ptr, ssucc = _csr(eb[es], ea[es], nn)
+    if es.any():
+        done = ~es
+        succ_ptr, succ = kern._csr(eb[done], ea[done], nn)
+        ssucc_ptr, ssucc = kern._csr(eb[es], ea[es], nn)
+    else:  # no irequires: no copies of the edges for the split
+        succ_ptr, succ = kern._csr(eb, ea, nn)
+        ssucc_ptr, ssucc = kern._csr(eb[:0], ea[:0], nn)
     ndeps = np.bincount(ea, minlength=nn).astype(np.int64)
     extra = {}
     if labels:
-        pred_ptr, pred = _csr(ea, eb, nn)
-        _, pstart = _csr(ea, es.astype(np.int64), nn)
+        pred_ptr, pred = kern._csr(ea, eb, nn)
+        _, pstart = kern._csr(ea, es.astype(np.int64), nn)
         names = []
         for v in range(nn):
             o = int(n_loff[v])

@@ -84,6 +84,24 @@ def first_line(head: bytes, comments: tuple[str, ...] = ("#",)) -> str:
 
 _FORMATS: dict[str, TraceFormat] = {}
 _plugins_loaded = False
+#: the built-in formats' modules, in the order content sniffing tries them; each declares ``TRACE_FORMAT``.  They
+#: are imported when the registry is first used, not with the package: reading a GOAL schedule for the LogGOPS
+#: replay (:mod:`perfmod.trace.formats.goal_scan`) imports none of them (nor numba, which some compile with)
+BUILTINS = ("npz", "goal_trace", "dumpi_bin", "otf2", "tit")
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    import importlib
+
+    for name in BUILTINS:
+        fmt = importlib.import_module(f"perfmod.trace.formats.{name}").TRACE_FORMAT
+        if fmt.name not in _FORMATS:
+            register_format(fmt)
 
 
 def register_format(fmt: TraceFormat, replace: bool = False) -> TraceFormat:
@@ -95,6 +113,7 @@ def register_format(fmt: TraceFormat, replace: bool = False) -> TraceFormat:
         ``fmt`` is not a :class:`TraceFormat`, or its name or one of its extensions is taken by another
         format (unless ``replace`` and the name is the same).
     """
+    _load_builtins()
     if not isinstance(fmt, TraceFormat):
         raise ValueError(f"register_format takes a TraceFormat, got {type(fmt).__name__}")
     if fmt.name in _FORMATS and not replace:
@@ -109,6 +128,7 @@ def register_format(fmt: TraceFormat, replace: bool = False) -> TraceFormat:
 
 def unregister_format(name: str) -> TraceFormat:
     """Remove the format called ``name`` from the registry and return it (KeyError, naming it, if unknown)."""
+    _load_builtins()
     if name not in _FORMATS:
         raise KeyError(f"trace format {name!r} is not registered")
     return _FORMATS.pop(name)
@@ -130,6 +150,7 @@ def _load_plugins() -> None:
 
 def trace_formats() -> tuple[TraceFormat, ...]:
     """Every registered format, in the order content sniffing tries them."""
+    _load_builtins()
     _load_plugins()
     return tuple(_FORMATS.values())
 

@@ -1,0 +1,23 @@
+"""The LogGOPS event loop's node layout and codes (:mod:`perfmod.replay.loggops_kernel`), without numba.
+
+The loop's callers build its rows and read its status with these; the loop
+itself is compiled (ahead of time where it can be: :mod:`perfmod.core.aot`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ROW", "STATUS_OK", "STATUS_DEADLOCK"]
+
+STATUS_OK = 0
+STATUS_DEADLOCK = 1
+_SEND, _RECV, _CALC = 1, 2, 3
+_DONE = 8  # added to a row's type when the node is done
+_WILD = -1
+#: a node as the event loop reads it (32 bytes): ``dur`` a calc's time or a send's (n - 1) G (ps); ``tag`` the
+#: 32-bit tag (-1 any); ``link`` the next node in its matching queue; ``ndeps`` the dependencies not yet met;
+#: ``cls`` a send's row in the table of message parameters
+ROW = np.dtype([("dur", np.int64), ("rank", np.int32), ("peer", np.int32), ("tag", np.int32), ("link", np.int32),
+                ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16)], align=True)
+assert ROW.itemsize == 32
