@@ -52,6 +52,20 @@ def test_a_real_probe_of_this_machine():
     assert probe.attrs["sysfs_llc_bytes"] == cs.sysfs_llc_bytes()
 
 
+def test_probe_keeps_the_best_sample_over_its_sweeps(monkeypatch):
+    times = iter([2.0, 1.0, 1.0, 4.0])  # sweep 1: sizes A, B; sweep 2: A, B
+
+    def fake_triad(xp, n, reps, inner):
+        return np.array([next(times)]), 1e9
+
+    monkeypatch.setattr(cs, "triad", fake_triad)
+    probe = cs.probe_cache([MiB, 2 * MiB], reps=1, sweeps=2)
+    assert probe.cache_probe_bandwidth.values.tolist() == [1e9, 1e9]  # A from sweep 2, B from sweep 1
+    assert probe.attrs["sweeps"] == 2
+    with pytest.raises(ValueError, match="sweeps"):
+        cs.probe_cache([MiB], sweeps=0)
+
+
 def test_sysfs_reader(tmp_path):
     for i, size in enumerate(("32K", "2048K", "300M")):
         (tmp_path / f"index{i}").mkdir()

@@ -159,3 +159,18 @@ def test_interval_widening_scales_the_bootstrap_spread_about_its_median():
     assert wide["upper"].item() / mid == pytest.approx((ds["upper"].item() / mid) ** 1.15)
     with pytest.raises(ValueError, match="interval_widening"):
         fit_compute_model(df, "time", ["p", "n"], interval_widening=0.5)
+
+
+def test_an_extrapolation_fold_that_cannot_be_fitted_leaves_the_k_fold_score():
+    # calls on 2 ranks at eight sizes, on 1 rank at two (the other 1-rank runs disturbed): the points at the
+    # largest value of some parameter are every 2-rank point and the largest 1-rank one, leaving one point to
+    # fit the extrapolation fold on; every hypothesis used to score infinity there, and the first of the
+    # fewest terms won whatever its fit (the rank count without effect here)
+    x = np.array([10.0, 20, 30, 40, 50, 60, 70, 80, 50, 100])
+    p = np.array([2.0] * 8 + [1.0, 1.0])
+    y = 1.0 + 0.5 * x
+    found = normal_form_search(np.column_stack([x, p]), y)
+    assert found.score < 1e-9
+    assert [t.name(["x", "p"]) for t in found.terms][:2] == ["1", "|x|^1"]  # and a p term with weight 0
+    model = fit_compute_model(pd.DataFrame({"x": x, "p": p, "time": y}), "time", ["x", "p"])
+    assert model.predict_one(x=200.0, p=1.0) == pytest.approx(101.0, rel=1e-9)

@@ -214,6 +214,24 @@ def test_hpccg_matrix_is_the_27_point_stencil():
     assert np.diff(A2.indptr).max() == 27 and A2.shape == (32, 64)
 
 
+@pytest.mark.parametrize("nx,ny,nz,rank,nprocs", [(3, 4, 2, 0, 1), (3, 2, 3, 0, 3), (2, 3, 2, 1, 3), (4, 1, 2, 2, 3)])
+def test_hpccg_matrix_equals_its_definition_row_by_row(nx, ny, nz, rank, nprocs):
+    """Every row as HPCCG's generate_matrix defines it: 27 on the diagonal, -1 for each neighbour inside the
+    global domain, columns in the extended vector [ghost plane below | local rows | ghost plane above]."""
+    A, b = generate_matrix(nx, ny, nz, rank=rank, nprocs=nprocs)
+    g = nx * ny
+    dense = np.zeros((nx * ny * nz, nx * ny * (nz + 2)))
+    for iz, iy, ix in np.ndindex(nz, ny, nx):
+        row = ix + nx * (iy + ny * iz)
+        for dz, dy, dx in np.ndindex(3, 3, 3):
+            jx, jy, jz = ix + dx - 1, iy + dy - 1, iz + dz - 1
+            if 0 <= jx < nx and 0 <= jy < ny and 0 <= rank * nz + jz < nprocs * nz:
+                dense[row, g + jx + nx * (jy + ny * jz)] = 27.0 if (dx, dy, dz) == (1, 1, 1) else -1.0
+    assert A.indices.dtype == np.int32 and np.all(np.diff(A.indices[A.indptr[0]:A.indptr[1]]) > 0)
+    assert np.array_equal(A.toarray(), dense)
+    assert np.array_equal(b, dense.sum(axis=1))
+
+
 def _two_ranks_measured(tmp_path, module, args):
     """Run ``module`` on 2 MPI ranks in measure mode with its trace; rank 0's JSON result and the trace."""
     out = tmp_path / "measured.npz"

@@ -31,6 +31,8 @@ import pandas as pd
 
 import perfmod.campaign as campaign
 from perfmod.measure.proxies.hpccg import REGIONS as HPCCG_REGIONS
+from perfmod.measure.proxies.hpccg import ROW_TRAFFIC as HPCCG_ROW_TRAFFIC
+from perfmod.measure.proxies.hpccg import ROW_WORKING_SET as HPCCG_ROW_WORKING_SET
 from perfmod.measure.proxies.hpccg import run_hpccg
 from perfmod.measure.proxies.lulesh import REGIONS as LULESH_REGIONS
 from perfmod.measure.proxies.lulesh import run_lulesh
@@ -41,7 +43,7 @@ from perfmod.measure.regions.store import RegionStore
 from perfmod.measure.regions.virtual import run_virtual
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import run_flags
-from perfmod.models.compute import fit_compute_model
+from perfmod.models.compute import BandwidthCurve, MemoryTraffic, fit_compute_model, with_memory_hierarchy
 from perfmod.replay import replay
 from perfmod.trace.core import Call, Trace
 
@@ -83,6 +85,12 @@ class AppSpec:
         ``args(size) -> list`` of command-line arguments.
     program : callable
         ``program(comm, size, weak) -> dict``: one rank's run, for virtual runs.
+    size_meaning : str
+        What ``size`` counts.
+    memory : dict
+        Region -> its :class:`~perfmod.models.compute.MemoryTraffic`, for the regions whose working
+        set can leave the cache in the study's sizes (perfmod mode carries them past the cache with
+        the measured bandwidth curve, :func:`fit_region_models`).
     """
 
     name: str
@@ -92,6 +100,7 @@ class AppSpec:
     args: Callable[[int], list[Any]]
     program: Callable[[Any, int, bool], dict[str, Any]]
     size_meaning: str = ""
+    memory: Mapping[str, MemoryTraffic] = field(default_factory=dict)
 
 
 def app_spec(name: str, iterations: int) -> AppSpec:
@@ -100,7 +109,9 @@ def app_spec(name: str, iterations: int) -> AppSpec:
         return AppSpec("hpccg", "perfmod.measure.proxies.hpccg", {**HPCCG_REGIONS, "generate": ("n",)}, "n",
                        lambda s: ["--n", s, "--iterations", iterations],
                        lambda comm, s, weak: run_hpccg(comm, s, iterations=iterations),
-                       "local block edge (n^3 rows per rank)")
+                       "local block edge (n^3 rows per rank)",
+                       {r: MemoryTraffic("n", HPCCG_ROW_TRAFFIC[r], HPCCG_ROW_WORKING_SET, CONTENTION)
+                        for r in HPCCG_ROW_TRAFFIC})
     if name == "minimd":
         return AppSpec("minimd", "perfmod.measure.proxies.minimd_lj", MINIMD_REGIONS, "natoms",
                        lambda s: ["--size", s, "--steps", iterations],
@@ -233,11 +244,15 @@ def clean_training_frames(store: Path, spec: AppSpec, train_sizes: Sequence[int]
 
 
 def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method: str,
-                      eiger_threshold: float = 1e-3) -> dict[str, Any]:
+                      eiger_threshold: float = 1e-3, bandwidth: BandwidthCurve | None = None) -> dict[str, Any]:
     """One model per region by ``method``, on the parameters that vary in its training frame.
 
     The ``eiger`` and ``perfmod`` models also get :data:`CONTENTION` when the frame has runs with
-    different rank counts; ``loop`` and ``mean`` keep the region's own parameters.
+    different rank counts; ``loop`` and ``mean`` keep the region's own parameters.  With a measured
+    ``bandwidth`` curve, the perfmod-mode model of each region in ``spec.memory`` is wrapped by
+    :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets it adds
+    the time the region's bytes take at the curve's lower bandwidth (the published Eiger and loop
+    methods keep their form).
 
     Raises
     ------
@@ -259,6 +274,8 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
                 models[region] = fit_compute_model(data, "time", params, method="loop", extents=[spec.extent])
         else:
             models[region] = fit_compute_model(data, "time", params, method=method)
+        if method == "perfmod" and bandwidth is not None and region in spec.memory:
+            models[region] = with_memory_hierarchy(models[region], frame, spec.memory[region], bandwidth)
     return models
 
 

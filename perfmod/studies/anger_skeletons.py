@@ -46,9 +46,10 @@ from tqdm.auto import tqdm
 
 import perfmod.campaign as campaign
 from perfmod.core.paperdata import read_table
+from perfmod.measure.bench.cachesize import MiB, effective_llc, probe_cache, probe_sizes
 from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.validity import clean_reduce
-from perfmod.models.compute import ComputeModelError, ExtrapolationWarning
+from perfmod.models.compute import BandwidthCurve, ComputeModelError, ExtrapolationWarning
 from perfmod.studies.anger_skeleton_steps import (
     CONTENTION,
     METHODS,
@@ -63,9 +64,14 @@ from perfmod.studies.anger_skeleton_steps import (
     training_frame,
 )
 
-__all__ = ["run", "figures", "summary", "training_range_masks", "headline", "native_runs", "measured_runtimes", "STUDY"]
+__all__ = ["CACHE_PROBE_BYTES", "run", "figures", "summary", "training_range_masks", "headline", "native_runs",
+           "measured_runtimes", "STUDY"]
 
 STUDY = "anger_skeletons"
+
+CACHE_PROBE_BYTES = probe_sizes(256 * MiB, 8 * MiB, steps_per_octave=1.5)
+"""Working sets of the study's cache probe: 8 from 8 to 256 MiB, across the last-level cache this machine's
+process gets (48-128 MiB measured on the development VM, whose /sys reports 300 MiB)."""
 _SOURCE = ("measurement: HPCCG-, MiniMD- and LULESH-like proxies (perfmod.measure.proxies) on this machine, their "
            "skeletons (perfmod.measure.regions.skeleton) replayed with perfmod.replay; method of paper 004 §V-§VI")
 
@@ -80,7 +86,7 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         thresholds: Sequence[float] = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.3),
         scale_nprocs: Sequence[int] = (64, 256, 1024), hpccg_scale_size: int = 32, minimd_scale_size: int = 6,
         platform: str = "summit", comm_model: str = "kmodel", speedup_method: str = "eiger", seed: int = 0,
-        raw_out: str = "", progress: bool = True) -> xr.Dataset:
+        cache_probe: bool = True, raw_out: str = "", progress: bool = True) -> xr.Dataset:
     """Run the study and return its dataset (see the module docstring).
 
     Parameters
@@ -121,6 +127,11 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         Method whose skeleton gives ``skeleton_speedup``.
     seed : int
         Seed of the native runs' interleaved order.
+    cache_probe : bool
+        Measure the machine's bandwidth over working sets (:func:`perfmod.measure.bench.cachesize.probe_cache`
+        over :data:`CACHE_PROBE_BYTES`, best of 4 sweeps, about 2 s) before the native runs; perfmod mode
+        carries the HPCCG regions past the cache with it (:class:`perfmod.models.compute.MemoryHierarchyModel`).
+        False: no probe, and perfmod mode keeps its plain fits.
     raw_out : str
         Directory for the raw files: the native runs (netCDF) and the region stores (SQLite); empty: the native
         runs go to ``data/raw/<host>/`` and the region stores to a temporary directory.
@@ -145,19 +156,21 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     params = dict(apps=apps, train=train, test=test, iterations=iters, nprocs=list(nprocs), reps=reps,
                   skeleton_reps=skeleton_reps, eiger_threshold=eiger_threshold, thresholds=list(thresholds),
                   scale_nprocs=list(scale_nprocs), scale_size=scale_size, platform=platform, comm_model=comm_model,
-                  speedup_method=speedup_method, seed=seed)
+                  speedup_method=speedup_method, seed=seed, cache_probe=cache_probe)
     nsize = max(len(train[a]) + len(test[a]) for a in apps)
     tmp = tempfile.TemporaryDirectory(prefix="anger_skeletons-") if not raw_out else None
     raw = Path(raw_out) if raw_out else Path(tmp.name)
     raw.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=len(apps) * 5, desc="anger_skeletons", disable=not progress)
+    probe = probe_cache(CACHE_PROBE_BYTES, reps=1, sweeps=4) if cache_probe else None
+    curve = BandwidthCurve.from_probe(probe) if probe is not None else None
     per_app = []
     try:
         for a in apps:
             per_app.append(_one_app(a, sorted(train[a] + test[a]), set(test[a]), train[a], iters[a], list(nprocs),
                                     reps, skeleton_reps, eiger_threshold, list(thresholds), list(scale_nprocs),
                                     scale_size[a], platform, comm_model, speedup_method, seed, nsize, raw, bar,
-                                    params, raw_out))
+                                    params, raw_out, curve))
     finally:
         bar.close()
         if tmp is not None:
@@ -169,6 +182,14 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     ds = xr.merge([ds, regions])
     if "hpccg" in apps:
         ds = xr.merge([ds, per_app[apps.index("hpccg")].sweep])
+    if probe is not None:
+        ds = xr.merge([ds, probe.drop_attrs(deep=False)])
+        try:
+            llc = effective_llc(probe)
+        except ValueError:
+            llc = 0
+        ds.attrs["effective_llc_bytes"] = llc
+        ds.attrs["sysfs_llc_bytes"] = int(probe.attrs.get("sysfs_llc_bytes", 0))
     failed = [p.fit_status for p in per_app if p.fit_status.startswith("not fitted")]
     if failed:
         fitted = [a for a, p in zip(apps, per_app, strict=True) if not p.fit_status.startswith("not fitted")]
@@ -199,7 +220,8 @@ class _AppResult:
 def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int], iterations: int,
              nprocs: list[int], reps: int, skeleton_reps: int, eiger_threshold: float, thresholds: list[float],
              scale_nprocs: list[int], scale_size: int, platform: str, comm_model: str, speedup_method: str,
-             seed: int, nsize: int, raw: Path, bar: Any, params: dict, raw_out: str) -> _AppResult:
+             seed: int, nsize: int, raw: Path, bar: Any, params: dict, raw_out: str,
+             curve: BandwidthCurve | None = None) -> _AppResult:
     spec = app_spec(app, iterations)
     store = raw / f"{app}-regions.sqlite"
     runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s), seed=seed)
@@ -212,7 +234,7 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     models: dict[str, dict] | None = None
     if not fit_status.startswith("not fitted"):
         try:
-            models = {m: fit_region_models(frames, spec, m, eiger_threshold) for m in METHODS}
+            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve) for m in METHODS}
         except ComputeModelError as err:  # too few clean points for a method: say so, report no figure
             fit_status = f"not fitted: {app}: {err}"
     bar.update()

@@ -69,22 +69,30 @@ def probe_sizes(max_bytes: int | None = None, min_bytes: int = MiB, steps_per_oc
     return np.unique(np.round(min_bytes * 2.0 ** (np.arange(n) / steps_per_octave)).astype(np.int64))
 
 
-def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3) -> xr.Dataset:
-    """Best-of-``reps`` triad bandwidth (B/s) at each working set (B: the triad's three arrays together)."""
+def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int = 1) -> xr.Dataset:
+    """Best triad bandwidth (B/s) at each working set (B: the triad's three arrays together).
+
+    Each of ``sweeps`` passes over the working sets times ``reps`` samples of each; the best of all is
+    kept.  Several sweeps spread a working set's samples over the whole probe, so that a burst of
+    another process's memory traffic cannot spoil every sample of one size (a shared machine).
+    """
     sizes = probe_sizes() if sizes is None else np.asarray(sizes, dtype=np.int64)
-    bw = np.empty(len(sizes))
-    for i, ws in enumerate(sizes):
-        n = max(int(ws) // 24, 1)  # three arrays of doubles
-        inner = max(1, int(SAMPLE_BYTES // triad_bytes(np, n)))
-        t, moved = triad(np, n, reps=reps, inner=inner)
-        bw[i] = moved / float(t.min())
+    if reps < 1 or sweeps < 1:
+        raise ValueError(f"probe_cache: reps and sweeps must be >= 1, got {reps} and {sweeps}")
+    bw = np.zeros(len(sizes))
+    for _ in range(sweeps):
+        for i, ws in enumerate(sizes):
+            n = max(int(ws) // 24, 1)  # three arrays of doubles
+            inner = max(1, int(SAMPLE_BYTES // triad_bytes(np, n)))
+            t, moved = triad(np, n, reps=reps, inner=inner)
+            bw[i] = max(bw[i], moved / float(t.min()))
     return xr.Dataset(
         {"cache_probe_bandwidth": ("cache_probe_bytes", bw, {
             "units": "B/s", "long_name": "triad bandwidth, best of the repetitions (memory traffic counted as "
                                          "perfmod.models.roofline.traffic counts it)"})},
         coords={"cache_probe_bytes": ("cache_probe_bytes", sizes, {
             "units": "B", "long_name": "working set of the triad (its three arrays)"})},
-        attrs={"sysfs_llc_bytes": sysfs_llc_bytes(), "reps": reps},
+        attrs={"sysfs_llc_bytes": sysfs_llc_bytes(), "reps": reps, "sweeps": sweeps},
     )
 
 

@@ -39,10 +39,19 @@ import scipy.sparse as sp
 
 from perfmod.measure.regions.skeleton import skeleton_function, skeleton_region, virtual_clock
 
-__all__ = ["generate_matrix", "ddot", "waxpby", "sparsemv", "run_hpccg", "main", "REGIONS"]
+__all__ = ["generate_matrix", "ddot", "waxpby", "sparsemv", "run_hpccg", "main", "REGIONS", "ROW_TRAFFIC",
+           "ROW_WORKING_SET"]
 
 #: Regions of the solve and their parameters.
 REGIONS = {"sparsemv": ("n",), "ddot": ("n",), "waxpby": ("n",)}
+
+#: Bytes one call of each region moves per local row (B): ``sparsemv`` streams the CSR matrix (27
+#: nonzeros of an 8 B value and a 4 B column index, a 4 B row pointer), reads ``x`` and writes ``y``
+#: (8 B each); ``ddot`` reads two vectors, ``waxpby`` reads two and writes one.
+ROW_TRAFFIC = {"sparsemv": 27 * 12 + 4 + 16, "ddot": 16, "waxpby": 24}
+
+#: Bytes per local row the solve keeps live (B): the matrix and five vectors (x, r, p, Ap, b).
+ROW_WORKING_SET = 27 * 12 + 4 + 5 * 8
 
 
 def _no_matrix(nx: int, ny: int, nz: int, rank: int, nprocs: int) -> tuple[None, np.ndarray]:
@@ -67,27 +76,27 @@ def generate_matrix(nx: int, ny: int, nz: int, rank: int, nprocs: int) -> tuple[
         if v < 1:
             raise ValueError(f"{name} must be >= 1, got {v}")
     n, g = nx * ny * nz, nx * ny
-    iz, iy, ix = np.unravel_index(np.arange(n), (nz, ny, nx))
-    gz = iz + rank * nz
-    cols, valid = [], []
-    for dz in (-1, 0, 1):
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                ok = ((ix + dx >= 0) & (ix + dx < nx) & (iy + dy >= 0) & (iy + dy < ny)
-                      & (gz + dz >= 0) & (gz + dz < nprocs * nz))
-                cols.append(g + (ix + dx) + nx * ((iy + dy) + ny * (iz + dz)))
-                valid.append(ok)
-    cols_a, ok_a = np.stack(cols, axis=1), np.stack(valid, axis=1)
-    diag = np.zeros((1, 27), dtype=bool)
-    diag[0, 13] = True
-    vals = np.where(diag, 27.0, -1.0)
-    counts = ok_a.sum(axis=1)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    A = sp.csr_matrix((np.broadcast_to(vals, ok_a.shape)[ok_a], cols_a[ok_a].astype(np.int32), indptr),
-                      shape=(n, n + 2 * g))
+    # The neighbourhood is the product of three 1-D ones (-1, 0, +1 along each axis, within the domain), so the
+    # pattern is a Kronecker product: fewer and smaller temporaries than gathering 27 column arrays and
+    # masking them (half the time, a third of the page faults), which kept the region's time noisy.
+    z0 = rank * nz
+    band = sp.kron(_ones_band(nz, nz + 2, 1, -z0, nprocs * nz - z0),
+                   sp.kron(_ones_band(ny, ny, 0, 0, ny), _ones_band(nx, nx, 0, 0, nx), format="csr"), format="csr")
+    counts = np.diff(band.indptr)
+    cols = band.indices.astype(np.int32)
+    rows = np.repeat(np.arange(n, dtype=np.int32), counts)
+    vals = np.where(cols == rows + g, 27.0, -1.0)
+    A = sp.csr_matrix((vals, cols, band.indptr), shape=(n, n + 2 * g))
     b = 28.0 - counts.astype(float)
     return A, b
+
+
+def _ones_band(n: int, m: int, shift: int, lo: int, hi: int) -> sp.csr_matrix:
+    """``n x m`` ones at ``(i, i + d + shift)`` for ``d`` in -1, 0, 1 where ``lo <= i + d < hi``."""
+    i = np.repeat(np.arange(n), 3)
+    d = np.tile(np.array([-1, 0, 1]), n)
+    ok = (i + d >= lo) & (i + d < hi)
+    return sp.csr_matrix((np.ones(int(ok.sum())), (i[ok], (i + d + shift)[ok])), shape=(n, m))
 
 
 @skeleton_function("ddot", params=lambda x, y: {"n": len(x)}, stand_in=lambda x, y: 1.0)

@@ -12,12 +12,17 @@ from .errors import (
     UnknownParameterError,
 )
 from .extrap_io import ExtrapFormatError, model_expression, prediction_table, read_extrap, write_extrap_text
+from .memory import BandwidthCurve, MemoryHierarchyModel, MemoryTraffic, with_memory_hierarchy
 from .normal_form import normal_form_search
 from .pool import EPM_EXPONENTS, Term, eiger_pool, normal_form_pool
 from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
 from .varimax import eiger_pca, varimax
 
 __all__ = [
+    "BandwidthCurve",
+    "MemoryHierarchyModel",
+    "MemoryTraffic",
+    "with_memory_hierarchy",
     "ConstantMeanModel",
     "LoopModel",
     "PerfmodModel",

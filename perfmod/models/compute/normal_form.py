@@ -136,8 +136,13 @@ def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray, re
     """K-fold mean relative (absolute) error of the weighted least-squares fit of ``y`` on ``D``.
 
     With ``outer`` (the points at the largest value of some parameter) and ``extrapolation`` > 0
-    the score is ``(1 - extrapolation) * K-fold + extrapolation * (mean error on outer, fitted on the rest)``.
+    the score is ``(1 - extrapolation) * K-fold + extrapolation * (mean error on outer, fitted on the rest)``;
+    where the rest has fewer points than ``D`` has columns (:func:`extrapolation_weight`) the score is
+    the K-fold error alone.
     """
+    extrapolation = extrapolation_weight(outer, D.shape[1], extrapolation)
+    if extrapolation == 0:
+        outer = None
     sw = np.sqrt(w)
     A = D * sw[:, None]
     b = y * sw
@@ -165,6 +170,19 @@ def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray, re
 def outer_points(pts: np.ndarray) -> np.ndarray:
     """Points at the largest value of some parameter (held out together to score extrapolation)."""
     return np.any(pts == pts.max(axis=0, keepdims=True), axis=1)
+
+
+def extrapolation_weight(outer: np.ndarray | None, n_columns: int, extrapolation: float) -> float:
+    """``extrapolation``, or 0 where the points left beside ``outer`` cannot fit ``n_columns`` coefficients.
+
+    Without this, a hypothesis whose extrapolation fold cannot be fitted scores infinity; when that holds
+    for every hypothesis (e.g. a two-valued parameter whose larger value takes all but one point, as the
+    region calls of runs on 2 ranks where the 1-rank runs were disturbed), the search would pick one of
+    them in no order at all.  The K-fold error alone still ranks them.
+    """
+    if outer is None or extrapolation <= 0 or int(np.sum(~outer)) < n_columns or not np.any(outer):
+        return 0.0
+    return float(extrapolation)
 
 
 @dataclass
@@ -385,7 +403,8 @@ def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[
             continue
         err = np.zeros(B)
         ok = True
-        splits = [folds != f for f in range(folds.max() + 1)] + ([~outer] if extrapolation > 0 else [])
+        ex = extrapolation_weight(outer, D.shape[1], extrapolation)
+        splits = [folds != f for f in range(folds.max() + 1)] + ([~outer] if ex > 0 else [])
         for k, tr in enumerate(splits):
             if tr.sum() < D.shape[1]:
                 ok = False
@@ -394,9 +413,9 @@ def bootstrap_selection(X: np.ndarray, y: np.ndarray, candidates: Sequence[list[
             pred = Ya[:, tr] @ (D[~tr] @ P).T  # B x d_te
             e = np.abs(pred - Ya[:, ~tr]) / denom[:, ~tr]
             if k <= folds.max():
-                err += np.sum(e, axis=1) * ((1.0 - extrapolation) / d if extrapolation > 0 else 1.0 / d)
+                err += np.sum(e, axis=1) * ((1.0 - ex) / d if ex > 0 else 1.0 / d)
             else:
-                err += extrapolation * np.mean(e, axis=1)
+                err += ex * np.mean(e, axis=1)
         if ok:
             scores[h] = err
     sizes = np.array([len(t) for t in candidates])

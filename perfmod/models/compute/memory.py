@@ -1,0 +1,221 @@
+"""A region model carried past the cache: the in-cache fit plus the measured cost of moving its bytes slower.
+
+A region model fitted on problem sizes whose working set fits in the last-level
+cache has learned the time of moving the region's bytes at cache bandwidth.  At
+a size whose working set does not fit, those bytes come from memory at a lower
+bandwidth, and no term of the fit knows that: every method under-predicts there
+(the ``anger_skeletons`` study's HPCCG proxy, 20-45 % at block edges 48 and 56
+with training edges up to 40).  What the data cannot say, the machine can: the
+bandwidth a streaming kernel gets at each working set, measured by
+:func:`perfmod.measure.bench.cachesize.probe_cache`.
+
+:class:`MemoryHierarchyModel` wraps a fitted compute model and adds, per call,
+the time its memory traffic takes at the bandwidth of the call's working set
+minus the time it took at the bandwidth of the largest training working set
+(the roofline's memory time, ``bytes / bandwidth``, taken as a difference so
+that the fit keeps everything else)::
+
+    t(x) = t_fit(x) + Q(x) * (1 / B(W(x)) - 1 / B(W_ref))     if W(x) > W_ref
+    t(x) = t_fit(x)                                            otherwise
+
+with ``Q(x)`` the bytes one call moves, ``W(x)`` the working set that competes
+for the cache (the application's live data per process, times the processes
+sharing the cache), ``W_ref`` the largest ``W`` of the training points, and ``B``
+the measured bandwidth curve made non-increasing (a larger working set is never
+served faster; a sample above an earlier one is noise of a shared machine, and
+the least-squares non-increasing fit averages it with its neighbours).  So
+the correction is never negative, is zero wherever the fit interpolates, and
+grows only as far as the measured curve falls.  It assumes the region's bytes
+stream at the probe's rate out of memory (a bandwidth-bound region); a region
+that moves few bytes gets a correction near zero, whatever its working set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._protocol import as_frame
+from .errors import MissingParameterError
+
+__all__ = ["non_increasing", "BandwidthCurve", "MemoryTraffic", "MemoryHierarchyModel", "with_memory_hierarchy"]
+
+
+def non_increasing(y: Any) -> np.ndarray:
+    """Least-squares non-increasing fit of ``y`` (pool adjacent violators: each violating run becomes its mean)."""
+    blocks: list[list[float]] = []  # [sum, count]
+    for v in np.asarray(y, dtype=float):
+        blocks.append([v, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] < blocks[-1][0] / blocks[-1][1]:
+            s, c = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += c
+    return np.concatenate([np.full(int(c), s / c) for s, c in blocks])
+
+
+@dataclass(frozen=True)
+class BandwidthCurve:
+    """Measured bandwidth (B/s) against working set (B), read non-increasing and log-log interpolated.
+
+    Attributes
+    ----------
+    working_set : ndarray
+        Working sets (B), ascending.
+    bandwidth : ndarray
+        Bandwidth at each (B/s): the measured values' least-squares non-increasing fit in
+        logarithms (:func:`non_increasing`), so that one slow sample of a shared machine at a small
+        working set is averaged with its neighbours instead of capping every larger one.
+    """
+
+    working_set: np.ndarray
+    bandwidth: np.ndarray
+
+    def __post_init__(self) -> None:
+        ws = np.asarray(self.working_set, dtype=float)
+        bw = np.asarray(self.bandwidth, dtype=float)
+        if ws.ndim != 1 or ws.shape != bw.shape or len(ws) < 2:
+            raise ValueError(f"BandwidthCurve: need two or more (working set, bandwidth) pairs of equal length, got "
+                             f"{ws.shape} and {bw.shape}")
+        if not (np.all(np.isfinite(ws)) and np.all(ws > 0) and np.all(np.isfinite(bw)) and np.all(bw > 0)):
+            raise ValueError("BandwidthCurve: working sets and bandwidths must be finite and positive")
+        order = np.argsort(ws)
+        object.__setattr__(self, "working_set", ws[order])
+        object.__setattr__(self, "bandwidth", np.exp(non_increasing(np.log(bw[order]))))
+
+    @classmethod
+    def from_probe(cls, probe: xr.Dataset) -> BandwidthCurve:
+        """The curve of :func:`perfmod.measure.bench.cachesize.probe_cache`'s dataset."""
+        return cls(probe.cache_probe_bytes.values, probe.cache_probe_bandwidth.values)
+
+    def __call__(self, working_set: Any) -> np.ndarray:
+        """Bandwidth (B/s) at ``working_set`` (B); flat below the smallest and above the largest measured one."""
+        w = np.clip(np.asarray(working_set, dtype=float), self.working_set[0], self.working_set[-1])
+        return np.exp(np.interp(np.log(w), np.log(self.working_set), np.log(self.bandwidth)))
+
+
+@dataclass(frozen=True)
+class MemoryTraffic:
+    """How a region's bytes scale with its parameters.
+
+    Attributes
+    ----------
+    parameter : str
+        The parameter counting the units of work (e.g. HPCCG's local rows ``n``).
+    traffic_per_unit : float
+        Bytes one call moves per unit (B).
+    working_set_per_unit : float
+        Bytes per unit that the application keeps live between the region's calls and that compete
+        with its data for the cache, per process (B).
+    sharers : str or None
+        The parameter counting the processes that share the cache (e.g. ranks per node); absent from
+        a call's parameters: 1.
+    """
+
+    parameter: str
+    traffic_per_unit: float
+    working_set_per_unit: float
+    sharers: str | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.traffic_per_unit >= 0 and self.working_set_per_unit > 0):
+            raise ValueError(f"MemoryTraffic: traffic_per_unit must be >= 0 and working_set_per_unit > 0, got "
+                             f"{self.traffic_per_unit} and {self.working_set_per_unit}")
+
+    def _column(self, frame: pd.DataFrame, name: str) -> np.ndarray:
+        if name not in frame.columns:
+            raise MissingParameterError(f"memory traffic needs parameter {name!r}; the data has {list(frame.columns)}")
+        return frame[name].to_numpy(dtype=float)
+
+    def traffic(self, frame: pd.DataFrame) -> np.ndarray:
+        """Bytes each row's call moves."""
+        return self.traffic_per_unit * self._column(frame, self.parameter)
+
+    def working_set(self, frame: pd.DataFrame) -> np.ndarray:
+        """Bytes competing for the cache at each row (per process, times the processes sharing it)."""
+        share = (self._column(frame, self.sharers) if self.sharers is not None and self.sharers in frame.columns
+                 else 1.0)
+        return self.working_set_per_unit * self._column(frame, self.parameter) * share
+
+
+class MemoryHierarchyModel:
+    """A fitted compute model plus the memory time beyond its training working sets (module docstring).
+
+    Everything but ``predict`` and ``predict_one`` is the wrapped model's (``parameters``,
+    ``clusters``, ``summary``, ...).
+
+    Attributes
+    ----------
+    model : TermModel
+        The fitted in-cache model.
+    traffic : MemoryTraffic
+        The region's bytes.
+    curve : BandwidthCurve
+        The machine's measured bandwidth curve.
+    reference_working_set : float
+        ``W_ref``: the largest working set of the training points (B).
+    """
+
+    def __init__(self, model: Any, traffic: MemoryTraffic, curve: BandwidthCurve, reference_working_set: float):
+        if not reference_working_set > 0:
+            raise ValueError(f"reference_working_set must be > 0 B, got {reference_working_set!r}")
+        if traffic.parameter not in model.parameters:
+            raise MissingParameterError(f"memory traffic counts parameter {traffic.parameter!r}, which the model does "
+                                        f"not have (it has {model.parameters})")
+        self.model = model
+        self.traffic = traffic
+        self.curve = curve
+        self.reference_working_set = float(reference_working_set)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "model":  # not yet set (copy, unpickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def extra_time(self, x: Any) -> np.ndarray:
+        """Memory time (s) each row adds to the fit: 0 up to ``W_ref``, then ``Q (1/B(W) - 1/B(W_ref))``."""
+        frame = as_frame(x)
+        ws = self.traffic.working_set(frame)
+        slower = 1.0 / self.curve(ws) - 1.0 / float(self.curve(self.reference_working_set))
+        return np.where(ws > self.reference_working_set, self.traffic.traffic(frame) * np.maximum(slower, 0.0), 0.0)
+
+    def predict(self, x: Any, interval: str | None = None, level: float = 0.95, strict: bool = True) -> xr.Dataset:
+        """The wrapped model's prediction (and interval bounds) plus :meth:`extra_time`; ``memory_time`` beside."""
+        ds = self.model.predict(x, interval=interval, level=level, strict=strict)
+        extra = self.extra_time(x).reshape(ds["predicted"].shape)
+        for v in ("predicted", "lower", "upper"):
+            if v in ds:
+                ds[v] = (ds[v].dims, ds[v].values + extra, ds[v].attrs)
+        ds["memory_time"] = (ds["predicted"].dims, extra, {
+            "units": getattr(self.model, "units", "s"),
+            "long_name": "memory time added beyond the training working sets (measured bandwidth curve)"})
+        return ds
+
+    def predict_one(self, /, **params: float) -> float:
+        """The wrapped model's ``predict_one`` plus :meth:`extra_time` at that point."""
+        base = float(self.model.predict_one(**params))
+        return base + float(self.extra_time(pd.DataFrame({k: [float(v)] for k, v in params.items()}))[0])
+
+    def __repr__(self) -> str:
+        return (f"<MemoryHierarchyModel of {self.model!r}, {self.traffic.traffic_per_unit:g} B per "
+                f"{self.traffic.parameter}, W_ref {self.reference_working_set:.3g} B>")
+
+
+def with_memory_hierarchy(model: Any, data: Any, traffic: MemoryTraffic, curve: BandwidthCurve
+                          ) -> MemoryHierarchyModel:
+    """Wrap ``model``, fitted on ``data`` (its training rows), with the memory time beyond their working sets.
+
+    A ``traffic.sharers`` parameter that the model does not take (it did not vary in the training
+    data) is dropped: the working sets are then per process, in training and prediction alike.
+    """
+    if traffic.sharers is not None and traffic.sharers not in model.parameters:
+        traffic = replace(traffic, sharers=None)
+    frame = as_frame(data)
+    ws = traffic.working_set(frame)
+    if not len(ws):
+        raise ValueError("with_memory_hierarchy: the training data has no rows")
+    return MemoryHierarchyModel(model, traffic, curve, float(np.max(ws)))
+

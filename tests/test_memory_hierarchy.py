@@ -1,0 +1,90 @@
+"""Tests of perfmod.models.compute.memory: the in-cache fit carried past the cache by a measured bandwidth curve."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from perfmod.models.compute import (
+    BandwidthCurve,
+    MemoryHierarchyModel,
+    MemoryTraffic,
+    MissingParameterError,
+    fit_compute_model,
+    with_memory_hierarchy,
+)
+from perfmod.models.compute.memory import non_increasing
+
+# 40 GB/s up to a 2 MB working set, 20 GB/s from 4 MB on (log-log between)
+CURVE = BandwidthCurve(np.array([1e6, 2e6, 4e6, 8e6]), np.array([4e10, 4e10, 2e10, 2e10]))
+C = 2e-9  # s per unit of work in cache
+TRAFFIC = MemoryTraffic("n", traffic_per_unit=100.0, working_set_per_unit=1000.0, sharers="p")
+
+
+def _fitted(p_values=(1,)):
+    n = np.array([250, 500, 1000, 1500, 2000] * len(p_values), dtype=float)
+    p = np.repeat(np.asarray(p_values, dtype=float), 5)
+    train = pd.DataFrame({"n": n, "p": p, "time": C * n})
+    model = fit_compute_model(train[["n", "time"]], "time", ["n"], method="loop", extents=["n"])
+    return with_memory_hierarchy(model, train, TRAFFIC, CURVE)
+
+
+def test_non_increasing_is_the_least_squares_monotone_fit():
+    assert non_increasing([3, 1, 2, 0]).tolist() == [3.0, 1.5, 1.5, 0.0]
+    assert non_increasing([5, 4, 4, 1]).tolist() == [5, 4, 4, 1]
+
+
+def test_bandwidth_curve_interpolates_in_logarithms_and_is_flat_outside():
+    assert CURVE(np.sqrt(2e6 * 4e6)) == pytest.approx(np.sqrt(4e10 * 2e10), rel=1e-12)
+    assert CURVE([1e3, 1e9]).tolist() == pytest.approx([4e10, 2e10], rel=1e-12)
+    # a slow sample at a small working set is averaged with its neighbours, not carried to every larger one
+    noisy = BandwidthCurve([1e6, 2e6, 4e6, 8e6], [3e10, 5e10, 2e10, 2e10])
+    assert noisy.bandwidth.tolist() == pytest.approx([np.sqrt(1.5e21), np.sqrt(1.5e21), 2e10, 2e10], rel=1e-12)
+    probe = xr.Dataset({"cache_probe_bandwidth": ("cache_probe_bytes", [2e10, 4e10])},
+                       coords={"cache_probe_bytes": [8_000_000, 1_000_000]})
+    assert BandwidthCurve.from_probe(probe).working_set.tolist() == [1e6, 8e6]
+    with pytest.raises(ValueError, match="two or more"):
+        BandwidthCurve([1e6], [1e10])
+    with pytest.raises(ValueError, match="positive"):
+        BandwidthCurve([1e6, 2e6], [1e10, 0.0])
+
+
+def test_memory_time_is_the_traffic_at_the_lower_bandwidth_beyond_the_training_working_sets():
+    model = _fitted()
+    assert isinstance(model, MemoryHierarchyModel)
+    assert model.reference_working_set == 2e6  # 2,000 units of 1,000 B on one process
+    slower = 1 / 2e10 - 1 / 4e10
+    x = pd.DataFrame({"n": [1500.0, 4000.0, 8000.0]})
+    ds = model.predict(x)
+    expected_extra = [0.0, 100 * 4000 * slower, 100 * 8000 * slower]  # 0 inside; 1e-5 s and 2e-5 s beyond
+    assert ds.memory_time.values.tolist() == pytest.approx(expected_extra, rel=1e-9, abs=1e-18)
+    assert ds.predicted.values.tolist() == pytest.approx([C * 1500, C * 4000 + 1e-5, C * 8000 + 2e-5], rel=1e-9)
+    assert bool(ds.extrapolated.values[1]) and not bool(ds.extrapolated.values[0])
+    assert model.predict_one(n=8000.0) == pytest.approx(C * 8000 + 2e-5, rel=1e-9)
+    # the wrapped model's attributes pass through
+    assert model.parameters == ["n"] and model.method == "loop"
+
+
+def test_processes_sharing_the_cache_multiply_the_working_set():
+    n = np.array([250, 500, 1000, 1500, 2000, 125, 250, 500, 750, 1000], dtype=float)
+    p = np.repeat([1.0, 2.0], 5)
+    train = pd.DataFrame({"n": n, "p": p, "time": C * n * (1 + 0.1 * (p - 1))})
+    base = fit_compute_model(train, "time", ["n", "p"], method="perfmod", bootstrap=0)
+    model = with_memory_hierarchy(base, train, TRAFFIC, CURVE)
+    assert model.reference_working_set == 2e6  # 2,000 units on 1 process, 1,000 on 2
+    slower = 1 / 2e10 - 1 / 4e10
+    extra = model.extra_time(pd.DataFrame({"n": [1000.0, 2000.0, 2000.0], "p": [2.0, 1.0, 2.0]}))
+    # 2,000 units fit the cache on one process (2 MB) but not on two (4 MB: 20 GB/s instead of 40)
+    assert extra.tolist() == pytest.approx([0.0, 0.0, 100 * 2000 * slower], rel=1e-12)
+    # fitted on one process only, the sharers parameter (absent from the model) is dropped
+    one = _fitted((1,))
+    assert one.traffic.sharers is None
+    assert one.extra_time(pd.DataFrame({"n": [4000.0]})).tolist() == pytest.approx([100 * 4000 * slower])
+
+
+def test_bad_traffic_is_named():
+    with pytest.raises(ValueError, match="working_set_per_unit"):
+        MemoryTraffic("n", 10.0, 0.0)
+    model = _fitted()
+    with pytest.raises(MissingParameterError, match="'m'"):
+        with_memory_hierarchy(model.model, pd.DataFrame({"n": [1.0]}), MemoryTraffic("m", 1.0, 1.0), CURVE)
