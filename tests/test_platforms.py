@@ -53,7 +53,7 @@ def test_table1_topology():
 def test_stampede2_from_paper_003():
     p = P.load("Stampede2")  # names are case-insensitive
     assert (p.nodes, p.sockets_per_node, p.gpus_per_socket, p.ranks_per_node, p.gpus_per_node) == (4200, 1, 0, 2, 0)
-    assert "003_998347cc09d7f275" in p.source and "68 OpenMP threads" in p.source
+    assert "[paper 003]" in p.source and "68 OpenMP threads" in p.source
     assert p.comm == {} and not p.has("postal", "inter_node", "eager")
     with pytest.raises(P.ParameterNotAvailable, match=r"'stampede2'.*postal.*'inter_node'.*'eager'.*no such entry"):
         p.params("postal", "inter_node", "eager")
@@ -233,7 +233,7 @@ def test_files_are_valid_toml_with_sources():
         assert path.read_text().startswith("#"), name  # header comment naming the sources
     for name in GPU_PLATFORMS:
         p = P.load(name)
-        assert "000_95042cffe07dd549" in p.source
+        assert "[paper 000]" in p.source and "shared/" not in p.source
         assert {getattr(e, "source", "") for e in p.comm.values()} == {"000 Table 2", "000 Table 3", "000 Table 4"}
 
 
