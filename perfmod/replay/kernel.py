@@ -91,38 +91,6 @@ def _before(t1, k1, t2, k2):
 
 
 @njit(cache=True, inline="always")
-def _push(hd, size, t, key):
-    """Push onto the 4-ary min-heap ``hd[:size[0]]`` of ``(time, key)`` rows (the key stored as a float, exact
-    below 2**53), ordered by time then key.  Four children share a cache line, and entries move into a hole
-    instead of being swapped.  The caller keeps room (:func:`_loop`); a full heap sets ``size[1]`` instead."""
-    n = size[0]
-    if n == hd.shape[0]:
-        size[1] = 1
-        return
-    kf = np.float64(key)
-    i = n
-    while i > 0:
-        p = (i - 1) >> 2
-        if _before(t, kf, hd[p, 0], hd[p, 1]):
-            hd[i, 0] = hd[p, 0]
-            hd[i, 1] = hd[p, 1]
-            i = p
-        else:
-            break
-    hd[i, 0] = t
-    hd[i, 1] = kf
-    size[0] = n + 1
-
-
-@njit(cache=True, inline="always")
-def _wake(hd, size, qtime, w, t):
-    """Queue a step of rank ``w`` at ``t`` unless one is queued no later (an earlier one supersedes)."""
-    if np.isnan(qtime[w]) or t < qtime[w]:
-        qtime[w] = t
-        _push(hd, size, t, w)
-
-
-@njit(cache=True, inline="always")
 def _sent(v):
     """Whether a send's ``evf[i, 1]`` is its completion time (sign bit clear) rather than its message's duration,
     stored negated (sign bit set, -0.0 included) until the message is sent: one load tells both."""
@@ -175,13 +143,6 @@ def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
 
 
 @njit(cache=True)
-def _start(hd, size, qtime, pc, end):
-    for r in range(pc.size):
-        if pc[r] < end[r]:
-            _wake(hd, size, qtime, r, 0.0)
-
-
-@njit(cache=True)
 def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
                rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi, evf, flag,
                created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter, sgrp, rgrp, stag,
@@ -195,7 +156,8 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
 
     def push(t, key):
         """Queue ``(t, key)``: appended to the run queue when that keeps it sorted (no earlier than its last
-        entry) and it has room, else pushed onto the heap as :func:`_push`."""
+        entry) and it has room, else pushed onto the 4-ary heap (four children share a cache line; entries
+        move into a hole instead of being swapped)."""
         kf = np.float64(key)
         c = size[3]
         if c <= mask:
@@ -599,7 +561,11 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
     # the run queue: a ring of (time, key) rows in order, which takes the pushes that come in order (a
     # collective's release, a rank's NIC step at the time of the step that readies it) in O(1)
     rq = np.empty((1 << max(6, int(nprocs + 64).bit_length()), 2))
-    _start(hd, size, qtime, pc, end)
+    live = np.flatnonzero(pc < end)  # every rank with events steps at 0, in rank order: a sorted array is a heap
+    hd[:live.size, 0] = 0.0
+    hd[:live.size, 1] = live
+    size[0] = live.size
+    qtime[live] = 0.0
     buf = np.empty(most + 1, dtype=np.int64)  # a NIC step's messages
     while run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail,
                      rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi,
