@@ -16,9 +16,7 @@ started by the benchmarks import it too).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from perfmod.core.lazy import lazy_exports
 from perfmod.core.version import __version__
 
 #: Group -> {public name: module that defines it}.
@@ -84,15 +82,4 @@ _WHERE = {name: target for group in API.values() for name, target in group.items
 __all__ = ["__version__", "API", *_WHERE]
 
 
-def __getattr__(name: str) -> Any:
-    target = _WHERE.get(name)
-    if target is None:
-        raise AttributeError(f"module 'perfmod' has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(globals(), _WHERE)

@@ -16,8 +16,7 @@ collective and compute time broken out.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from perfmod.core.lazy import lazy_exports
 
 __all__ = ["replay", "sweep", "ReplayError", "DeadlockError", "ReplayWarning"]
 
@@ -29,13 +28,4 @@ _WHERE = {"replay": "perfmod.replay.engine", "ReplayError": "perfmod.replay.engi
           "sweep": "perfmod.replay.sweeps"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'perfmod.replay' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _WHERE)

@@ -16,8 +16,7 @@ replay any trace with :func:`perfmod.replay.replay`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from perfmod.core.lazy import lazy_exports
 
 __all__ = [
     "ANY_SOURCE",
@@ -55,13 +54,4 @@ _WHERE.update(TraceBuilder="perfmod.trace.builder", **dict.fromkeys(("Requests",
                                "detect_format", "read_trace", "write_trace"), "perfmod.trace.formats"))
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'perfmod.trace' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _WHERE)

@@ -8,8 +8,7 @@ so each launched rank starts in a fraction of the time.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from perfmod.core.lazy import lazy_exports
 
 _WHERE = {
     **dict.fromkeys(("callpaths", "to_extrap_jsonl", "to_lwperf_csv", "to_xarray"), "export"),
@@ -21,17 +20,8 @@ _WHERE = {
     **dict.fromkeys(("NullComm", "VirtualComm", "run_virtual"), "virtual"),
 }
 
+_WHERE = {name: f"{__name__}.{module}" for name, module in _WHERE.items()}
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(globals(), _WHERE)
