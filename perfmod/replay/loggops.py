@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from perfmod.replay.graph import Graph
     from perfmod.trace.core import Trace
 
-__all__ = ["GoalTimes", "LogGOPSResult", "goal_finish_times", "kernel_input", "message_params", "replay_goal",
-           "replay_loggops", "run_goal_graph"]
+__all__ = ["GoalTimes", "LogGOPSResult", "LoopInput", "goal_finish_times", "kernel_input", "message_params",
+           "replay_goal", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, heap 16, per-node results
@@ -73,13 +73,16 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
 
 
-_I, _I0, _B0 = Arg(np.int64), Arg(np.int64, 0), Arg(np.bool_, 0)
+_I, _I0, _B0, _I32 = Arg(np.int64), Arg(np.int64, 0), Arg(np.bool_, 0), Arg(np.int32)
 #: the event loop's kernels (:mod:`perfmod.replay.loggops_kernel`) with the argument types a GOAL graph gives them
 #: (:class:`~perfmod.trace.formats.goal_scan.GoalGraph`'s arrays), which :mod:`perfmod.core.aot` compiles them for
 AOT_KERNELS = (
-    Kernel("fill_rows", (Arg(ROW), _I, Arg(np.int8), _I, _I, _I, _I, Arg(np.float64, 0), Arg(np.int8), Arg(np.bool_),
-                         Arg(np.float64), _I0, _I0, _B0)),
-    Kernel("run_loggops", (_I0, Arg(ROW), _I, Arg(np.int32), Arg(np.int64, 2), _B0, _B0), (_I0, _I, _I, _I, _I, _I0)),
+    Kernel("time_major", (_I, _I, _I0), (_I32, _I32, _I32, _I)),
+    Kernel("time_major_edges", (_I32, _I32, _I, _I, _I, _I), (_I, _I32)),
+    Kernel("fill_rows", (Arg(ROW), _I32, _I, Arg(np.int8), _I, _I, _I, _I, Arg(np.float64, 0), Arg(np.int8),
+                         Arg(np.bool_), Arg(np.float64), _I0, _I0, _B0)),
+    Kernel("run_loggops", (_I0, Arg(ROW), _I, _I32, Arg(np.int64, 2), _B0, _B0, _I32, _I),
+           (_I0, _I, _I, _I, _I, _I0)),
 )
 
 
@@ -125,43 +128,68 @@ def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple
     return mode, par, gps
 
 
+class LoopInput(NamedTuple):
+    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for a graph (:func:`kernel_input`)."""
+
+    rows: np.ndarray  # ROW per node, in the loop's order: row u is node order[u]
+    eptr: np.ndarray  # row u's done-successors then start-successors: edges[eptr[2 u]:eptr[2 u + 1]:eptr[2 u + 2]]
+    edges: np.ndarray  # rows (int32)
+    par: np.ndarray  # o, g, L per message class (ps)
+    init: np.ndarray  # the rows of each rank that require nothing: init[init_ptr[r]:init_ptr[r + 1]]
+    init_ptr: np.ndarray
+    order: np.ndarray  # the node of each row (int32)
+
+
 def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, nprocs: int,
-                 recv_rndv: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for ``graph``: ``(rows, eptr, edges, par)``.
+                 recv_rndv: bool) -> LoopInput:
+    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for ``graph`` (nodes of a rank contiguous,
+    ranks increasing), its rows in the loop's order (:func:`~perfmod.replay.loggops_kernel.time_major`).
 
     ``calc_scale`` picoseconds per unit of a calc's ``size`` (0: they are picoseconds); ``recv_rndv``: a
-    receive's own size decides its protocol (GOAL, as LogGOPSim); a node's done-successors then its
-    start-successors are ``edges[eptr[2 v]:eptr[2 v + 1]:eptr[2 v + 2]]``.
+    receive's own size decides its protocol (GOAL, as LogGOPSim).
     """
     nn = len(graph)
     if 2 * nn >= 1 << 31:
         raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
+    k = _kernels(graph)
+    ndeps = graph.ndeps
+    order, newpos, init, init_ptr = k.time_major(graph.rank, ndeps, nprocs)
     mode, par, gps = message_params(graph, net, nprocs)
     rows = np.empty(nn, dtype=ROW)
     plat = net.platform
-    _kernels(graph).fill_rows(rows, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, graph.ndeps,
-                              float(calc_scale), mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes,
-                              recv_rndv)
-    del mode
-    used = np.unique(rows["cls"][graph.kind == SEND]) if (par < 0).any() else np.zeros(0, dtype=np.int64)
+    k.fill_rows(rows, order, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, ndeps, float(calc_scale),
+                mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
+    del mode, ndeps
+    used = np.unique(rows["cls"][rows["kind"] == SEND]) if (par < 0).any() else np.zeros(0, dtype=np.int64)
     for c in used.tolist():
         if par[c, 0] < 0:
             net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])  # raises the network's own error
-    sp = graph.succ_ptr
     ssp = getattr(graph, "ssucc_ptr", None)
-    eptr = np.empty(2 * nn + 1, dtype=np.int64)
-    if ssp is None or ssp[-1] == 0:  # no irequires: the done-successors are all
-        eptr[0::2] = sp
-        eptr[1::2] = sp[1:]
-        edges = graph.succ.astype(np.int32)
-    else:
-        eptr[0::2] = sp + ssp
-        eptr[1::2] = sp[1:] + ssp[:-1]
-        edges = np.empty(int(sp[-1] + ssp[-1]), dtype=np.int32)
-        nsucc, nssucc = np.diff(sp), np.diff(ssp)
-        edges[np.arange(sp[-1]) + np.repeat(ssp[:-1], nsucc)] = graph.succ
-        edges[np.arange(ssp[-1]) + np.repeat(sp[1:], nssucc)] = graph.ssucc
-    return rows, eptr, edges, par
+    none = np.zeros(0, dtype=np.int64)
+    starts = ssp is not None and ssp[-1] > 0  # GOAL's irequires
+    eptr, edges = k.time_major_edges(order, newpos, graph.succ_ptr, graph.succ, ssp if starts else none,
+                                     graph.ssucc if starts else none)
+    return LoopInput(rows, eptr, edges, par, init, init_ptr, order)
+
+
+def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) -> tuple:
+    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of ``inp``: ``(status, done, rr, mate, nexto, inexact,
+    finished)``, the per-node arrays (``finished``: the node was done) back in the graph's node order."""
+    with first_call("the LogGOPS event loop"):
+        status, done, rr, mate, nexto, inexact = k.run_loggops(nprocs, inp.rows, inp.eptr, inp.edges, inp.par,
+                                                               recv_decides, detail, inp.init, inp.init_ptr)
+    order = inp.order
+    if detail:
+        done, rr = _by_node(order, done), _by_node(order, rr)
+        mate = _by_node(order, np.where(mate >= 0, order[np.maximum(mate, 0)], -1))
+    return status, done, rr, mate, nexto, inexact, _by_node(order, inp.rows["kind"] >= _DONE)
+
+
+def _by_node(order: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``a`` (per row of the loop) per node: row ``u`` is node ``order[u]``."""
+    out = np.empty_like(a)
+    out[order] = a
+    return out
 
 
 @dataclass(frozen=True)
@@ -182,10 +210,8 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int
     on the bound network ``net`` (``detail``: per node done times and partners, else only the status and the
     per-rank finishing times)."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
-    rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
-    with first_call("the LogGOPS event loop"):
-        out = _kernels(graph).run_loggops(nprocs, rows, eptr, edges, par, True, detail)
-    return (*out[:5], out[5], rows["kind"] >= _DONE)
+    inp = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
+    return _run(_kernels(graph), nprocs, inp, True, detail)
 
 
 def _replay_error() -> type:
@@ -244,18 +270,19 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     del calc
     check_fits(_KERNEL_BYTES_PER_NODE * nn, f"the LogGOPS replay of {nn:,} operations")
-    rows, eptr, edges, par = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
+    inp = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
     k = _kernels(graph)
     del graph  # the rows hold what the loop needs
-    with first_call("the LogGOPS event loop"):
-        status, _, _, _, nexto, _ = k.run_loggops(p, rows, eptr, edges, par, True, False)
+    status, _, _, _, nexto, _, _ = _run(k, p, inp, True, False)
     if status != STATUS_OK:
-        stuck = np.flatnonzero(rows["kind"] < _DONE)
+        rows = np.flatnonzero(inp.rows["kind"] < _DONE)
+        nodes = inp.order[rows]
+        by = np.argsort(nodes, kind="stable")
         first: dict[int, int] = {}
-        for v in stuck.tolist():
-            first.setdefault(int(rows["rank"][v]), v)
+        for v, r in zip(nodes[by].tolist(), inp.rows["rank"][rows[by]].tolist(), strict=True):
+            first.setdefault(int(r), v)
         lines = [f"rank {r}: line {int(line[v])}" for r, v in list(first.items())[:8]]
-        raise _replay_error()(f"{path}: {stuck.size} operations of {len(first)} ranks never complete: "
+        raise _replay_error()(f"{path}: {rows.size} operations of {len(first)} ranks never complete: "
                           + "; ".join(lines), [{"rank": r, "line": int(line[v])} for r, v in first.items()])
     return GoalTimes(nexto / _PS, comp, nn, net.platform.name)
 
@@ -335,8 +362,9 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
                    iteration: np.ndarray) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
     with its own compute runs the file's graph as written (:func:`_replay_as_written`)."""
+    from perfmod.replay import loggops_kernel
     from perfmod.replay.graph import build_graph
-    from perfmod.replay.loggops_kernel import _SLOT, _account, run_loggops
+    from perfmod.replay.loggops_kernel import _SLOT, _account
     from perfmod.trace.formats.goal_trace import as_written
 
     written = as_written(trace)
@@ -344,10 +372,9 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
         return _replay_as_written(trace, *written, net, n_iter)
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
-    rows, eptr, edges, par = kernel_input(g, 0.0, net, trace.nprocs, False)
-    with first_call("the LogGOPS event loop"):
-        status, done, rr, mate, nexto, _ = run_loggops(trace.nprocs, rows, eptr, edges, par, False, True)
-    del rows, eptr, edges
+    inp = kernel_input(g, 0.0, net, trace.nprocs, False)
+    status, done, rr, mate, nexto, _, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
+    del inp
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
                                      n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)

@@ -65,61 +65,106 @@ _P_O, _P_G, _P_L = range(3)  # columns of the message parameter table
 _SHIFT = 32  # a heap entry's second word: sequence << _SHIFT | key
 
 
-@njit(cache=True, _nrt=False)
-def _less(at, ak, bt, bk):
-    """``(at, ak) < (bt, bk)``, without branches."""
-    return (at < bt) | ((at == bt) & (ak < bk))
+_BS = 256  # entries (time, sequence << 32 | key) per block of a bucket of the event queue
+_NB = 64  # buckets 1 .. 63 (by the highest bit in which a time differs from the current one); 0 is ``cur``
+_LAST, _POS, _END, _FREE, _LIVE = range(5)  # the queue's state words (``qs``)
+_FAR = np.iinfo(np.int64).max
 
 
 @njit(cache=True, _nrt=False)
-def _push(hp, h0, n, t, k):
-    """Push ``(t, k)`` on the 4-ary heap of ``n`` rows (least first) in ``hp`` (row r: ``hp[2 (r + h0)]``,
-    ``hp[2 (r + h0) + 1]``); the caller counts it.  ``h0`` puts the four children of a row in one cache line."""
-    i = n
-    while i > 0:
-        p = (i - 1) >> 2
-        q = 2 * (p + h0)
-        pt, pk = hp[q], hp[q + 1]
-        if _less(pt, pk, t, k):
-            break
-        q2 = 2 * (i + h0)
-        hp[q2], hp[q2 + 1] = pt, pk
-        i = p
-    q = 2 * (i + h0)
-    hp[q], hp[q + 1] = t, k
+def _bitlen(x):
+    """The number of bits of ``x`` > 0 (1 .. 63)."""
+    e = np.int64(0)
+    if x >= np.int64(1) << 32:
+        x >>= 32
+        e += 32
+    if x >= 1 << 16:
+        x >>= 16
+        e += 16
+    if x >= 1 << 8:
+        x >>= 8
+        e += 8
+    if x >= 1 << 4:
+        x >>= 4
+        e += 4
+    if x >= 1 << 2:
+        x >>= 2
+        e += 2
+    if x >= 1 << 1:
+        x >>= 1
+        e += 1
+    return e + x
 
 
 @njit(cache=True, _nrt=False)
-def _sift_down(hp, h0, n, t, k):
-    """Put ``(t, k)`` at the root of the 4-ary heap of ``n`` rows and sift it down."""
-    i = 0
-    while True:
-        c = 4 * i + 1
-        if c >= n:
-            break
-        q = 2 * (c + h0)
-        if c + 3 < n:  # four children: the least of them without branches
-            t0, k0, t1, k1 = hp[q], hp[q + 1], hp[q + 2], hp[q + 3]
-            t2, k2, t3, k3 = hp[q + 4], hp[q + 5], hp[q + 6], hp[q + 7]
-            x = _less(t1, k1, t0, k0)
-            ta, ka, ia = (t1, k1, c + 1) if x else (t0, k0, c)
-            y = _less(t3, k3, t2, k2)
-            tb, kb, ib = (t3, k3, c + 3) if y else (t2, k2, c + 2)
-            z = _less(tb, kb, ta, ka)
-            bt, bk, b = (tb, kb, ib) if z else (ta, ka, ia)
+def _bappend(b, t, k, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
+    """Append ``(t, k)`` to bucket ``b``: a list of blocks of ``_BS`` entries taken from the free stack ``fstk``."""
+    tb = btail[b]
+    f = bfill[b]
+    if tb < 0 or f == _BS:
+        qs[_FREE] -= 1
+        nb = fstk[qs[_FREE]]
+        bnext[nb] = -1
+        if tb < 0:
+            bhead[b] = nb
         else:
-            bt, bk, b = hp[q], hp[q + 1], c
-            for j in range(c + 1, n):
-                jt, jk = hp[2 * (j + h0)], hp[2 * (j + h0) + 1]
-                if _less(jt, jk, bt, bk):
-                    bt, bk, b = jt, jk, j
-        if not _less(bt, bk, t, k):
-            break
-        q = 2 * (i + h0)
-        hp[q], hp[q + 1] = bt, bk
-        i = b
-    q = 2 * (i + h0)
-    hp[q], hp[q + 1] = t, k
+            bnext[tb] = nb
+        btail[b] = nb
+        tb = nb
+        f = 0
+    q = 2 * (tb * _BS + f)
+    pool[q], pool[q + 1] = t, k
+    bfill[b] = f + 1
+    if t < bmin[b]:
+        bmin[b] = t
+
+
+@njit(cache=True, _nrt=False)
+def _qpush(t, k, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
+    """Queue the event ``(t, k)``: at the current time (``k`` is then larger than any queued: a new sequence)
+    at the end of ``cur``, else in the bucket of the highest bit in which ``t`` differs from the current time
+    (``t`` is never earlier: see the module docstring)."""
+    qs[_LIVE] += 1
+    x = t ^ qs[_LAST]
+    if x == 0:
+        e = qs[_END]
+        cur[e] = k
+        qs[_END] = e + 1
+        return
+    _bappend(_bitlen(x), t, k, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+
+
+@njit(cache=True)
+def _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
+    """``cur`` is spent: the least time queued becomes the current time; its events move into ``cur``, sorted
+    by sequence, the others of their bucket into lower buckets."""
+    i = 1
+    while bhead[i] < 0:
+        i += 1
+    m = bmin[i]
+    bmin[i] = _FAR
+    qs[_LAST] = m
+    blk, last_blk, fill_last = bhead[i], btail[i], bfill[i]
+    bhead[i], btail[i], bfill[i] = -1, -1, 0
+    e = 0
+    while blk >= 0:
+        cnt = fill_last if blk == last_blk else _BS
+        for j in range(cnt):
+            q = 2 * (blk * _BS + j)
+            tt, kk = pool[q], pool[q + 1]
+            x = tt ^ m
+            if x == 0:
+                cur[e] = kk
+                e += 1
+            else:
+                _bappend(_bitlen(x), tt, kk, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        nxt = bnext[blk]
+        fstk[qs[_FREE]] = blk
+        qs[_FREE] += 1
+        blk = nxt
+    qs[_POS] = 0
+    qs[_END] = e
+    cur[:e].sort()
 
 
 @njit(cache=True, _nrt=False)
@@ -262,9 +307,10 @@ def _std_sort(a, n, key, stk):
 
 
 @njit(cache=True, _nrt=False)
-def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, h0, n, seq, stats, stk):
+def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, seq, stats, stk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk,
+           qs):
     """Queue the ``m`` nodes of ``fbuf`` (one rank's) sorted by type as ``std::sort`` leaves them, at the
-    CPU's time ``tcpu`` (a send: ``tsend``), with sequences from ``seq``.  Returns the heap size."""
+    CPU's time ``tcpu`` (a send: ``tsend``), with sequences from ``seq``."""
     for q in range(m):
         abuf[q] = q
         kbuf[q] = nd[fbuf[q]].kind
@@ -273,15 +319,93 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, hp, h0, n, seq, stats, stk):
     for q in range(m):
         w = fbuf[abuf[q]]
         tw = tsend if kbuf[abuf[q]] == _SEND else tcpu
-        _push(hp, h0, n, tw, ((seq + q) << _SHIFT) | w)
-        n += 1
-    return n
+        _qpush(tw, ((seq + q) << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
 
 
 @njit(cache=True)
-def fill_rows(rows, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
+def time_major(rank, ndeps, nprocs):
+    """The loop's node order: ``(order, newpos, init, init_ptr)``.
+
+    ``rank``: the graph's nodes' ranks, those of a rank contiguous, ranks in
+    increasing order.  The loop's row ``u`` is node ``order[u]`` (``newpos``
+    the inverse, int32): the ``j``-th nodes of all ranks, ranks in
+    increasing order, then the ``j + 1``-th, ..., so that the nodes the
+    ranks run at about the same simulated time lie together in memory.
+    ``init[init_ptr[r]:init_ptr[r + 1]]`` are the rows of rank ``r``'s nodes
+    that require nothing, in node order (:func:`run_loggops`).
+    """
+    nn = rank.size
+    longest = 0
+    start = 0
+    init_ptr = np.zeros(nprocs + 1, dtype=np.int64)
+    for v in range(nn):
+        if v > 0 and rank[v] != rank[v - 1]:
+            if rank[v] < rank[v - 1]:
+                raise ValueError("the graph's nodes are not in rank order")
+            start = v
+        if rank[v] < 0 or rank[v] >= nprocs:
+            raise ValueError("a node's rank is outside 0 .. nprocs - 1")
+        longest = max(longest, v - start + 1)
+        if ndeps[v] == 0:
+            init_ptr[rank[v] + 1] += 1
+    for r in range(nprocs):
+        init_ptr[r + 1] += init_ptr[r]
+    off = np.zeros(longest + 1, dtype=np.int64)
+    start = 0
+    for v in range(nn):
+        if v > 0 and rank[v] != rank[v - 1]:
+            start = v
+        off[v - start + 1] += 1
+    for j in range(longest):
+        off[j + 1] += off[j]
+    order = np.empty(nn, dtype=np.int32)
+    newpos = np.empty(nn, dtype=np.int32)
+    init = np.empty(init_ptr[nprocs], dtype=np.int32)
+    fill = init_ptr[:-1].copy()
+    start = 0
+    for v in range(nn):
+        if v > 0 and rank[v] != rank[v - 1]:
+            start = v
+        j = v - start
+        u = off[j]
+        off[j] = u + 1
+        order[u] = v
+        newpos[v] = u
+        if ndeps[v] == 0:
+            init[fill[rank[v]]] = u
+            fill[rank[v]] += 1
+    return order, newpos, init, init_ptr
+
+
+@njit(cache=True)
+def time_major_edges(order, newpos, sp, succ, ssp, ssucc):
+    """The successors of the rows (:func:`time_major`): ``(eptr, edges)`` as :func:`run_loggops` takes them,
+    from the CSR lists of a node's done-successors (``sp``, ``succ``) and start-successors (``ssp``, ``ssucc``;
+    empty: none)."""
+    nn = order.size
+    starts = ssp.size > 0
+    eptr = np.empty(2 * nn + 1, dtype=np.int64)
+    edges = np.empty(sp[nn] + (ssp[nn] if starts else 0), dtype=np.int32)
+    q = 0
+    for u in range(nn):
+        v = order[u]
+        eptr[2 * u] = q
+        for e in range(sp[v], sp[v + 1]):
+            edges[q] = newpos[succ[e]]
+            q += 1
+        eptr[2 * u + 1] = q
+        if starts:
+            for e in range(ssp[v], ssp[v + 1]):
+                edges[q] = newpos[ssucc[e]]
+                q += 1
+    eptr[2 * nn] = q
+    return eptr, edges
+
+
+@njit(cache=True)
+def fill_rows(rows, order, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
               recv_rndv):
-    """Fill the kernel rows (:data:`ROW`) of a graph in one pass.
+    """Fill the kernel rows (:data:`ROW`) of a graph in one pass, row ``u`` from node ``order[u]``.
 
     A calc's ``dur`` is ``rint(size * calc_scale)`` ps (``calc_scale`` <= 0:
     ``size`` is already ps); a send's message class is ``3 * mode + protocol``
@@ -292,8 +416,9 @@ def fill_rows(rows, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync,
     receive above ``eager_max`` bytes is rendezvous too (see
     :func:`run_loggops`).  Tags keep their low 32 bits (GOAL's 32-bit tags, -1 any).
     """
-    for v in range(rows.shape[0]):
-        r = rows[v]
+    for u in range(rows.shape[0]):
+        v = order[u]
+        r = rows[u]
         k = kind[v]
         r.rank = rank[v]
         r.peer = peer[v]
@@ -318,15 +443,17 @@ def fill_rows(rows, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync,
 
 
 @njit(cache=True)
-def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
-    """Simulate the graph ``nd`` (rows :data:`ROW`, nodes of a rank contiguous; see the module docstring).
+def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_ptr):
+    """Simulate the graph ``nd`` (rows :data:`ROW`, in any order: :func:`time_major`; see the module docstring).
 
     ``nd`` is changed: its ``ndeps`` and ``link`` are the loop's state, and a
     node's ``kind`` gains 8 when it is done.  ``eptr``, ``edges``: a node
     ``v``'s done-successors are ``edges[eptr[2 v]:eptr[2 v + 1]]`` (freed when
     it is done), its start-successors ``edges[eptr[2 v + 1]:eptr[2 v + 2]]``
     (GOAL's ``irequires``: LogGOPSim's ``MarkNodeAsStarted``, before
-    ``MarkNodeAsDone``); ``par`` the o, g and L of each message class (ps).
+    ``MarkNodeAsDone``); ``par`` the o, g and L of each message class (ps);
+    ``init[init_ptr[r]:init_ptr[r + 1]]`` the nodes of rank ``r`` that require
+    nothing, in the rank's order (queued first, ranks in increasing order).
     With ``recv_decides``, a receive that finds its message already there
     takes the protocol from its own ``rndv`` (its own size), as LogGOPSim
     does (a rendezvous receive of an eager message marks that send done a
@@ -359,47 +486,45 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
     abuf = np.empty(2 * most + 2, dtype=np.int64)
     kbuf = np.empty(2 * most + 2, dtype=np.int8)
     fhost = np.empty(4, dtype=np.int64)
-    hp = np.empty(2 * (nn + 12), dtype=np.int64)  # at most one entry per node, two words each
-    # the heap's row i is hp[i + h0]: the children of a row, 4 i + 1 + h0 .. 4 i + 4 + h0, fill one cache line
-    h0 = np.int64((3 - np.int64(hp.ctypes.data // 16) % 4) % 4)
-    n = 0  # heap rows
+    # the event queue (see the module docstring): at most one entry per node or message (a send's message
+    # takes its node's place), so at most nn in buckets (each with a block part full) and 2 nn in ``cur`` at once
+    nblk = nn // _BS + 2 * _NB + 2
+    pool = np.empty(2 * _BS * nblk, dtype=np.int64)
+    bnext = np.full(nblk, -1, dtype=np.int64)
+    fstk = np.arange(nblk)[::-1].copy()  # free blocks, the lowest on top
+    bhead = np.full(_NB, -1, dtype=np.int64)
+    btail = np.full(_NB, -1, dtype=np.int64)
+    bfill = np.zeros(_NB, dtype=np.int64)
+    bmin = np.full(_NB, _FAR, dtype=np.int64)
+    cur = np.empty(2 * nn + 2, dtype=np.int64)
+    qs = np.zeros(5, dtype=np.int64)
+    qs[_FREE] = nblk
     stk = np.empty((3, 128), dtype=np.int64)  # std::sort's partition stack
     stats = np.zeros(1, dtype=np.int64)  # sorts that fell back from std::sort's order (see _std_sort)
     aqtime = 0
     mask = (np.int64(1) << _SHIFT) - 1
-    # initial free operations: per rank, in node order, sorted by type, at time 0
-    ready = 0
-    start = 0
-    while start < nn:
-        h = nd[start].rank
-        stop = start
-        m = 0
-        while stop < nn and nd[stop].rank == h:
-            if nd[stop].ndeps == 0:
-                m += 1
-            stop += 1
-        ready = max(ready, m)
-        start = stop
+    # initial free operations: per rank, in the rank's order, sorted by type, at time 0
+    ready = 1
+    for r in range(init_ptr.size - 1):
+        ready = max(ready, init_ptr[r + 1] - init_ptr[r])
     ids = np.empty(ready, dtype=np.int64)
     keys = np.empty(ready, dtype=np.int8)
     order = np.empty(ready, dtype=np.int64)
-    start = 0
-    while start < nn:
-        h = nd[start].rank
-        stop = start
-        m = 0
-        while stop < nn and nd[stop].rank == h:
-            if nd[stop].ndeps == 0:
-                ids[m] = stop
-                m += 1
-            stop += 1
-        n = _queue(nd, ids, m, order, keys, 0, 0, hp, h0, n, aqtime, stats, stk)
+    for r in range(init_ptr.size - 1):
+        m = init_ptr[r + 1] - init_ptr[r]
+        for q in range(m):
+            ids[q] = init[init_ptr[r] + q]
+        _queue(nd, ids, m, order, keys, 0, 0, aqtime, stats, stk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk,
+               qs)
         aqtime += m
-        start = stop
-    while n > 0:
-        # the least (time, sequence) event; an event that only moves in time, or a send that becomes its
-        # message, replaces it in place (sequences are unique, so the order of events is the same)
-        t, sk = hp[2 * h0], hp[2 * h0 + 1]
+    while qs[_LIVE] > 0:
+        # the least (time, sequence) event, taken off the queue; an event that only moves in time, or a send that
+        # becomes its message, is queued again with its sequence (its place in the order is the same)
+        if qs[_POS] == qs[_END]:
+            _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        t, sk = qs[_LAST], cur[qs[_POS]]
+        qs[_POS] += 1
+        qs[_LIVE] -= 1
         key = sk & mask
         nfree = 0
         nh = 0
@@ -409,16 +534,13 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             ty = nd[v].kind
             if ty == _CALC:
                 if nexto[h] <= t:
-                    n -= 1
-                    if n > 0:
-                        _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                     nexto[h] = t + nd[v].dur
                     nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
                     nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _sift_down(hp, h0, n, nexto[h], sk)
+                    _qpush(nexto[h], sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
             elif ty == _SEND:
                 avail = max(nexto[h], nextgs[h])
                 if avail <= t:
@@ -426,18 +548,16 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                     c = nd[v].cls
                     nexto[h] = t + par[c, _P_O]
                     nextgs[h] = t + par[c, _P_G] + nd[v].dur
-                    _sift_down(hp, h0, n, t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (nn + v))
+                    _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (nn + v), cur, pool, bnext,
+                           bhead, btail, bfill, bmin, fstk, qs)
                     aqtime += 1
                     if not nd[v].rndv:
                         nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
                     fhost[nh] = h
                     nh += 1
                 else:
-                    _sift_down(hp, h0, n, avail, sk)
+                    _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
             else:  # receive: posted at once
-                n -= 1
-                if n > 0:
-                    _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                 fhost[nh] = h
                 nh += 1
                 nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
@@ -461,9 +581,6 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
             h = nd[m].peer
             avail = max(nexto[h], nextgr[h])
             if avail <= t:
-                n -= 1
-                if n > 0:
-                    _sift_down(hp, h0, n, hp[2 * (n + h0)], hp[2 * (n + h0) + 1])
                 c = nd[m].cls
                 nexto[h] = t + par[c, _P_O] + nd[m].dur
                 nextgr[h] = t + par[c, _P_G] + nd[m].dur
@@ -484,18 +601,19 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 else:
                     _append(h, m, uq_head, uq_tail, nd)
             else:
-                _sift_down(hp, h0, n, avail, sk)
+                _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
         if nfree == 0:
             continue
         if nh == 1:  # one rank freed operations (the usual case): sort and queue them
             h = fhost[0]
             if nfree == 1:
                 w = fbuf[0]
-                _push(hp, h0, n, max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h], (aqtime << _SHIFT) | w)
-                n += 1
+                tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
+                _qpush(tw, (aqtime << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
                 aqtime += 1
                 continue
-            n = _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), hp, h0, n, aqtime, stats, stk)
+            _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur, pool,
+                   bnext, bhead, btail, bfill, bmin, fstk, qs)
             aqtime += nfree
             continue
         # queue the freed operations: ranks in increasing order, each sorted by type
@@ -513,7 +631,8 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail):
                 if nd[fbuf[q]].rank == nxt:
                     sbuf[m] = fbuf[q]
                     m += 1
-            n = _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), hp, h0, n, aqtime, stats, stk)
+            _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk,
+                   cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
             aqtime += m
     status = STATUS_OK
     for v in range(nn):
