@@ -71,16 +71,21 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: 24 where asked, a successor about 4, a margin), and what the graph built from a trace takes per event at most
 #: (a measured peak of about 1,170 bytes; issue 23), for the check before allocating
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
+#: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
+#: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
+#: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
+_BAND = 16
 
 
 _I, _I0, _B0, _I32 = Arg(np.int64), Arg(np.int64, 0), Arg(np.bool_, 0), Arg(np.int32)
 #: the event loop's kernels (:mod:`perfmod.replay.loggops_kernel`) with the argument types a GOAL graph gives them
 #: (:class:`~perfmod.trace.formats.goal_scan.GoalGraph`'s arrays), which :mod:`perfmod.core.aot` compiles them for
 AOT_KERNELS = (
-    Kernel("time_major", (_I, _I, _I0), (_I32, _I32, _I32, _I)),
+    Kernel("time_major", (_I, _I, _I0, _I0), (_I32, _I32, _I32, _I)),
     Kernel("time_major_edges", (_I32, _I32, _I, _I, _I, _I), (_I, _I32)),
     Kernel("fill_rows", (Arg(ROW), _I32, _I, Arg(np.int8), _I, _I, _I, _I, Arg(np.float64, 0), Arg(np.int8),
                          Arg(np.bool_), Arg(np.float64), _I0, _I0, _B0)),
+    Kernel("by_node", (_I32, _I, _I, _I), (_I, _I, _I)),
     Kernel("run_loggops", (_I0, Arg(ROW), _I, _I32, Arg(np.int64, 2), _B0, _B0, _I32, _I),
            (_I0, _I, _I, _I, _I, _I0)),
 )
@@ -153,14 +158,15 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
         raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
     k = _kernels(graph)
     ndeps = graph.ndeps
-    order, newpos, init, init_ptr = k.time_major(graph.rank, ndeps, nprocs)
+    order, newpos, init, init_ptr = k.time_major(graph.rank, ndeps, nprocs, _BAND)
     mode, par, gps = message_params(graph, net, nprocs)
     rows = np.empty(nn, dtype=ROW)
     plat = net.platform
-    k.fill_rows(rows, order, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, ndeps, float(calc_scale),
+    k.fill_rows(rows, newpos, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, ndeps, float(calc_scale),
                 mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
     del mode, ndeps
-    used = np.unique(rows["cls"][rows["kind"] == SEND]) if (par < 0).any() else np.zeros(0, dtype=np.int64)
+    used = (np.flatnonzero(np.bincount(rows["cls"][rows["kind"] == SEND], minlength=len(par))) if (par < 0).any()
+            else np.zeros(0, dtype=np.int64))
     for c in used.tolist():
         if par[c, 0] < 0:
             net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])  # raises the network's own error
@@ -173,23 +179,14 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
 
 
 def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) -> tuple:
-    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of ``inp``: ``(status, done, rr, mate, nexto, inexact,
-    finished)``, the per-node arrays (``finished``: the node was done) back in the graph's node order."""
+    """:func:`~perfmod.replay.loggops_kernel.run_loggops` of ``inp``: ``(status, done, rr, mate, nexto,
+    inexact)``, the per-node arrays (with ``detail``) back in the graph's node order."""
     with first_call("the LogGOPS event loop"):
         status, done, rr, mate, nexto, inexact = k.run_loggops(nprocs, inp.rows, inp.eptr, inp.edges, inp.par,
                                                                recv_decides, detail, inp.init, inp.init_ptr)
-    order = inp.order
     if detail:
-        done, rr = _by_node(order, done), _by_node(order, rr)
-        mate = _by_node(order, np.where(mate >= 0, order[np.maximum(mate, 0)], -1))
-    return status, done, rr, mate, nexto, inexact, _by_node(order, inp.rows["kind"] >= _DONE)
-
-
-def _by_node(order: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``a`` (per row of the loop) per node: row ``u`` is node ``order[u]``."""
-    out = np.empty_like(a)
-    out[order] = a
-    return out
+        done, rr, mate = k.by_node(inp.order, done, rr, mate)
+    return status, done, rr, mate, nexto, inexact
 
 
 @dataclass(frozen=True)
@@ -211,7 +208,10 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int
     per-rank finishing times)."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
     inp = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
-    return _run(_kernels(graph), nprocs, inp, True, detail)
+    out = _run(_kernels(graph), nprocs, inp, True, detail)
+    finished = np.empty(len(inp.order), dtype=bool)
+    finished[inp.order] = inp.rows["kind"] >= _DONE
+    return (*out, finished)
 
 
 def _replay_error() -> type:
@@ -273,7 +273,7 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     inp = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
     k = _kernels(graph)
     del graph  # the rows hold what the loop needs
-    status, _, _, _, nexto, _, _ = _run(k, p, inp, True, False)
+    status, _, _, _, nexto, _ = _run(k, p, inp, True, False)
     if status != STATUS_OK:
         rows = np.flatnonzero(inp.rows["kind"] < _DONE)
         nodes = inp.order[rows]
@@ -373,7 +373,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
     inp = kernel_input(g, 0.0, net, trace.nprocs, False)
-    status, done, rr, mate, nexto, _, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
+    status, done, rr, mate, nexto, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
     del inp
     calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),

@@ -129,7 +129,7 @@ def _qpush(t, k, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
     if x == 0:
         e = qs[_END]
         cur[e] = k
-        qs[_END] = e + 1
+        qs[_END] = e + 1 if e + 1 < cur.size else 0  # a ring: at most nn + 1 entries are queued
         return
     _bappend(_bitlen(x), t, k, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
 
@@ -323,7 +323,7 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, seq, stats, stk, cur, pool, bne
 
 
 @njit(cache=True)
-def time_major(rank, ndeps, nprocs):
+def time_major(rank, ndeps, nprocs, band):
     """The loop's node order: ``(order, newpos, init, init_ptr)``.
 
     ``rank``: the graph's nodes' ranks, those of a rank contiguous, ranks in
@@ -350,13 +350,14 @@ def time_major(rank, ndeps, nprocs):
             init_ptr[rank[v] + 1] += 1
     for r in range(nprocs):
         init_ptr[r + 1] += init_ptr[r]
-    off = np.zeros(longest + 1, dtype=np.int64)
+    nb = (longest + band - 1) // band
+    off = np.zeros(nb + 1, dtype=np.int64)
     start = 0
     for v in range(nn):
         if v > 0 and rank[v] != rank[v - 1]:
             start = v
-        off[v - start + 1] += 1
-    for j in range(longest):
+        off[(v - start) // band + 1] += 1
+    for j in range(nb):
         off[j + 1] += off[j]
     order = np.empty(nn, dtype=np.int32)
     newpos = np.empty(nn, dtype=np.int32)
@@ -366,7 +367,7 @@ def time_major(rank, ndeps, nprocs):
     for v in range(nn):
         if v > 0 and rank[v] != rank[v - 1]:
             start = v
-        j = v - start
+        j = (v - start) // band
         u = off[j]
         off[j] = u + 1
         order[u] = v
@@ -385,27 +386,50 @@ def time_major_edges(order, newpos, sp, succ, ssp, ssucc):
     nn = order.size
     starts = ssp.size > 0
     eptr = np.empty(2 * nn + 1, dtype=np.int64)
-    edges = np.empty(sp[nn] + (ssp[nn] if starts else 0), dtype=np.int32)
     q = 0
     for u in range(nn):
         v = order[u]
         eptr[2 * u] = q
+        q += sp[v + 1] - sp[v]
+        eptr[2 * u + 1] = q
+        if starts:
+            q += ssp[v + 1] - ssp[v]
+    eptr[2 * nn] = q
+    edges = np.empty(q, dtype=np.int32)
+    for v in range(nn):  # the lists read in node order, written to their rows
+        u = newpos[v]
+        q = eptr[2 * u]
         for e in range(sp[v], sp[v + 1]):
             edges[q] = newpos[succ[e]]
             q += 1
-        eptr[2 * u + 1] = q
         if starts:
             for e in range(ssp[v], ssp[v + 1]):
                 edges[q] = newpos[ssucc[e]]
                 q += 1
-    eptr[2 * nn] = q
     return eptr, edges
 
 
 @njit(cache=True)
-def fill_rows(rows, order, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
+def by_node(order, done, rr, mate):
+    """:func:`run_loggops`'s per-row ``done``, ``rr`` and ``mate`` (a row) per node (``mate`` a node): row ``u``
+    is node ``order[u]``."""
+    nn = order.size
+    d = np.empty(nn, dtype=np.int64)
+    r = np.empty(nn, dtype=np.int64)
+    m = np.empty(nn, dtype=np.int64)
+    for u in range(nn):
+        v = order[u]
+        d[v] = done[u]
+        r[v] = rr[u]
+        w = mate[u]
+        m[v] = order[w] if w >= 0 else -1
+    return d, r, m
+
+
+@njit(cache=True)
+def fill_rows(rows, newpos, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
               recv_rndv):
-    """Fill the kernel rows (:data:`ROW`) of a graph in one pass, row ``u`` from node ``order[u]``.
+    """Fill the kernel rows (:data:`ROW`) of a graph in one pass, node ``v`` into row ``newpos[v]``.
 
     A calc's ``dur`` is ``rint(size * calc_scale)`` ps (``calc_scale`` <= 0:
     ``size`` is already ps); a send's message class is ``3 * mode + protocol``
@@ -416,9 +440,8 @@ def fill_rows(rows, order, rank, kind, size, peer, tag, ndeps, calc_scale, smode
     receive above ``eager_max`` bytes is rendezvous too (see
     :func:`run_loggops`).  Tags keep their low 32 bits (GOAL's 32-bit tags, -1 any).
     """
-    for u in range(rows.shape[0]):
-        v = order[u]
-        r = rows[u]
+    for v in range(rows.shape[0]):
+        r = rows[newpos[v]]
         k = kind[v]
         r.rank = rank[v]
         r.peer = peer[v]
@@ -487,7 +510,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
     kbuf = np.empty(2 * most + 2, dtype=np.int8)
     fhost = np.empty(4, dtype=np.int64)
     # the event queue (see the module docstring): at most one entry per node or message (a send's message
-    # takes its node's place), so at most nn in buckets (each with a block part full) and 2 nn in ``cur`` at once
+    # takes its node's place), so at most nn in buckets (each with a block part full) or in ``cur``, a ring
     nblk = nn // _BS + 2 * _NB + 2
     pool = np.empty(2 * _BS * nblk, dtype=np.int64)
     bnext = np.full(nblk, -1, dtype=np.int64)
@@ -496,7 +519,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
     btail = np.full(_NB, -1, dtype=np.int64)
     bfill = np.zeros(_NB, dtype=np.int64)
     bmin = np.full(_NB, _FAR, dtype=np.int64)
-    cur = np.empty(2 * nn + 2, dtype=np.int64)
+    cur = np.empty(nn + 2, dtype=np.int64)
     qs = np.zeros(5, dtype=np.int64)
     qs[_FREE] = nblk
     stk = np.empty((3, 128), dtype=np.int64)  # std::sort's partition stack
@@ -523,7 +546,7 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
         if qs[_POS] == qs[_END]:
             _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
         t, sk = qs[_LAST], cur[qs[_POS]]
-        qs[_POS] += 1
+        qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
         qs[_LIVE] -= 1
         key = sk & mask
         nfree = 0
