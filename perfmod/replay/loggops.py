@@ -373,25 +373,28 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
     g = build_graph(trace, reqs, compute)
     inp = kernel_input(g, 0.0, net, trace.nprocs, False)
+    # what the accounting needs of the graph; the rest is let go before the loop runs
+    calc_size = np.where(g.kind == CALC, g.size, 0)
+    sends = np.flatnonzero((g.kind == SEND) & (g.event >= 0))
+    release, frontier, calc_of, event, node_ptr = g.release, g.frontier, g.calc_of, g.event, g.rank_ptr
+    del g
     status, done, rr, mate, nexto, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
     del inp
-    calc_size = np.where(g.kind == 3, g.size, 0)
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
-                                     n_iter, _SLOT, g.release, g.frontier, g.calc_of, calc_size, rr, nexto)
+                                     n_iter, _SLOT, release, frontier, calc_of, calc_size, rr, nexto)
     n = len(trace)
     sdone = np.full(n, np.nan)
     pdst = np.full(n, -1, dtype=np.int64)
-    sends = np.flatnonzero((g.kind == SEND) & (g.event >= 0))
-    ev = g.event[sends]
+    ev = event[sends]
     hit = done[sends] >= 0
     sdone[ev[hit]] = done[sends[hit]] / _PS
     m = mate[sends]
-    ok_m = (m >= 0) & (g.event[np.maximum(m, 0)] >= 0)
-    pdst[ev[ok_m]] = g.event[m[ok_m]]
+    ok_m = (m >= 0) & (event[np.maximum(m, 0)] >= 0)
+    pdst[ev[ok_m]] = event[m[ok_m]]
     blocked: dict[int, int] = {}
     if status != STATUS_OK:
-        for v in np.flatnonzero(done < 0).tolist():
-            r = int(g.rank[v])
+        undone = np.flatnonzero(done < 0)
+        for v, r in zip(undone.tolist(), (np.searchsorted(node_ptr, undone, side="right") - 1).tolist(), strict=True):
             if r not in blocked:  # a rank's first undone node is an operation: a join waits for an earlier one
-                blocked[r] = int(g.event[v])
+                blocked[r] = int(event[v])
     return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm, blocked, sdone, pdst)
