@@ -37,7 +37,7 @@ def test_successor_lists_follow_the_rows():
 
 def _queue(nn):
     nblk = nn // lk._BS + 2 * lk._NB + 2
-    qs = np.zeros(5, dtype=np.int64)
+    qs = np.zeros(6, dtype=np.int64)
     qs[lk._FREE] = nblk
     return (np.empty(nn + 2, dtype=np.int64), np.empty(2 * lk._BS * nblk, dtype=np.int64),
             np.full(nblk, -1, dtype=np.int64), np.arange(nblk)[::-1].copy(), np.full(lk._NB, -1, dtype=np.int64),
@@ -73,3 +73,13 @@ def test_radix_queue_pops_in_time_then_sequence_order():
             lk._qpush(t, k, *q)
     assert [(t, k) for t, k in popped] == [(t, k) for k, t in expect]
     assert len(popped) > 5000 and len({t for t, _ in popped}) > 100
+
+
+def test_an_event_queued_before_the_current_time_is_counted():
+    cur, pool, bnext, fstk, bhead, btail, bfill, bmin, qs = _queue(10)
+    q = (cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+    lk._qpush(100, 1 << 32, *q)
+    lk._qrefill(*q)
+    assert qs[lk._LAST] == 100 and qs[lk._EARLY] == 0
+    lk._qpush(99, 2 << 32, *q)  # the loop returns STATUS_EARLY then, which the replay raises as a bug
+    assert qs[lk._EARLY] == 1

@@ -54,7 +54,7 @@ from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
-from perfmod.replay.loggops_layout import _DONE, ROW, STATUS_OK
+from perfmod.replay.loggops_layout import _DONE, ROW, STATUS_EARLY, STATUS_OK
 from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, GoalGraph
 
 if TYPE_CHECKING:
@@ -67,9 +67,10 @@ __all__ = ["GoalTimes", "LogGOPSResult", "LoopInput", "goal_finish_times", "kern
            "replay_goal", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
-#: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, heap 16, per-node results
-#: 24 where asked, a successor about 4, a margin), and what the graph built from a trace takes per event at most
-#: (a measured peak of about 1,170 bytes; issue 23), for the check before allocating
+#: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, a successor about 4, the
+#: order of the rows 4, the event queue's blocks 16 and current-time ring 8, per-node results 24 where asked and 24
+#: more while they are put back in node order), and what the graph built from a trace takes per event at most (a
+#: measured peak of about 1,170 bytes; issue 23), for the check before allocating
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
@@ -184,6 +185,9 @@ def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) 
     with first_call("the LogGOPS event loop"):
         status, done, rr, mate, nexto, inexact = k.run_loggops(nprocs, inp.rows, inp.eptr, inp.edges, inp.par,
                                                                recv_decides, detail, inp.init, inp.init_ptr)
+    if status == STATUS_EARLY:
+        raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
+                           "cannot order (a bug: please report it with the schedule)")
     if detail:
         done, rr, mate = k.by_node(inp.order, done, rr, mate)
     return status, done, rr, mate, nexto, inexact

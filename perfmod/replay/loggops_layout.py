@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ROW", "STATUS_OK", "STATUS_DEADLOCK"]
+__all__ = ["ROW", "STATUS_OK", "STATUS_DEADLOCK", "STATUS_EARLY"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
+STATUS_EARLY = 2  # an event was queued before the current time: the event queue's order would not hold
 _SEND, _RECV, _CALC = 1, 2, 3
 _DONE = 8  # added to a row's type when the node is done
 _WILD = -1
