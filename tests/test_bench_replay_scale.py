@@ -44,6 +44,11 @@ def test_bench_replay_scale_table(benchmark, tmp_path):
     assert not ds.events.sel(model="kmodel").isnull().any()
     assert int(measured.sum()) == 4 * len(ranks) - (0 if full else 1)  # loggp above its limit
     assert "| `loggp` | " in scale_markdown(ds) and (full or " - |" in scale_markdown(ds))
+    # the other models simulate the events; loggp LogGOPSim's graph (collectives in rounds, joins): more operations
+    np.testing.assert_array_equal(ds.operations.sel(model="postal"), ds.events.sel(model="postal"))
+    lg = ds.sel(model="loggp", ranks=ranks[0])
+    assert lg.operations > 2 * lg.events and lg.operations_per_cpu_s > lg.events_per_cpu_s
+    assert "`loggp` simulates graph operations" in scale_markdown(ds) and "ops/event" in scale_markdown(ds)
     out_nc = raw_dir() / "replay_scale.nc" if full else tmp_path / "replay_scale.nc"
     out_png = repo_root() / "figures" / "replay_scale.png" if full else tmp_path / "replay_scale.png"
     out_nc.parent.mkdir(parents=True, exist_ok=True)

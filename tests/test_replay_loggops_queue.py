@@ -83,3 +83,15 @@ def test_an_event_queued_before_the_current_time_is_counted():
     assert qs[lk._LAST] == 100 and qs[lk._EARLY] == 0
     lk._qpush(99, 2 << 32, *q)  # the loop returns STATUS_EARLY then, which the replay raises as a bug
     assert qs[lk._EARLY] == 1
+
+
+def test_the_replay_reports_the_operations_it_simulated():
+    from perfmod.apps.traces import synthetic
+    from perfmod.replay import replay
+    from perfmod.replay.graph import build_graph
+    from perfmod.trace.requests import resolve_requests
+
+    t = synthetic("jacobi2d", 16, 2)
+    ops = replay(t, "summit", "loggp").attrs["operations"]
+    assert ops == len(build_graph(t, resolve_requests(t), t.compute)) and ops > 2 * len(t)
+    assert "operations" not in replay(t, "summit", "postal").attrs

@@ -312,6 +312,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         stage(4)
         res = replay_loggops(trace, net, comp, reqs, n_iter, iteration)
         clock, acc, iter_comm = res.clock, res.acc, res.iter_comm
+        loggops_attrs = {"operations": res.operations}  # the graph operations the replay simulated
         if not res.ok:
             pc = rank_ptr[1:].copy()
             pc[list(res.blocked)] = list(res.blocked.values())
@@ -321,6 +322,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
             pdst[dyn] = res.pdst[dyn]
         never_completed = reqs.never_completed
     else:
+        loggops_attrs = {}
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
         # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
@@ -358,6 +360,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     stage(5)
     ds = _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, msgs,
                   bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(never_completed.size))
+    ds.attrs.update(loggops_attrs)
     bar.update()
     return ds
 

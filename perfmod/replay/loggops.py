@@ -204,6 +204,7 @@ class LogGOPSResult:
     blocked: dict[int, int]  # rank -> first trace event it cannot finish
     sdone: np.ndarray  # per event: when its send was done (NaN: never, or not a send)
     pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
+    operations: int  # graph operations simulated (LogGOPSim's nodes)
 
 
 def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int, detail: bool = True) -> tuple:
@@ -359,7 +360,8 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     if status != STATUS_OK:
         for v in np.flatnonzero(done < 0).tolist():
             blocked.setdefault(int(graph.rank[v]), int(event[v]))
-    return LogGOPSResult(status == STATUS_OK, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst)
+    return LogGOPSResult(status == STATUS_OK, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst,
+                         len(graph))
 
 
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
@@ -381,6 +383,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     calc_size = np.where(g.kind == CALC, g.size, 0)
     sends = np.flatnonzero((g.kind == SEND) & (g.event >= 0))
     release, frontier, calc_of, event, node_ptr = g.release, g.frontier, g.calc_of, g.event, g.rank_ptr
+    nops = len(g)
     del g
     status, done, rr, mate, nexto, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
     del inp
@@ -401,4 +404,4 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
         for v, r in zip(undone.tolist(), (np.searchsorted(node_ptr, undone, side="right") - 1).tolist(), strict=True):
             if r not in blocked:  # a rank's first undone node is an operation: a join waits for an earlier one
                 blocked[r] = int(event[v])
-    return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm, blocked, sdone, pdst)
+    return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm, blocked, sdone, pdst, nops)

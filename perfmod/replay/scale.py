@@ -57,14 +57,18 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
     ``traces`` maps a rank count to its trace (the benchmark gives Jacobi2D traces of about the same number
     of events); each model replays the smallest trace once before timing, so compiled kernels are loaded.
     A model is measured up to ``max_ranks[model]`` ranks (NaN above).  Returns a dataset over (``model``,
-    ``ranks``): ``events``, ``cpu_s``, ``events_per_cpu_s``, ``peak_bytes_per_event``, with the load average of
-    the machine while it measured.
+    ``ranks``): ``events``, ``cpu_s``, ``events_per_cpu_s``, ``peak_bytes_per_event``, and ``operations`` and
+    ``operations_per_cpu_s``: what the replay simulated, the events themselves but for ``loggp``, which
+    simulates LogGOPSim's operation graph (a collective expanded into its rounds: log2 p of them for an
+    allreduce, so its operations per event grow with the ranks while its cost per operation need not); with the
+    load average of the machine while it measured.
     """
     from perfmod.replay import replay
 
     ranks = sorted(traces)
     shape = (len(models), len(ranks))
-    out = {k: np.full(shape, np.nan) for k in ("events", "cpu_s", "events_per_cpu_s", "peak_bytes_per_event")}
+    out = {k: np.full(shape, np.nan) for k in ("events", "cpu_s", "events_per_cpu_s", "peak_bytes_per_event",
+                                                "operations", "operations_per_cpu_s")}
     loads = []
     for j, p in enumerate(ranks):
         trace = traces[p]
@@ -73,7 +77,9 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
                 continue
             if j == 0:
                 replay(trace, platform, model)  # compiled code loaded before timing
-            _, cpu = _cpu(replay, trace, platform, model)
+            ds, cpu = _cpu(replay, trace, platform, model)
+            ops = int(ds.attrs.get("operations", len(trace)))
+            del ds
             tracemalloc.start()
             replay(trace, platform, model)
             _, peak = tracemalloc.get_traced_memory()
@@ -82,10 +88,15 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
             out["cpu_s"][i, j] = cpu
             out["events_per_cpu_s"][i, j] = len(trace) / cpu
             out["peak_bytes_per_event"][i, j] = peak / len(trace)
+            out["operations"][i, j] = ops
+            out["operations_per_cpu_s"][i, j] = ops / cpu
             loads.append(os.getloadavg()[0])
-    units = {"events": "1", "cpu_s": "s", "events_per_cpu_s": "1/s", "peak_bytes_per_event": "B"}
+    units = {"events": "1", "cpu_s": "s", "events_per_cpu_s": "1/s", "peak_bytes_per_event": "B", "operations": "1",
+             "operations_per_cpu_s": "1/s"}
     names = {"events": "replayed trace events", "cpu_s": "CPU time of the replay",
-             "events_per_cpu_s": "events per CPU-second", "peak_bytes_per_event": "peak NumPy memory per event"}
+             "events_per_cpu_s": "events per CPU-second", "peak_bytes_per_event": "peak NumPy memory per event",
+             "operations": "operations simulated (loggp: LogGOPSim graph nodes; else the events)",
+             "operations_per_cpu_s": "operations per CPU-second"}
     ds = xr.Dataset({k: (("model", "ranks"), v, {"units": units[k], "long_name": names[k]}) for k, v in out.items()},
                     coords={"model": list(models), "ranks": list(ranks)})
     ds.attrs.update(provenance_attrs("replay_scale", "measurement: perfmod.replay.scale.scale_table on this machine",
@@ -111,6 +122,17 @@ def scale_markdown(ds: xr.Dataset) -> str:
         lines.append(f"| `{m}` | " + " | ".join(cells) + f" | {lo:,.0f}" + ("" if round(lo) == round(hi) else
                                                                              f"-{hi:,.0f}") + " |")
     ev = ds.events.max("model").values
+    for m in ds.model.values.tolist():  # models that simulate other operations than the events (loggp)
+        if "operations" not in ds:
+            break
+        d = ds.sel(model=m)
+        if bool((d.operations.fillna(0) == d.events.fillna(0)).all()):
+            continue
+        cells = ["-" if np.isnan(o) else f"{o / e:.2f} ops/event, {r / 1e6:.2f} M ops/s"
+                 for o, e, r in zip(d.operations.values, d.events.values, d.operations_per_cpu_s.values, strict=True)]
+        lines.append("")
+        lines.append(f"`{m}` simulates graph operations (collectives expanded into rounds): " + "; ".join(
+            f"{r:,} ranks {c}" for r, c in zip(ranks, cells, strict=True)) + ".")
     lines.append("")
     lines.append("Events per trace: " + ", ".join(f"{int(e):,}" for e in ev)
                  + f"; measured {ds.attrs.get('measured', '?')} on `{ds.attrs.get('host', '?')}`, CPU time, "
