@@ -324,7 +324,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
         # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
-        pack_events(trace.call, coll.inst, reqs.ref_ptr, evi)  # pdst and psrc are its columns already
+        pack_events(trace.call, coll.inst, reqs.ref_ptr, reqs.created, evi)  # pdst and psrc are its columns already
         created, never_completed = reqs.created, reqs.never_completed
         inst = (coll.size, inst_cost, coll.members_ptr, coll.members)
         del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
