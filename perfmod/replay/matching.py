@@ -446,6 +446,38 @@ class Collectives:
     members: np.ndarray
 
 
+_COLL_TAB = np.zeros(256, dtype=np.bool_)
+_COLL_TAB[code_set(COLLECTIVES)] = True
+_ROOTED_TAB = np.zeros(256, dtype=np.bool_)
+_ROOTED_TAB[code_set({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})] = True
+
+
+@njit(cache=True)
+def _world_instances(rank, call, nbytes, peer, coll_tab, rooted_tab, a2av, count, inst, first):
+    """Number the collectives of a trace whose events are all on MPI_COMM_WORLD, in one pass in event order (the
+    events sorted by rank): each rank's k-th collective is instance k, whose first event (lowest rank's) goes to
+    ``first`` (``len(trace)`` until seen).  ``count`` (zeros, per rank) and ``inst`` (-1, per event) are filled.
+    Returns the number of instances, or -1 when some members disagree on the call, the bytes (except
+    ``MPI_Alltoallv``) or the root (the caller then takes the general path, which says where)."""
+    n = call.size
+    m = 0
+    for i in range(n):
+        c = call[i]
+        if not coll_tab[c]:
+            continue
+        r = rank[i]
+        k = count[r]
+        count[r] = k + 1
+        inst[i] = k
+        f = first[k]
+        if f == n:
+            first[k] = i
+            m = max(m, k + 1)
+        elif call[f] != c or (c != a2av and nbytes[f] != nbytes[i]) or (rooted_tab[c] and peer[f] != peer[i]):
+            return -1
+    return m
+
+
 def collective_instances(trace: Trace) -> Collectives:
     """Number the collectives per communicator (the k-th call of every member is instance k).
 
@@ -455,9 +487,23 @@ def collective_instances(trace: Trace) -> Collectives:
         Members of one instance disagree on the call, the byte count or the root.
     """
     n = len(trace)
-    ev = np.flatnonzero(call_is(trace.call, code_set(COLLECTIVES)))
     inst = np.full(n, -1, dtype=index_dtype(n))
     empty = np.zeros(0, np.int64)
+    if n and not trace.comm.any():  # all on MPI_COMM_WORLD: one compiled pass, no sort
+        most = int(np.diff(trace.rank_ptr).max())  # no rank has more collectives than events
+        first = np.full(most, n, dtype=np.int64)
+        m = _world_instances(trace.rank, trace.call, trace.nbytes, trace.peer, _COLL_TAB, _ROOTED_TAB,
+                             int(Call.ALLTOALLV), np.zeros(trace.nprocs, dtype=np.int64), inst, first)
+        if m >= 0:
+            first = first[:m]
+            p = trace.nprocs
+            c_call = trace.call[first].astype(np.int64)
+            root = np.where(_ROOTED_TAB[c_call], trace.peer[first], -1).astype(np.int64)
+            return Collectives(inst, c_call, np.zeros(m, np.int64), trace.nbytes[first], root,
+                               np.full(m, p, dtype=np.int64), first, np.arange(0, (m + 1) * p, p, dtype=np.int64),
+                               np.tile(trace.comm_ranks(0), m))
+        inst[:] = -1
+    ev = np.flatnonzero(call_is(trace.call, code_set(COLLECTIVES)))
     if ev.size == 0:
         return Collectives(inst, empty, empty, empty, empty, empty, empty, np.zeros(1, np.int64), empty)
     comm = trace.comm[ev].astype(np.int64)
