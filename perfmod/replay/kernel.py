@@ -49,6 +49,7 @@ from collections.abc import Set
 import numpy as np
 from numba import njit
 
+from perfmod.core.prefetch import prefetch
 from perfmod.trace.core import COLLECTIVES, WAITS, Call
 
 __all__ = ["replay_events", "run_kernel", "pack_events", "pack_times", "unpack_matching", "F_RNDV", "F_READY",
@@ -80,6 +81,9 @@ ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 #: bits of the per-event flag byte: the send waits for its receive (rendezvous or synchronous), its ready time is
 #: known (``evf[i, 0]`` holds it)
 F_RNDV, F_READY = 1, 2
+
+#: how many pops ahead the run queue's steps have their event rows prefetched (:mod:`perfmod.core.prefetch`)
+_AHEAD = 8
 
 #: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
 _HEAP_ENTRIES_PER_RANK = 2
@@ -194,6 +198,19 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
             if size[0] == 0 or not _before(hd[0, 0], hd[0, 1], rq[h, 0], rq[h, 1]):
                 size[2] = (h + 1) & mask
                 size[3] = c - 1
+                if c > _AHEAD:  # the step _AHEAD pops later: start loading its rows now
+                    w = np.int64(rq[(h + _AHEAD) & mask, 1])
+                    if w < nprocs:
+                        x = pc[w]
+                        prefetch(evi, x)
+                        prefetch(evf, x)
+                        prefetch(call, x)
+                        prefetch(compute, x)
+                    else:
+                        x = head[w - nprocs]
+                        if x >= 0:
+                            prefetch(evi, x)
+                            prefetch(evf, x)
                 return rq[h, 0], np.int64(rq[h, 1])
         n = size[0] - 1
         t, k = hd[0, 0], np.int64(hd[0, 1])
