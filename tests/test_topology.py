@@ -95,6 +95,20 @@ def test_round_robin_mapping():
         pair_modes([0, 1], [1], 2, 2)
 
 
+@pytest.mark.parametrize(("rpn", "spn", "mapping", "nnodes"), [(6, 2, "block", None), (7, 3, "block", None),
+                                                           (4, 2, "round_robin", 300), (40, 2, "round_robin", 31)])
+def test_many_pairs_looked_up_per_rank_agree_with_the_socket_formula(rpn, spn, mapping, nnodes):
+    # from 4,096 pairs the modes come from per-rank socket and node tables; below, from socket_of itself
+    rng = np.random.default_rng(rpn)
+    src, dst = rng.integers(0, 1200, 5000), rng.integers(0, 1200, 5000)
+    many = pair_modes(src, dst, rpn, spn, mapping, nnodes)
+    few = np.concatenate([pair_modes(src[a:a + 1000], dst[a:a + 1000], rpn, spn, mapping, nnodes)
+                          for a in range(0, 5000, 1000)])
+    ss, sd = (socket_of(x, rpn, spn, mapping, nnodes) for x in (src, dst))
+    assert many.tolist() == few.tolist() == np.where(ss // spn != sd // spn, 2, np.where(ss != sd, 1, 0)).tolist()
+    assert set(many.tolist()) == {0, 1, 2}
+
+
 # ------------------------------------------------------------------ K-model
 
 
