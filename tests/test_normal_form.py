@@ -174,3 +174,17 @@ def test_an_extrapolation_fold_that_cannot_be_fitted_leaves_the_k_fold_score():
     assert [t.name(["x", "p"]) for t in found.terms][:2] == ["1", "|x|^1"]  # and a p term with weight 0
     model = fit_compute_model(pd.DataFrame({"x": x, "p": p, "time": y}), "time", ["x", "p"])
     assert model.predict_one(x=200.0, p=1.0) == pytest.approx(101.0, rel=1e-9)
+
+
+def test_the_constant_stays_a_candidate_of_every_parameter():
+    """y depends on z only; x takes 40 distinct values close together (a second rank count's per-rank work).
+    On x's noisy marginal profile three power laws rank above the constant; kept only those, every
+    combination would carry an x term.  With the constant kept, the search can and here does drop x."""
+    rng = np.random.default_rng(1)
+    z = np.repeat([1.0, 2.0], 20)
+    x = np.concatenate([np.arange(100, 120), np.arange(200, 220)]).astype(float) + rng.integers(0, 3, 40)
+    y = (5 + 2 * z) * (1 + rng.uniform(-0.1, 0.1, 40))
+    res = normal_form_search(np.column_stack([x, z]), y)
+    assert (0.0, 0) in [(e, k) for e, k, _ in res.per_parameter[0]]
+    assert [(e, k) for e, k, _ in res.per_parameter[0][:3]] != [(0.0, 0)] * 3  # the constant ranked below others
+    assert len(res.terms) == 2 and res.terms[1].kind == "epm" and res.terms[1].i == 1 and res.terms[1].exponent == 1.0

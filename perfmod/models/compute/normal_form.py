@@ -14,7 +14,10 @@ The search is Extra-P's, with the scores changed:
    parameters at each value of this one) is fitted by each single-parameter hypothesis
    ``c0 + c1 * |x|^i * log2(|x|)^j`` and by the constant; on a full grid the profile has the
    shape of ``g(x)`` for both ``c0 + g(x) + h(z)`` and ``c0 + c * g(x) * h(z)``.  The hypotheses
-   are ranked by their leave-one-out relative error and the best ``top_k`` kept (Extra-P keeps one);
+   are ranked by their leave-one-out relative error and the best ``top_k`` kept (Extra-P keeps one),
+   and the constant with them: on noisy data (a second rank count whose points differ by a few atoms)
+   a hypothesis such as ``x^3 log2(x)^2`` can rank above the constant on the marginal profile alone,
+   and without the constant every combination would have to carry it;
 3. every choice of one kept hypothesis per parameter is combined in every way the terms can
    form products (each set of non-empty parameter subsets that covers the chosen parameters: for
    two parameters ``g + h``, ``g*h``, ``g + g*h``, ``h + g*h``, ``g + h + g*h``), each combination
@@ -283,7 +286,9 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
         wp = 1.0 / prof**2 if relative else np.ones(len(vals))
         errs = np.where(ok, _loo_simple(np.where(ok, T, 0.0), prof, wp, relative, vals, extrapolation), np.inf)
         labels = [(0.0, 0)] + usable
-        order = np.argsort(errs, kind="stable")[:top_k]
+        order = list(np.argsort(errs, kind="stable")[:top_k])
+        if 0 not in order:  # "this parameter does not matter" stays a candidate of the combinations
+            order.append(0)
         per_param.append([(labels[c][0], labels[c][1], float(errs[c])) for c in order])
     # ---- step 3: combinations, scored by K-fold CV over the aggregated points
     folds = _fold_ids(d, min(n_folds, d), rng)
