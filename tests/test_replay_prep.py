@@ -209,3 +209,23 @@ def test_world_collective_disagreement_is_reported_as_by_the_general_numbering()
 
     with pytest.raises(ReplayError, match="collective #1 on communicator 0: members disagree on the nbytes"):
         collective_instances(b.build())
+
+
+@pytest.mark.parametrize(("events", "want"), [
+    ([(0, "send", {"peer": 1}), (1, "recv", {"peer": 0})], False),
+    ([(0, "send", {"peer": 1}), (1, "recv", {"peer": -2})], True),  # MPI_ANY_SOURCE
+    ([(0, "send", {"peer": 1}), (1, "irecv", {"peer": 0, "tag": -1, "request": 1}), (1, "wait", {"request": 1})],
+     True),  # MPI_ANY_TAG
+    ([(0, "sendrecv", {"peer": 1, "aux": [1, 8, -1]}), (1, "sendrecv", {"peer": 0, "aux": [0, 8, 0]})], True),
+    ([(0, "sendrecv", {"peer": 1, "aux": [-2, 8, 0]}), (1, "sendrecv", {"peer": 0, "aux": [0, 8, 0]})], True),
+    ([(0, "sendrecv", {"peer": 1, "aux": [1, 8, 0]}), (1, "sendrecv", {"peer": 0, "aux": [0, 8, 0]})], False),
+])
+def test_wildcards_are_found_in_receives_and_sendrecv_receive_sides(events, want):
+    from perfmod.replay.matching import has_wildcards
+    from perfmod.trace import ANY_SOURCE, ANY_TAG
+
+    assert (ANY_SOURCE, ANY_TAG) == (-2, -1)
+    b = TraceBuilder(2)
+    for r, c, kw in events:
+        b.append(r, c, **kw)
+    assert has_wildcards(b.build()) is want

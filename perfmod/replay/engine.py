@@ -283,8 +283,9 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
                           + ", ".join(f"{k} x{v}" for k, v in unknown_calls.items())
                           + " (kept as events, or skipped by the reader and counted in trace.meta)",
                           [{"call": k, "count": v} for k, v in unknown_calls.items()])
+    wildcards = has_wildcards(trace)
     if net.model.replay != "loggops":  # the LogGOPS replay checks its own (larger) need
-        per_event = _BYTES_PER_EVENT + (_WILDCARD_BYTES_PER_EVENT if has_wildcards(trace) else 0)
+        per_event = _BYTES_PER_EVENT + (_WILDCARD_BYTES_PER_EVENT if wildcards else 0)
         check_fits(_FIXED_BYTES + per_event * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
     comp = _compute_times(trace, compute)
     stage(1)
@@ -293,7 +294,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     n = len(trace)
     # the message kernel's event rows (kernel.replay_events) take the matching in place
     evi = np.empty((n, 3), dtype=index_dtype(n)) if net.model.replay != "loggops" else None
-    match = match_messages(trace, evi)
+    match = match_messages(trace, evi, wildcards)
     stage(2)
     costs = message_costs(trace, match, net, k_total_rule, stencil)
     # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the

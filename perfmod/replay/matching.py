@@ -296,16 +296,25 @@ _RECV_TAB[_RECV_CODES] = True
 _P2P_CODES = np.union1d(SEND_CODES, _RECV_CODES)
 
 
-def has_wildcards(trace: Trace, sr_ev: np.ndarray | None = None) -> bool:
-    """Whether a receive of ``trace`` names ``MPI_ANY_SOURCE`` or ``MPI_ANY_TAG`` (``sr_ev``: its Sendrecv events,
-    if known)."""
-    if sr_ev is None:
-        sr_ev = np.flatnonzero(trace.call == Call.SENDRECV)
-    recv = call_is(trace.call, _RECV_CODES)
-    if np.any(recv & ((trace.peer == ANY_SOURCE) | (trace.tag == ANY_TAG))):
-        return True
-    base = trace.aux_ptr[sr_ev]
-    return bool(np.any((trace.aux[base] == ANY_SOURCE) | (trace.aux[base + 2] == ANY_TAG)))
+@njit(cache=True)
+def _any_wildcard(call, peer, tag, aux_ptr, aux, recv_tab, sr_code, any_source, any_tag):
+    for i in range(call.size):
+        c = call[i]
+        if recv_tab[c]:
+            if peer[i] == any_source or tag[i] == any_tag:
+                return True
+        elif c == sr_code:
+            a = aux_ptr[i]  # [source, recv_nbytes, recv_tag]
+            if aux[a] == any_source or aux[a + 2] == any_tag:
+                return True
+    return False
+
+
+def has_wildcards(trace: Trace) -> bool:
+    """Whether a receive of ``trace`` (Sendrecv's receive side included) names ``MPI_ANY_SOURCE`` or
+    ``MPI_ANY_TAG`` (one compiled pass, to the first)."""
+    return bool(_any_wildcard(trace.call, trace.peer, trace.tag, trace.aux_ptr, trace.aux, _RECV_TAB,
+                              int(Call.SENDRECV), ANY_SOURCE, ANY_TAG))
 
 
 def _envelopes(trace: Trace, wpeer: np.ndarray, sr_ev: np.ndarray, sr_src: np.ndarray) -> tuple:
@@ -327,12 +336,12 @@ def _envelopes(trace: Trace, wpeer: np.ndarray, sr_ev: np.ndarray, sr_src: np.nd
             trace.comm[s_ev], r_ev, r_src, trace.rank[r_ev].astype(np.int64), r_tag, trace.comm[r_ev])
 
 
-def match_messages(trace: Trace, out: np.ndarray | None = None) -> Matching:
+def match_messages(trace: Trace, out: np.ndarray | None = None, wildcards: bool | None = None) -> Matching:
     """Pair every send with its receive by (source, destination, tag, communicator) in posting order.
 
     ``out``, if given, is an index array of shape (len(trace), k >= 2) whose columns 0 and 1 receive ``pdst``
     and ``psrc`` (the replay's event rows: no arrays of their own); ``Matching.pdst``/``psrc`` are then
-    views of it.
+    views of it.  ``wildcards``: :func:`has_wildcards` of the trace, if the caller knows it.
 
     Messages to a (rank, communicator) that posts any wildcard receive
     (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``) are left to the kernel, which
@@ -353,7 +362,9 @@ def match_messages(trace: Trace, out: np.ndarray | None = None) -> Matching:
         wpeer[sel] = world_peer(trace, trace.peer[sel], trace.comm[sel])
     sr_ev = np.flatnonzero(call == Call.SENDRECV)
     sr_src = world_peer(trace, trace.aux[trace.aux_ptr[sr_ev]], trace.comm[sr_ev])
-    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if has_wildcards(trace, sr_ev) else None
+    if wildcards is None:
+        wildcards = has_wildcards(trace)
+    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if wildcards else None
     none = np.zeros(0, dtype=np.int64)
     if out is None:
         pdst = np.full(n, -1, dtype=index_dtype(n))
