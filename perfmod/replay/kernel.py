@@ -211,6 +211,17 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                         if x >= 0:
                             prefetch(evi, x)
                             prefetch(evf, x)
+                if c > _AHEAD // 2:  # a NIC step half as far ahead: its messages' receive rows (its own are loaded)
+                    w = np.int64(rq[(h + _AHEAD // 2) & mask, 1])
+                    if w >= nprocs:
+                        x = head[w - nprocs]
+                        while x >= 0:
+                            y = evi[x, 0]
+                            if y >= 0:
+                                prefetch(evi, y)
+                                prefetch(rank, y)
+                                prefetch(call, y)
+                            x = evi[x, 2]
                 return rq[h, 0], np.int64(rq[h, 1])
         n = size[0] - 1
         t, k = hd[0, 0], np.int64(hd[0, 1])
@@ -237,6 +248,13 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                 break
         hd[i, 0] = lt
         hd[i, 1] = lk
+        w = np.int64(hd[0, 1])  # the heap's next step (unless the run queue's head comes first): its rows
+        if w < nprocs:
+            x = pc[w]
+            prefetch(evi, x)
+            prefetch(evf, x)
+            prefetch(call, x)
+            prefetch(compute, x)
         return t, k
 
     def claim(w, t):
