@@ -93,8 +93,9 @@ class DefaultK(KRule):
         plat, kw = net.platform, net.nnodes_kw(nprocs)
         nodes = node_of(np.arange(nprocs), plat.ranks_per_node, net.mapping, **kw)
         sockets = socket_of(np.arange(nprocs), plat.ranks_per_node, plat.sockets_per_node, net.mapping, **kw)
-        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph), 1)
-        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph), 1)
+        pairs = _distinct_pairs(phase, src)  # once for both groupings
+        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph, pairs), 1)
+        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph, pairs), 1)
         return ({"k_node": k_node, "k_socket": k_sock},
                 lambda mode, sel: {"k": (k_node if mode == "inter_node" else k_sock)[phase[sel]].astype(float)})
 
@@ -149,9 +150,11 @@ def _per_message(per_phase: dict[str, np.ndarray], phase: np.ndarray) -> dict[st
     return {k: v[phase] for k, v in per_phase.items()}
 
 
-def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int) -> np.ndarray:
-    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase."""
-    ph, s = _distinct_pairs(phase, src)
+def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int,
+                       pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase (``pairs``:
+    :func:`_distinct_pairs` of ``phase`` and ``src``, if known)."""
+    ph, s = _distinct_pairs(phase, src) if pairs is None else pairs
     gmax = int(group.max(initial=0)) + 1
     gk, cnt = np.unique(ph * gmax + group[s], return_counts=True)
     out = np.zeros(nph, dtype=np.int64)
