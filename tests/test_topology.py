@@ -112,6 +112,29 @@ def test_many_pairs_looked_up_per_rank_agree_with_the_socket_formula(rpn, spn, m
 # ------------------------------------------------------------------ K-model
 
 
+@pytest.mark.parametrize("mapping", ["block", "round_robin"])
+@pytest.mark.parametrize(("rule", "stencil"), [("counted", None), ("kprime_x_maxneighbours", None),
+                                               ("kprime_x_stencil", 4)])
+def test_counts_per_phase_in_one_pass_agree_with_each_phase_counted_alone(mapping, rule, stencil):
+    from perfmod.models.comm.kmodel import kmodel_counts_per_phase
+
+    rng = np.random.default_rng(7)
+    p, nph = 50, 6
+    src, dst = rng.integers(0, p, 400), rng.integers(0, p, 400)
+    phase = rng.choice([0, 1, 2, 4, 5], 400)  # phase 3 has no message
+    ki, kt, kp = kmodel_counts_per_phase(phase, src, dst, nph, p, 6, mapping, stencil, rule)
+    for f in range(nph):
+        sel = phase == f
+        if not sel.any():
+            assert (ki[f], kt[f], kp[f]) == (0.0, 1.0, 6.0)
+            continue
+        c = kmodel_counts_from(src[sel], dst[sel], p, 6, mapping, stencil, rule)
+        assert (ki[f], kt[f], kp[f]) == (c.k_inter, c.k_total, c.k_prime)
+        assert c.k_inter > 0
+    with pytest.raises(ValueError, match="needs stencil"):
+        kmodel_counts_per_phase(phase, src, dst, nph, p, 6, mapping, None, "kprime_x_stencil")
+
+
 def test_section_3_1_example():
     # 48 ranks on 8 Summit nodes, 6 x 8 grid, periodic: K_inter 12, K_total 24, k 3 (§3.1, Fig. 1)
     c = kmodel_counts("jacobi2d", SUMMIT, 48, periodic=True)

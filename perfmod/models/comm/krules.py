@@ -29,7 +29,7 @@ import numpy as np
 
 from perfmod.core.lazy import is_xarray
 from perfmod.machine.mapping import node_of, socket_of
-from perfmod.models.comm.kmodel import kmodel_counts_from, phase_counts
+from perfmod.models.comm.kmodel import kmodel_counts_per_phase, phase_counts
 from perfmod.models.comm.models import check_k, kmodel_k
 
 if TYPE_CHECKING:
@@ -130,16 +130,8 @@ class KModelK(KRule):
                 k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
         if not src.size:
             return {}, lambda mode, sel: {}
-        rpn = net.platform.ranks_per_node
-        ki, kt, kp = np.zeros(nph), np.ones(nph), np.full(nph, float(min(rpn, nprocs)))
-        # a stable sort by phase: NumPy's is a radix sort for keys of 16 bits or fewer (one pass, no comparisons)
-        order = np.argsort(phase.astype(np.uint16) if nph <= 1 << 16 else phase, kind="stable")
-        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
-        for f in np.flatnonzero(np.diff(bounds)).tolist():
-            sel = order[bounds[f]:bounds[f + 1]]
-            c = kmodel_counts_from(src[sel], dst[sel], nprocs, rpn, mapping=net.mapping, stencil=stencil,
-                                   k_total_rule=k_total_rule)
-            ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
+        ki, kt, kp = kmodel_counts_per_phase(phase, src, dst, nph, nprocs, net.platform.ranks_per_node,
+                                             mapping=net.mapping, stencil=stencil, k_total_rule=k_total_rule)
         per_phase = {"k_inter": ki, "k_total": kt, "k_prime": kp}
         # looked up for the selected messages only (no per-message copy of each count)
         return ({**per_phase, "k": ki / kt * kp},
