@@ -24,7 +24,6 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from perfmod.core.checks import positive_int
 
@@ -115,11 +114,13 @@ def pair_modes(
     out = np.empty(s.shape, dtype=np.int8)
     flat, sf, df = out.reshape(-1), s.reshape(-1), d.reshape(-1)
     if flat.size >= _TABLE_PAIRS and sf.dtype.kind in "iu" and df.dtype.kind in "iu":
-        lo, hi = _bounds(sf, df)
+        from perfmod.machine.mapping_kernels import rank_bounds, table_modes  # numba only here
+
+        lo, hi = rank_bounds(sf, df)
         if lo >= 0 and hi < min(flat.size, _TABLE_RANKS):  # a socket per rank, looked up: one compiled pass
             ranks = np.arange(hi + 1)
             sock = socket_of(ranks, ranks_per_node, spn, mapping, nnodes).astype(np.int32)
-            _table_modes(sf, df, sock, node_of(ranks, ranks_per_node, mapping, nnodes).astype(np.int32), flat)
+            table_modes(sf, df, sock, node_of(ranks, ranks_per_node, mapping, nnodes).astype(np.int32), flat)
             return out
     for a in range(0, flat.size, _PAIR_CHUNK):  # in chunks: the temporaries stay small for millions of pairs
         ss = socket_of(sf[a:a + _PAIR_CHUNK], ranks_per_node, spn, mapping, nnodes)
@@ -134,23 +135,6 @@ _PAIR_CHUNK = 1 << 18
 #: from this many pairs, when the ranks are at most this many and fewer than the pairs, :func:`pair_modes` looks
 #: each rank's socket and node up in tables (of 8 bytes per rank) in one compiled pass
 _TABLE_PAIRS, _TABLE_RANKS = 1 << 12, 1 << 28
-
-
-@njit(cache=True)
-def _bounds(s, d):
-    """(lowest, highest) rank in ``s`` and ``d`` (not empty)."""
-    lo = hi = np.int64(s[0])
-    for i in range(s.size):
-        lo, hi = min(lo, np.int64(s[i]), np.int64(d[i])), max(hi, np.int64(s[i]), np.int64(d[i]))
-    return lo, hi
-
-
-@njit(cache=True)
-def _table_modes(s, d, sock, node, out):
-    """The mode of each pair from the ranks' sockets and nodes (the codes of :func:`pair_modes`)."""
-    for i in range(s.size):
-        a, b = s[i], d[i]
-        out[i] = 0 if sock[a] == sock[b] else (1 if node[a] == node[b] else 2)
 
 
 def mode_names(codes: Any) -> np.ndarray:

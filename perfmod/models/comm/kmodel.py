@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from perfmod.core.checks import positive_int
 from perfmod.machine.mapping import node_of
@@ -162,37 +161,14 @@ def _k_total(k_total_rule: str, counted: Any, k_prime: int, max_nb: Any, stencil
     return k_prime * int(stencil)  # type: ignore[arg-type]
 
 
-@njit(cache=True)
-def _per_phase(order, bounds, src, dst, node, k_inter, counted, max_nb, inter, sent, per_rank):
-    """For each phase ``f`` (its messages ``order[bounds[f]:bounds[f + 1]]``): the most inter-node messages a node
-    sends, the most messages a node sends, the most a rank sends; ``inter``, ``sent`` (per node) and ``per_rank``
-    are zero and left so (only the entries a phase touched are reset)."""
-    for f in range(bounds.size - 1):
-        a, b = bounds[f], bounds[f + 1]
-        mi = mc = mb = 0
-        for q in range(a, b):
-            m = order[q]
-            r = src[m]
-            ns = node[r]
-            if ns != node[dst[m]]:
-                inter[ns] += 1
-                mi = max(mi, inter[ns])
-            sent[ns] += 1
-            mc = max(mc, sent[ns])
-            per_rank[r] += 1
-            mb = max(mb, per_rank[r])
-        k_inter[f], counted[f], max_nb[f] = mi, mc, mb
-        for q in range(a, b):
-            r = src[order[q]]
-            inter[node[r]] = sent[node[r]] = per_rank[r] = 0
-
-
 def kmodel_counts_per_phase(phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
                             ranks_per_node: int, mapping: str = "block", stencil: int | None = None,
                             k_total_rule: str = "counted") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """K_inter, K_total and k' of each phase ``0 .. nph - 1`` of a message list (``phase``, sender, receiver per
     message; ranks in ``0 .. nprocs - 1``), as :func:`kmodel_counts_from` counts one phase, in one compiled pass
     over the messages grouped by phase (float arrays; a phase without messages gets 0, 1 and k')."""
+    from perfmod.models.comm.kmodel_kernels import phase_maxima  # numba only here
+
     p = positive_int("nprocs", nprocs)
     rpn = positive_int("ranks_per_node", ranks_per_node)
     _check_rule(k_total_rule, stencil)
@@ -202,7 +178,7 @@ def kmodel_counts_per_phase(phase: np.ndarray, src: np.ndarray, dst: np.ndarray,
     order = np.argsort(phase.astype(np.uint16) if nph <= 1 << 16 else phase, kind="stable")
     bounds = np.searchsorted(phase[order], np.arange(nph + 1))
     k_inter, counted, max_nb = (np.zeros(nph, dtype=np.int64) for _ in range(3))
-    _per_phase(order, bounds, src, dst, node, k_inter, counted, max_nb, np.zeros(nnodes, dtype=np.int64),
+    phase_maxima(order, bounds, src, dst, node, k_inter, counted, max_nb, np.zeros(nnodes, dtype=np.int64),
                np.zeros(nnodes, dtype=np.int64), np.zeros(p, dtype=np.int64))
     k_prime = min(rpn, p)
     some = np.diff(bounds) > 0
