@@ -268,8 +268,11 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     ns = int(np.count_nonzero(call_is(call, SEND_CODES) & (wpeer != PROC_NULL)))
     ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
     gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
-    table = np.full((1024, 4), -1, dtype=np.int64)  # the groups' hash table (see _find)
-    count = np.zeros(512, dtype=np.int64)  # sends per group
+    # the groups' hash table (see _find), at most half full: first sized for four groups per rank (a 2D halo's),
+    # at most two rows per send, so that it seldom grows
+    size = 1 << max(10, (int(min(2 * ns, 8 * (int(rank[-1]) + 1 if rank.size else 0))) - 1).bit_length())
+    table = np.full((size, 4), -1, dtype=np.int64)
+    count = np.zeros(size // 2, dtype=np.int64)  # sends per group
     st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
     # the tables grow here, between compiled calls (numba counts references on arrays a loop reassigns)
     while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, _SEND_TAB, sgrp, pdst, ev, src, dst, nb, gsend,
