@@ -30,7 +30,7 @@ from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
-from perfmod.replay.costs import collective_costs, message_costs
+from perfmod.replay.costs import collective_costs, message_costs, per_mode
 from perfmod.replay.kernel import (
     ACC_COLL,
     ACC_COMPUTE,
@@ -70,8 +70,6 @@ _WILDCARD_BYTES_PER_EVENT = 56
 _FIXED_BYTES = 1 << 16
 #: traces of at least this many events show a progress bar over the replay's stages unless ``progress=False``
 PROGRESS_EVENTS = 10_000_000
-#: messages per chunk of the per-message passes here
-_CHUNK = 1 << 18
 _STAGES = ("checks", "matching", "costs", "collectives and requests", "event loop", "dataset")
 
 
@@ -299,7 +297,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     costs = message_costs(trace, match, net, k_total_rule, stencil)
     # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the
     # event loop
-    msgs, bytes_sent = _per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
+    msgs, bytes_sent = per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
     pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
     msg_time, rndv = costs.time, costs.rndv  # msg_time: per message, in the order of the send events
     del match, costs
@@ -361,17 +359,6 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
                   bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(never_completed.size))
     bar.update()
     return ds
-
-
-def _per_mode(p: int, src: np.ndarray, mode: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Messages and bytes sent per (rank, mode)."""
-    nm = len(MODES)
-    count, total = np.zeros(p * nm, dtype=np.int64), np.zeros(p * nm)
-    for a in range(0, src.size, _CHUNK):  # in chunks: small temporaries (the byte sums are integers, exact)
-        key = src[a:a + _CHUNK].astype(np.int64) * nm + mode[a:a + _CHUNK]
-        count += np.bincount(key, minlength=p * nm)
-        total += np.bincount(key, weights=nbytes[a:a + _CHUNK].astype(np.float64), minlength=p * nm)
-    return count.reshape(p, nm), total.reshape(p, nm)
 
 
 def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,
