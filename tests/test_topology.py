@@ -133,6 +133,10 @@ def test_counts_per_phase_in_one_pass_agree_with_each_phase_counted_alone(mappin
         assert c.k_inter > 0
     with pytest.raises(ValueError, match="needs stencil"):
         kmodel_counts_per_phase(phase, src, dst, nph, p, 6, mapping, None, "kprime_x_stencil")
+    # in trace order (senders ascending, each sender's phases ascending): one sequential pass under block mapping
+    o = np.lexsort((phase, src))
+    assert [a.tolist() for a in kmodel_counts_per_phase(phase[o], src[o], dst[o], nph, p, 6, mapping, stencil, rule)] \
+        == [ki.tolist(), kt.tolist(), kp.tolist()]
 
 
 def test_section_3_1_example():

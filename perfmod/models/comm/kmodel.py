@@ -166,21 +166,26 @@ def kmodel_counts_per_phase(phase: np.ndarray, src: np.ndarray, dst: np.ndarray,
                             k_total_rule: str = "counted") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """K_inter, K_total and k' of each phase ``0 .. nph - 1`` of a message list (``phase``, sender, receiver per
     message; ranks in ``0 .. nprocs - 1``), as :func:`kmodel_counts_from` counts one phase, in one compiled pass
-    over the messages grouped by phase (float arrays; a phase without messages gets 0, 1 and k')."""
-    from perfmod.models.comm.kmodel_kernels import phase_maxima  # numba only here
+    over the messages (in trace order, or grouped by phase by a sort) (float arrays; a phase without messages gets
+    0, 1 and k')."""
+    from perfmod.models.comm.kmodel_kernels import phase_maxima, phase_maxima_in_order  # numba only here
 
     p = positive_int("nprocs", nprocs)
     rpn = positive_int("ranks_per_node", ranks_per_node)
     _check_rule(k_total_rule, stencil)
     nnodes = -(-p // rpn)
     node = node_of(np.arange(p), rpn, mapping, **({"nnodes": nnodes} if mapping == "round_robin" else {}))
-    # a stable sort by phase: NumPy's is a radix sort for keys of 16 bits or fewer (one pass, no comparisons)
-    order = np.argsort(phase.astype(np.uint16) if nph <= 1 << 16 else phase, kind="stable")
-    bounds = np.searchsorted(phase[order], np.arange(nph + 1))
     k_inter, counted, max_nb = (np.zeros(nph, dtype=np.int64) for _ in range(3))
-    phase_maxima(order, bounds, src, dst, node, k_inter, counted, max_nb, np.zeros(nnodes, dtype=np.int64),
-               np.zeros(nnodes, dtype=np.int64), np.zeros(p, dtype=np.int64))
+    some = np.zeros(nph, dtype=bool)
+    if not phase_maxima_in_order(phase, src, dst, node, k_inter, counted, max_nb, some, np.zeros(nph, np.int64),
+                                 np.zeros(nph, np.int64), np.empty(nph, np.int64)):
+        # a stable sort by phase: NumPy's is a radix sort for keys of 16 bits or fewer (one pass, no comparisons)
+        order = np.argsort(phase.astype(np.uint16) if nph <= 1 << 16 else phase, kind="stable")
+        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
+        k_inter, counted, max_nb = (np.zeros(nph, dtype=np.int64) for _ in range(3))
+        phase_maxima(order, bounds, src, dst, node, k_inter, counted, max_nb, np.zeros(nnodes, dtype=np.int64),
+                     np.zeros(nnodes, dtype=np.int64), np.zeros(p, dtype=np.int64))
+        some = np.diff(bounds) > 0
     k_prime = min(rpn, p)
-    some = np.diff(bounds) > 0
     k_total = np.where(some, _k_total(k_total_rule, counted, k_prime, max_nb, stencil), 1).astype(float)
     return np.where(some, k_inter, 0).astype(float), k_total, np.full(nph, float(k_prime))

@@ -29,3 +29,51 @@ def phase_maxima(order, bounds, src, dst, node, k_inter, counted, max_nb, inter,
         for q in range(a, b):
             r = src[order[q]]
             inter[node[r]] = sent[node[r]] = per_rank[r] = 0
+
+
+@njit(cache=True)
+def phase_maxima_in_order(phase, src, dst, node, k_inter, counted, max_nb, some, inter, sent, touched):
+    """:func:`phase_maxima` in one sequential pass for messages in trace order: senders ascending, each sender's
+    phases ascending, and each node's ranks contiguous (block mapping), so that a (rank, phase) is one run and a
+    node one stretch; ``some`` marks the phases with messages; ``inter``, ``sent`` (per phase) are zero and
+    ``touched`` has room for every phase.  Returns False, leaving the outputs unfinished, at the first message out
+    of that order (then count with :func:`phase_maxima`)."""
+    n = src.size
+    nt = 0
+    run = 0
+    for m in range(n):
+        r = src[m]
+        f = phase[m]
+        nd = node[r]
+        if m > 0:
+            rp = src[m - 1]
+            fp = phase[m - 1]
+            ndp = node[rp]
+            if r < rp or (r == rp and f < fp) or nd < ndp:
+                return False
+            if r != rp or f != fp:  # the end of a (rank, phase) run
+                max_nb[fp] = max(max_nb[fp], run)
+                run = 0
+            if nd != ndp:  # the end of a node's messages: its counts per phase
+                for q in range(nt):
+                    g = touched[q]
+                    k_inter[g] = max(k_inter[g], inter[g])
+                    counted[g] = max(counted[g], sent[g])
+                    inter[g] = sent[g] = 0
+                nt = 0
+        if sent[f] == 0:
+            touched[nt] = f
+            nt += 1
+        sent[f] += 1
+        if nd != node[dst[m]]:
+            inter[f] += 1
+        run += 1
+        some[f] = True
+    if n:
+        max_nb[phase[n - 1]] = max(max_nb[phase[n - 1]], run)
+        for q in range(nt):
+            g = touched[q]
+            k_inter[g] = max(k_inter[g], inter[g])
+            counted[g] = max(counted[g], sent[g])
+            inter[g] = sent[g] = 0
+    return True
