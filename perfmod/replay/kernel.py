@@ -369,14 +369,16 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
             i = pc[r]
             c = call[i]
             if state[r] == 0:
-                clock[r] += compute[i]
-                acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
-                if clock[r] > t_now:  # computing: continue at the new time
-                    tw = clock[r]
-                    if claim(r, tw):
-                        push(tw, r)
-                    break
+                x = compute[i]
+                if x != 0.0:  # adding 0 to a clock or a sum (both >= +0.0) changes nothing
+                    clock[r] += x
+                    acc[r, ACC_COMPUTE] += x
+                    if clock[r] > t_now:  # computing: continue at the new time
+                        tw = clock[r]
+                        if claim(r, tw):
+                            push(tw, r)
+                        break
             t0 = clock[r]
             done = np.nan
             slot = -1
