@@ -166,3 +166,66 @@ def test_senders_per_group_is_the_same_for_messages_in_trace_order_and_shuffled(
     assert _senders_per_group(phase, src, group, 6).tolist() == want  # trace order: one pass
     o = rng.permutation(src.size)
     assert _senders_per_group(phase[o], src[o], group, 6).tolist() == want  # any order: sorted
+
+
+def _collective_trace(seed: int, nprocs: int = 6, per_rank: int = 8):
+    """Random collectives on one communicator (the same sequence on every rank, one rank cut short)."""
+    rng = random.Random(seed)
+    seq = [(rng.choice(["allreduce", "bcast", "barrier", "alltoall"]), 8 * rng.randint(1, 4), rng.randrange(nprocs))
+           for _ in range(per_rank)]
+    b = TraceBuilder(nprocs)
+    for r in range(nprocs):
+        for name, nbytes, root in seq[:per_rank - 2 if r == nprocs - 1 else per_rank]:
+            b.append(r, "compute", compute=1e-6)
+            b.append(r, name, nbytes=nbytes, **({"peer": root} if name == "bcast" else {}))
+    return b.build()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_world_collective_instances_agree_with_the_general_numbering(seed, monkeypatch):
+    import dataclasses
+
+    import numpy as np
+
+    from perfmod.replay import matching
+
+    t = _collective_trace(seed)
+    fast = matching.collective_instances(t)  # all on MPI_COMM_WORLD: the one-pass numbering
+    monkeypatch.setattr(matching, "_world_instances", lambda *a: -1)  # the sorted numbering of any communicator
+    general = matching.collective_instances(t)
+    assert fast.inst.max() == 7 and fast.size.tolist() == [6] * 8  # the short rank leaves two instances unfilled
+    for f in dataclasses.fields(fast):
+        a, b = getattr(fast, f.name), getattr(general, f.name)
+        assert a.dtype == b.dtype and a.tolist() == b.tolist(), f.name
+    assert np.array_equal(fast.members, np.tile(np.arange(6), 8))
+
+
+def test_world_collective_disagreement_is_reported_as_by_the_general_numbering():
+    b = TraceBuilder(3)
+    for r in range(3):
+        b.append(r, "allreduce", nbytes=8)
+        b.append(r, "bcast", nbytes=16 if r != 1 else 24, peer=0)
+    from perfmod.replay.matching import collective_instances
+
+    with pytest.raises(ReplayError, match="collective #1 on communicator 0: members disagree on the nbytes"):
+        collective_instances(b.build())
+
+
+@pytest.mark.parametrize(("events", "want"), [
+    ([(0, "send", {"peer": 1}), (1, "recv", {"peer": 0})], False),
+    ([(0, "send", {"peer": 1}), (1, "recv", {"peer": -2})], True),  # MPI_ANY_SOURCE
+    ([(0, "send", {"peer": 1}), (1, "irecv", {"peer": 0, "tag": -1, "request": 1}), (1, "wait", {"request": 1})],
+     True),  # MPI_ANY_TAG
+    ([(0, "sendrecv", {"peer": 1, "aux": [1, 8, -1]}), (1, "sendrecv", {"peer": 0, "aux": [0, 8, 0]})], True),
+    ([(0, "sendrecv", {"peer": 1, "aux": [-2, 8, 0]}), (1, "sendrecv", {"peer": 0, "aux": [0, 8, 0]})], True),
+    ([(0, "sendrecv", {"peer": 1, "aux": [1, 8, 0]}), (1, "sendrecv", {"peer": 0, "aux": [0, 8, 0]})], False),
+])
+def test_wildcards_are_found_in_receives_and_sendrecv_receive_sides(events, want):
+    from perfmod.replay.matching import has_wildcards
+    from perfmod.trace import ANY_SOURCE, ANY_TAG
+
+    assert (ANY_SOURCE, ANY_TAG) == (-2, -1)
+    b = TraceBuilder(2)
+    for r, c, kw in events:
+        b.append(r, c, **kw)
+    assert has_wildcards(b.build()) is want

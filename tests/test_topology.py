@@ -95,7 +95,48 @@ def test_round_robin_mapping():
         pair_modes([0, 1], [1], 2, 2)
 
 
+@pytest.mark.parametrize(("rpn", "spn", "mapping", "nnodes"), [(6, 2, "block", None), (7, 3, "block", None),
+                                                           (4, 2, "round_robin", 300), (40, 2, "round_robin", 31)])
+def test_many_pairs_looked_up_per_rank_agree_with_the_socket_formula(rpn, spn, mapping, nnodes):
+    # from 4,096 pairs the modes come from per-rank socket and node tables; below, from socket_of itself
+    rng = np.random.default_rng(rpn)
+    src, dst = rng.integers(0, 1200, 5000), rng.integers(0, 1200, 5000)
+    many = pair_modes(src, dst, rpn, spn, mapping, nnodes)
+    few = np.concatenate([pair_modes(src[a:a + 1000], dst[a:a + 1000], rpn, spn, mapping, nnodes)
+                          for a in range(0, 5000, 1000)])
+    ss, sd = (socket_of(x, rpn, spn, mapping, nnodes) for x in (src, dst))
+    assert many.tolist() == few.tolist() == np.where(ss // spn != sd // spn, 2, np.where(ss != sd, 1, 0)).tolist()
+    assert set(many.tolist()) == {0, 1, 2}
+
+
 # ------------------------------------------------------------------ K-model
+
+
+@pytest.mark.parametrize("mapping", ["block", "round_robin"])
+@pytest.mark.parametrize(("rule", "stencil"), [("counted", None), ("kprime_x_maxneighbours", None),
+                                               ("kprime_x_stencil", 4)])
+def test_counts_per_phase_in_one_pass_agree_with_each_phase_counted_alone(mapping, rule, stencil):
+    from perfmod.models.comm.kmodel import kmodel_counts_per_phase
+
+    rng = np.random.default_rng(7)
+    p, nph = 50, 6
+    src, dst = rng.integers(0, p, 400), rng.integers(0, p, 400)
+    phase = rng.choice([0, 1, 2, 4, 5], 400)  # phase 3 has no message
+    ki, kt, kp = kmodel_counts_per_phase(phase, src, dst, nph, p, 6, mapping, stencil, rule)
+    for f in range(nph):
+        sel = phase == f
+        if not sel.any():
+            assert (ki[f], kt[f], kp[f]) == (0.0, 1.0, 6.0)
+            continue
+        c = kmodel_counts_from(src[sel], dst[sel], p, 6, mapping, stencil, rule)
+        assert (ki[f], kt[f], kp[f]) == (c.k_inter, c.k_total, c.k_prime)
+        assert c.k_inter > 0
+    with pytest.raises(ValueError, match="needs stencil"):
+        kmodel_counts_per_phase(phase, src, dst, nph, p, 6, mapping, None, "kprime_x_stencil")
+    # in trace order (senders ascending, each sender's phases ascending): one sequential pass under block mapping
+    o = np.lexsort((phase, src))
+    assert [a.tolist() for a in kmodel_counts_per_phase(phase[o], src[o], dst[o], nph, p, 6, mapping, stencil, rule)] \
+        == [ki.tolist(), kt.tolist(), kp.tolist()]
 
 
 def test_section_3_1_example():

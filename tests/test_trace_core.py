@@ -142,6 +142,11 @@ def test_subcommunicator_ranks():
         ([(0, "bcast", {"peer": 7})], "root outside"),
         ([(0, "sendrecv", {"peer": 1, "aux": [1, 8]})], "SENDRECV needs aux"),
         ([(0, "barrier", {"aux": [1]})], "takes no aux"),
+        ([(0, "barrier", {}), (1, "barrier", {"aux": [1]}), (1, "allreduce", {"aux": [2]})],
+         r"rank 1 event 0 \(MPI_Barrier\): aux_ptr = 0: this call takes no aux list \(and 1 more events\)"),
+        ([(0, "alltoallv", {"aux": [8]}), (1, "alltoallv", {"aux": [8, 8]})],
+         r"rank 0 event 0 \(MPI_Alltoallv\): aux_ptr = 0: ALLTOALLV needs one aux entry"),
+        ([(0, "alltoallv", {"aux": [8, -1]}), (1, "alltoallv", {"aux": [8, 8]})], "negative ALLTOALLV byte count"),
         ([(0, "send", {"peer": 1, "comm": 4})], "communicator not described"),
         ([(0, Call.OTHER, {"peer": 0})], "other_names"),
         ([(0, "barrier", {"t_entry": 20, "t_exit": 10})], "exit before entry"),
@@ -153,6 +158,20 @@ def test_validation_errors_name_rank_event_call_field(events, match):
         b.append(rank, call, **kw)
     with pytest.raises(TraceError, match=match):
         b.build()
+
+
+def test_falling_aux_offsets_are_reported_before_the_columns():
+    import dataclasses
+
+    b = TraceBuilder(2)
+    b.append(0, "waitall", aux=[1])
+    b.append(1, "send", peer=7)  # a bad peer too: the offsets are reported first
+    t = b.build(validate=False)
+    bad = dataclasses.replace(t, aux_ptr=np.array([0, 2, 1]), aux=np.array([5]))
+    with pytest.raises(TraceError, match=r"aux_ptr must rise from 0 to len\(aux\) = 1"):
+        bad.validate()
+    with pytest.raises(TraceError, match="destination outside"):
+        t.validate()
 
 
 def test_errors_name_file_and_line():

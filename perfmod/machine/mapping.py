@@ -113,6 +113,15 @@ def pair_modes(
     spn = positive_int("sockets_per_node", sockets_per_node)
     out = np.empty(s.shape, dtype=np.int8)
     flat, sf, df = out.reshape(-1), s.reshape(-1), d.reshape(-1)
+    if flat.size >= _TABLE_PAIRS and sf.dtype.kind in "iu" and df.dtype.kind in "iu":
+        from perfmod.machine.mapping_kernels import rank_bounds, table_modes  # numba only here
+
+        lo, hi = rank_bounds(sf, df)
+        if lo >= 0 and hi < min(flat.size, _TABLE_RANKS):  # a socket per rank, looked up: one compiled pass
+            ranks = np.arange(hi + 1)
+            sock = socket_of(ranks, ranks_per_node, spn, mapping, nnodes).astype(np.int32)
+            table_modes(sf, df, sock, node_of(ranks, ranks_per_node, mapping, nnodes).astype(np.int32), flat)
+            return out
     for a in range(0, flat.size, _PAIR_CHUNK):  # in chunks: the temporaries stay small for millions of pairs
         ss = socket_of(sf[a:a + _PAIR_CHUNK], ranks_per_node, spn, mapping, nnodes)
         sd = socket_of(df[a:a + _PAIR_CHUNK], ranks_per_node, spn, mapping, nnodes)
@@ -123,6 +132,9 @@ def pair_modes(
 
 #: pairs per chunk of :func:`pair_modes`
 _PAIR_CHUNK = 1 << 18
+#: from this many pairs, when the ranks are at most this many and fewer than the pairs, :func:`pair_modes` looks
+#: each rank's socket and node up in tables (of 8 bytes per rank) in one compiled pass
+_TABLE_PAIRS, _TABLE_RANKS = 1 << 12, 1 << 28
 
 
 def mode_names(codes: Any) -> np.ndarray:

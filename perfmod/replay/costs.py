@@ -54,7 +54,7 @@ from perfmod.models.comm.network import Network
 from perfmod.replay.matching import Collectives, Matching, call_is
 from perfmod.trace.core import COLLECTIVES, Call, Trace, code_set
 
-__all__ = ["event_phases", "MessageCosts", "message_costs", "collective_costs"]
+__all__ = ["event_phases", "MessageCosts", "message_costs", "collective_costs", "per_mode"]
 
 
 @njit(cache=True)
@@ -224,3 +224,18 @@ def _alltoallv_counts(trace: Trace, coll: Collectives, k: int) -> np.ndarray:
     for li, e in zip(local.tolist(), evs.tolist(), strict=True):
         mat[li] = trace.aux[trace.aux_ptr[e]:trace.aux_ptr[e + 1]]
     return mat
+
+
+@njit(cache=True)
+def _add_per_mode(src, mode, nbytes, count, total):
+    for m in range(src.size):
+        count[src[m], mode[m]] += 1
+        total[src[m], mode[m]] += nbytes[m]
+
+
+def per_mode(p: int, src: np.ndarray, mode: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Messages and bytes sent per (rank, mode) (``p`` ranks; one compiled pass over the messages: the byte sums
+    are integers, exact in float64)."""
+    count, total = np.zeros((p, len(MODES)), dtype=np.int64), np.zeros((p, len(MODES)))
+    _add_per_mode(src, mode, nbytes, count, total)
+    return count, total

@@ -30,7 +30,7 @@ from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
-from perfmod.replay.costs import collective_costs, message_costs
+from perfmod.replay.costs import collective_costs, message_costs, per_mode
 from perfmod.replay.kernel import (
     ACC_COLL,
     ACC_COMPUTE,
@@ -70,8 +70,6 @@ _WILDCARD_BYTES_PER_EVENT = 56
 _FIXED_BYTES = 1 << 16
 #: traces of at least this many events show a progress bar over the replay's stages unless ``progress=False``
 PROGRESS_EVENTS = 10_000_000
-#: messages per chunk of the per-message passes here
-_CHUNK = 1 << 18
 _STAGES = ("checks", "matching", "costs", "collectives and requests", "event loop", "dataset")
 
 
@@ -283,8 +281,9 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
                           + ", ".join(f"{k} x{v}" for k, v in unknown_calls.items())
                           + " (kept as events, or skipped by the reader and counted in trace.meta)",
                           [{"call": k, "count": v} for k, v in unknown_calls.items()])
+    wildcards = has_wildcards(trace)
     if net.model.replay != "loggops":  # the LogGOPS replay checks its own (larger) need
-        per_event = _BYTES_PER_EVENT + (_WILDCARD_BYTES_PER_EVENT if has_wildcards(trace) else 0)
+        per_event = _BYTES_PER_EVENT + (_WILDCARD_BYTES_PER_EVENT if wildcards else 0)
         check_fits(_FIXED_BYTES + per_event * len(trace), f"the {net.model.name} replay of {len(trace):,} events")
     comp = _compute_times(trace, compute)
     stage(1)
@@ -293,12 +292,12 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     n = len(trace)
     # the message kernel's event rows (kernel.replay_events) take the matching in place
     evi = np.empty((n, 3), dtype=index_dtype(n)) if net.model.replay != "loggops" else None
-    match = match_messages(trace, evi)
+    match = match_messages(trace, evi, wildcards)
     stage(2)
     costs = message_costs(trace, match, net, k_total_rule, stencil)
     # what the dataset needs of the per-message lists (sender, bytes, mode), so that they are freed before the
     # event loop
-    msgs, bytes_sent = _per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
+    msgs, bytes_sent = per_mode(trace.nprocs, match.src, costs.mode, match.nbytes)
     pdst, psrc, dynamic, phases = match.pdst, match.psrc, match.dynamic, costs.phases
     msg_time, rndv = costs.time, costs.rndv  # msg_time: per message, in the order of the send events
     del match, costs
@@ -326,7 +325,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
         # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
-        pack_events(trace.call, coll.inst, reqs.ref_ptr, evi)  # pdst and psrc are its columns already
+        pack_events(trace.call, coll.inst, reqs.ref_ptr, reqs.created, evi)  # pdst and psrc are its columns already
         created, never_completed = reqs.created, reqs.never_completed
         inst = (coll.size, inst_cost, coll.members_ptr, coll.members)
         del pdst, psrc, coll, reqs  # kept in evi; rebuilt from the trace should it deadlock
@@ -363,17 +362,6 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     ds.attrs.update(loggops_attrs)
     bar.update()
     return ds
-
-
-def _per_mode(p: int, src: np.ndarray, mode: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Messages and bytes sent per (rank, mode)."""
-    nm = len(MODES)
-    count, total = np.zeros(p * nm, dtype=np.int64), np.zeros(p * nm)
-    for a in range(0, src.size, _CHUNK):  # in chunks: small temporaries (the byte sums are integers, exact)
-        key = src[a:a + _CHUNK].astype(np.int64) * nm + mode[a:a + _CHUNK]
-        count += np.bincount(key, minlength=p * nm)
-        total += np.bincount(key, weights=nbytes[a:a + _CHUNK].astype(np.float64), minlength=p * nm)
-    return count.reshape(p, nm), total.reshape(p, nm)
 
 
 def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,

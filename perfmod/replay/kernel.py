@@ -49,6 +49,7 @@ from collections.abc import Set
 import numpy as np
 from numba import njit
 
+from perfmod.core.prefetch import prefetch
 from perfmod.trace.core import COLLECTIVES, WAITS, Call
 
 __all__ = ["replay_events", "run_kernel", "pack_events", "pack_times", "unpack_matching", "F_RNDV", "F_READY",
@@ -80,6 +81,9 @@ ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 #: bits of the per-event flag byte: the send waits for its receive (rendezvous or synchronous), its ready time is
 #: known (``evf[i, 0]`` holds it)
 F_RNDV, F_READY = 1, 2
+
+#: how many pops ahead the run queue's steps have their event rows prefetched (:mod:`perfmod.core.prefetch`)
+_AHEAD = 8
 
 #: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
 _HEAP_ENTRIES_PER_RANK = 2
@@ -194,6 +198,30 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
             if size[0] == 0 or not _before(hd[0, 0], hd[0, 1], rq[h, 0], rq[h, 1]):
                 size[2] = (h + 1) & mask
                 size[3] = c - 1
+                if c > _AHEAD:  # the step _AHEAD pops later: start loading its rows now
+                    w = np.int64(rq[(h + _AHEAD) & mask, 1])
+                    if w < nprocs:
+                        x = pc[w]
+                        prefetch(evi, x)
+                        prefetch(evf, x)
+                        prefetch(call, x)
+                        prefetch(compute, x)
+                    else:
+                        x = head[w - nprocs]
+                        if x >= 0:
+                            prefetch(evi, x)
+                            prefetch(evf, x)
+                if c > _AHEAD // 2:  # a NIC step half as far ahead: its messages' receive rows (its own are loaded)
+                    w = np.int64(rq[(h + _AHEAD // 2) & mask, 1])
+                    if w >= nprocs:
+                        x = head[w - nprocs]
+                        while x >= 0:
+                            y = evi[x, 0]
+                            if y >= 0:
+                                prefetch(evi, y)
+                                prefetch(rank, y)
+                                prefetch(call, y)
+                            x = evi[x, 2]
                 return rq[h, 0], np.int64(rq[h, 1])
         n = size[0] - 1
         t, k = hd[0, 0], np.int64(hd[0, 1])
@@ -220,6 +248,13 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                 break
         hd[i, 0] = lt
         hd[i, 1] = lk
+        w = np.int64(hd[0, 1])  # the heap's next step (unless the run queue's head comes first): its rows
+        if w < nprocs:
+            x = pc[w]
+            prefetch(evi, x)
+            prefetch(evf, x)
+            prefetch(call, x)
+            prefetch(compute, x)
         return t, k
 
     def claim(w, t):
@@ -246,25 +281,15 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
         return max(rp, evf[i, 1])
 
     def can_end(i):
-        """Whether the posted point-to-point call or wait ``i`` has every completion time it needs (a
-        collective ends by its last member's arrival, not by a message: False).  A posted receive has its
-        time once its message is sent, or at once from MPI_PROC_NULL."""
+        """Whether the posted blocking point-to-point call ``i`` has every completion time it needs (a wait
+        counts its missing requests instead; a collective ends by its last member's arrival, not by a message:
+        False).  A posted receive has its time once its message is sent, or at once from MPI_PROC_NULL."""
         c = call[i]
         if c == _SEND or c == _SSEND:
             return _sent(evf[i, 1])
         if c == _RECV or c == _SENDRECV:
             k = evi[i, 1]
             return (k == -2 or (k >= 0 and _sent(evf[k, 1]))) and (c == _RECV or _sent(evf[i, 1]))
-        if c >= _WAIT_LO and c <= _WAIT_HI:
-            for q in range(evi[i, 1] - 1, evi[i, 0] - 1, -1):  # the last requests are the likeliest missing
-                e = created[q]
-                if call[e] == _IRECV:
-                    k = evi[e, 1]
-                    if not (k == -2 or (k >= 0 and _sent(evf[k, 1]))):
-                        return False
-                elif not _sent(evf[e, 1]):
-                    return False
-            return True
         return False
 
     while size[0] + size[3] > 0 and not size[1]:
@@ -297,21 +322,44 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                     head[s] = i
                     continue
                 sd = max(rd, nic[s]) - evf[i, 1]
+                c_i = call[i]
                 evf[i, 1] = sd  # the message's duration (negated), now its completion time
                 nic[s] = sd
                 # wake the sender and the receiver when this message completes, if parked in a call that can
-                # now end (a wake before that would find the call still waiting: a step that changes nothing)
-                if state[s] == 2 and can_end(pc[s]):
-                    tw = max(sd, clock[s])
-                    if claim(s, tw):
-                        push(tw, s)
+                # now end (a wake before that would find the call still waiting: a step that changes nothing); a
+                # wait parked on this message's request (its waiter, evi[i, 1] of an Isend, evi[j, 0] of an
+                # Irecv) counts it off its missing requests (evi[wait, 2]) and can end at zero
+                if state[s] == 2:
+                    p = pc[s]
+                    cp = call[p]
+                    if cp >= _WAIT_LO and cp <= _WAIT_HI:
+                        ok = False
+                        if (c_i == _ISEND or c_i == _ISSEND) and evi[i, 1] == p:
+                            evi[p, 2] -= 1
+                            ok = evi[p, 2] == 0
+                    else:
+                        ok = can_end(p)
+                    if ok:
+                        tw = max(sd, clock[s])
+                        if claim(s, tw):
+                            push(tw, s)
                 j = evi[i, 0]
                 if j >= 0:
                     w = np.int64(rank[j])
-                    if state[w] == 2 and can_end(pc[w]):
-                        tw = max(sd, clock[w])
-                        if claim(w, tw):
-                            push(tw, w)
+                    if state[w] == 2:
+                        p = pc[w]
+                        cp = call[p]
+                        if cp >= _WAIT_LO and cp <= _WAIT_HI:
+                            ok = False
+                            if call[j] == _IRECV and evi[j, 0] == p:
+                                evi[p, 2] -= 1
+                                ok = evi[p, 2] == 0
+                        else:
+                            ok = can_end(p)
+                        if ok:
+                            tw = max(sd, clock[w])
+                            if claim(w, tw):
+                                push(tw, w)
             continue
         r = key
         if qtime[r] != t_now:
@@ -321,14 +369,16 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
             i = pc[r]
             c = call[i]
             if state[r] == 0:
-                clock[r] += compute[i]
-                acc[r, ACC_COMPUTE] += compute[i]
                 state[r] = 1
-                if clock[r] > t_now:  # computing: continue at the new time
-                    tw = clock[r]
-                    if claim(r, tw):
-                        push(tw, r)
-                    break
+                x = compute[i]
+                if x != 0.0:  # adding 0 to a clock or a sum (both >= +0.0) changes nothing
+                    clock[r] += x
+                    acc[r, ACC_COMPUTE] += x
+                    if clock[r] > t_now:  # computing: continue at the new time
+                        tw = clock[r]
+                        if claim(r, tw):
+                            push(tw, r)
+                        break
             t0 = clock[r]
             done = np.nan
             slot = -1
@@ -408,20 +458,28 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                     done = recv_done(i)
                     slot = ACC_RECV
             elif c >= _WAIT_LO and c <= _WAIT_HI:
-                state[r] = 2
-                done = t0
-                for q in range(evi[i, 0], evi[i, 1]):
-                    e = created[q]
-                    if call[e] == _IRECV:
-                        d = recv_done(e)
-                    elif _sent(evf[e, 1]):
-                        d = evf[e, 1]
-                    else:
-                        d = np.nan
-                    if np.isnan(d):
+                # on arrival, and when woken with no request missing: the last completion, else park with the
+                # number of requests missing in evi[i, 2] (the NIC steps count them off)
+                done = np.nan
+                if state[r] == 1 or evi[i, 2] == 0:
+                    state[r] = 2
+                    done = t0
+                    miss = 0
+                    for q in range(evi[i, 0], evi[i, 1]):
+                        e = created[q]
+                        if call[e] == _IRECV:
+                            d = recv_done(e)
+                        elif _sent(evf[e, 1]):
+                            d = evf[e, 1]
+                        else:
+                            d = np.nan
+                        if np.isnan(d):
+                            miss += 1
+                        else:
+                            done = max(done, d)
+                    if miss:
+                        evi[i, 2] = miss
                         done = np.nan
-                        break
-                    done = max(done, d)
                 slot = ACC_WAIT
             elif c >= _COLL_LO and c <= _COLL_HI:
                 k = evi[i, 0]
@@ -461,15 +519,22 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
 
 
 @njit(cache=True)
-def pack_events(call, coll_inst, ref_ptr, evi):
+def pack_events(call, coll_inst, ref_ptr, created, evi):
     """Complete the kernel's per-event index rows ``evi`` (see :func:`replay_events`), whose columns 0 and 1 hold
     the matching (:func:`perfmod.replay.matching.match_messages` with ``out=evi``), with the requests of the
-    waits and the instances of the collectives, in one pass."""
+    waits (``created[ref_ptr[i]:ref_ptr[i + 1]]``, each waited for by one wait at most), each request's wait
+    and the instances of the collectives, in one pass."""
     for i in range(call.size):
         c = call[i]
         if c >= _WAIT_LO and c <= _WAIT_HI:
             evi[i, 0] = ref_ptr[i]
             evi[i, 1] = ref_ptr[i + 1]
+            for q in range(ref_ptr[i], ref_ptr[i + 1]):  # each request's waiter, in a column its event leaves free
+                e = created[q]
+                if call[e] == _IRECV:
+                    evi[e, 0] = i
+                else:
+                    evi[e, 1] = i
         elif c >= _COLL_LO and c <= _COLL_HI:
             evi[i, 0] = coll_inst[i]
         evi[i, 2] = -1
@@ -518,7 +583,10 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
       (-1, -2 likewise; a Sendrecv has both); for a wait or test, ``evi[i, 0]:evi[i, 1]`` its requests in
       ``created`` (their creating events); for a collective, ``evi[i, 0]`` its instance, whose members are
       ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``; ``evi[i, 2]`` (-1) links the rank's
-      ready messages.
+      ready messages, and for a wait parked in it, counts its requests still missing.  The column a request's
+      event leaves free holds its wait (its waiter: ``evi[e, 1]`` of an Isend, ``evi[e, 0]`` of an Irecv), so
+      that a completing message counts itself off the wait in O(1) instead of the wait's requests being
+      scanned at every message of its rank.
     - ``evf`` (float64, shape (n, 2)): ``evf[i, 0]`` NaN until the event is posted, then its posting time; a
       send's becomes its ready time once known (flag bit ``F_READY``); ``evf[i, 1]`` the duration of a
       send's message negated (-0.0 for 0), its completion time once sent (sign bit clear: :func:`_sent`).

@@ -268,8 +268,11 @@ def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_co
     ns = int(np.count_nonzero(call_is(call, SEND_CODES) & (wpeer != PROC_NULL)))
     ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
     gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
-    table = np.full((1024, 4), -1, dtype=np.int64)  # the groups' hash table (see _find)
-    count = np.zeros(512, dtype=np.int64)  # sends per group
+    # the groups' hash table (see _find), at most half full: first sized for four groups per rank (a 2D halo's),
+    # at most two rows per send, so that it seldom grows
+    size = 1 << max(10, (int(min(2 * ns, 8 * (int(rank[-1]) + 1 if rank.size else 0))) - 1).bit_length())
+    table = np.full((size, 4), -1, dtype=np.int64)
+    count = np.zeros(size // 2, dtype=np.int64)  # sends per group
     st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
     # the tables grow here, between compiled calls (numba counts references on arrays a loop reassigns)
     while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, _SEND_TAB, sgrp, pdst, ev, src, dst, nb, gsend,
@@ -296,16 +299,25 @@ _RECV_TAB[_RECV_CODES] = True
 _P2P_CODES = np.union1d(SEND_CODES, _RECV_CODES)
 
 
-def has_wildcards(trace: Trace, sr_ev: np.ndarray | None = None) -> bool:
-    """Whether a receive of ``trace`` names ``MPI_ANY_SOURCE`` or ``MPI_ANY_TAG`` (``sr_ev``: its Sendrecv events,
-    if known)."""
-    if sr_ev is None:
-        sr_ev = np.flatnonzero(trace.call == Call.SENDRECV)
-    recv = call_is(trace.call, _RECV_CODES)
-    if np.any(recv & ((trace.peer == ANY_SOURCE) | (trace.tag == ANY_TAG))):
-        return True
-    base = trace.aux_ptr[sr_ev]
-    return bool(np.any((trace.aux[base] == ANY_SOURCE) | (trace.aux[base + 2] == ANY_TAG)))
+@njit(cache=True)
+def _any_wildcard(call, peer, tag, aux_ptr, aux, recv_tab, sr_code, any_source, any_tag):
+    for i in range(call.size):
+        c = call[i]
+        if recv_tab[c]:
+            if peer[i] == any_source or tag[i] == any_tag:
+                return True
+        elif c == sr_code:
+            a = aux_ptr[i]  # [source, recv_nbytes, recv_tag]
+            if aux[a] == any_source or aux[a + 2] == any_tag:
+                return True
+    return False
+
+
+def has_wildcards(trace: Trace) -> bool:
+    """Whether a receive of ``trace`` (Sendrecv's receive side included) names ``MPI_ANY_SOURCE`` or
+    ``MPI_ANY_TAG`` (one compiled pass, to the first)."""
+    return bool(_any_wildcard(trace.call, trace.peer, trace.tag, trace.aux_ptr, trace.aux, _RECV_TAB,
+                              int(Call.SENDRECV), ANY_SOURCE, ANY_TAG))
 
 
 def _envelopes(trace: Trace, wpeer: np.ndarray, sr_ev: np.ndarray, sr_src: np.ndarray) -> tuple:
@@ -327,12 +339,12 @@ def _envelopes(trace: Trace, wpeer: np.ndarray, sr_ev: np.ndarray, sr_src: np.nd
             trace.comm[s_ev], r_ev, r_src, trace.rank[r_ev].astype(np.int64), r_tag, trace.comm[r_ev])
 
 
-def match_messages(trace: Trace, out: np.ndarray | None = None) -> Matching:
+def match_messages(trace: Trace, out: np.ndarray | None = None, wildcards: bool | None = None) -> Matching:
     """Pair every send with its receive by (source, destination, tag, communicator) in posting order.
 
     ``out``, if given, is an index array of shape (len(trace), k >= 2) whose columns 0 and 1 receive ``pdst``
     and ``psrc`` (the replay's event rows: no arrays of their own); ``Matching.pdst``/``psrc`` are then
-    views of it.
+    views of it.  ``wildcards``: :func:`has_wildcards` of the trace, if the caller knows it.
 
     Messages to a (rank, communicator) that posts any wildcard receive
     (``MPI_ANY_SOURCE``/``MPI_ANY_TAG``) are left to the kernel, which
@@ -353,7 +365,9 @@ def match_messages(trace: Trace, out: np.ndarray | None = None) -> Matching:
         wpeer[sel] = world_peer(trace, trace.peer[sel], trace.comm[sel])
     sr_ev = np.flatnonzero(call == Call.SENDRECV)
     sr_src = world_peer(trace, trace.aux[trace.aux_ptr[sr_ev]], trace.comm[sr_ev])
-    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if has_wildcards(trace, sr_ev) else None
+    if wildcards is None:
+        wildcards = has_wildcards(trace)
+    dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if wildcards else None
     none = np.zeros(0, dtype=np.int64)
     if out is None:
         pdst = np.full(n, -1, dtype=index_dtype(n))
@@ -446,6 +460,38 @@ class Collectives:
     members: np.ndarray
 
 
+_COLL_TAB = np.zeros(256, dtype=np.bool_)
+_COLL_TAB[code_set(COLLECTIVES)] = True
+_ROOTED_TAB = np.zeros(256, dtype=np.bool_)
+_ROOTED_TAB[code_set({Call.BCAST, Call.REDUCE, Call.GATHER, Call.SCATTER})] = True
+
+
+@njit(cache=True)
+def _world_instances(rank, call, nbytes, peer, coll_tab, rooted_tab, a2av, count, inst, first):
+    """Number the collectives of a trace whose events are all on MPI_COMM_WORLD, in one pass in event order (the
+    events sorted by rank): each rank's k-th collective is instance k, whose first event (lowest rank's) goes to
+    ``first`` (``len(trace)`` until seen).  ``count`` (zeros, per rank) and ``inst`` (-1, per event) are filled.
+    Returns the number of instances, or -1 when some members disagree on the call, the bytes (except
+    ``MPI_Alltoallv``) or the root (the caller then takes the general path, which says where)."""
+    n = call.size
+    m = 0
+    for i in range(n):
+        c = call[i]
+        if not coll_tab[c]:
+            continue
+        r = rank[i]
+        k = count[r]
+        count[r] = k + 1
+        inst[i] = k
+        f = first[k]
+        if f == n:
+            first[k] = i
+            m = max(m, k + 1)
+        elif call[f] != c or (c != a2av and nbytes[f] != nbytes[i]) or (rooted_tab[c] and peer[f] != peer[i]):
+            return -1
+    return m
+
+
 def collective_instances(trace: Trace) -> Collectives:
     """Number the collectives per communicator (the k-th call of every member is instance k).
 
@@ -455,9 +501,23 @@ def collective_instances(trace: Trace) -> Collectives:
         Members of one instance disagree on the call, the byte count or the root.
     """
     n = len(trace)
-    ev = np.flatnonzero(call_is(trace.call, code_set(COLLECTIVES)))
     inst = np.full(n, -1, dtype=index_dtype(n))
     empty = np.zeros(0, np.int64)
+    if n and not trace.comm.any():  # all on MPI_COMM_WORLD: one compiled pass, no sort
+        most = int(np.diff(trace.rank_ptr).max())  # no rank has more collectives than events
+        first = np.full(most, n, dtype=np.int64)
+        m = _world_instances(trace.rank, trace.call, trace.nbytes, trace.peer, _COLL_TAB, _ROOTED_TAB,
+                             int(Call.ALLTOALLV), np.zeros(trace.nprocs, dtype=np.int64), inst, first)
+        if m >= 0:
+            first = first[:m]
+            p = trace.nprocs
+            c_call = trace.call[first].astype(np.int64)
+            root = np.where(_ROOTED_TAB[c_call], trace.peer[first], -1).astype(np.int64)
+            return Collectives(inst, c_call, np.zeros(m, np.int64), trace.nbytes[first], root,
+                               np.full(m, p, dtype=np.int64), first, np.arange(0, (m + 1) * p, p, dtype=np.int64),
+                               np.tile(trace.comm_ranks(0), m))
+        inst[:] = -1
+    ev = np.flatnonzero(call_is(trace.call, code_set(COLLECTIVES)))
     if ev.size == 0:
         return Collectives(inst, empty, empty, empty, empty, empty, empty, np.zeros(1, np.int64), empty)
     comm = trace.comm[ev].astype(np.int64)

@@ -14,14 +14,18 @@ from numba import njit
 __all__ = ["CHECKS", "check_columns"]
 
 #: (index, column, what) of each check; ``validate`` raises for the first that fails, in this order
+#: (the last six: ``aux_ptr`` falling, a Sendrecv without its 3 aux entries, an Alltoallv without one per
+#: communicator rank, an aux list on a call that takes none; and the Sendrecv and Alltoallv events, counted for
+#: the checks of their aux values)
 CHECKS = ("rank", "sorted", "seq", "call", "nbytes", "compute", "send_peer", "recv_peer", "root", "tag",
-          "other")
-RANK, SORTED, SEQ, CALL, NBYTES, COMPUTE, SEND_PEER, RECV_PEER, ROOT, TAG, OTHER = range(len(CHECKS))
+          "other", "aux_rise", "sr_aux", "a2av_aux", "no_aux", "sendrecv", "alltoallv")
+(RANK, SORTED, SEQ, CALL, NBYTES, COMPUTE, SEND_PEER, RECV_PEER, ROOT, TAG, OTHER, AUX_RISE, SR_AUX, A2AV_AUX, NO_AUX,
+ SENDRECV, ALLTOALLV) = range(len(CHECKS))
 
 
 @njit(cache=True)
-def _pass(nprocs, rank, seq, call, peer, nbytes, tag, comm, compute, known, sends, recvs, rooted, other_code,
-          n_other, comm_ids, comm_sizes, any_source, proc_null, any_tag):
+def _pass(nprocs, rank, seq, call, peer, nbytes, tag, comm, compute, aux_ptr, known, sends, recvs, rooted, lists,
+          other_code, sr_code, a2av_code, n_other, comm_ids, comm_sizes, any_source, proc_null, any_tag):
     n = rank.size
     first = np.full(len(CHECKS), -1, dtype=np.int64)
     count = np.zeros(len(CHECKS), dtype=np.int64)
@@ -84,6 +88,30 @@ def _pass(nprocs, rank, seq, call, peer, nbytes, tag, comm, compute, known, send
             count[OTHER] += 1
             if first[OTHER] < 0:
                 first[OTHER] = i
+        alen = aux_ptr[i + 1] - aux_ptr[i]
+        if alen < 0:
+            count[AUX_RISE] += 1
+            if first[AUX_RISE] < 0:
+                first[AUX_RISE] = i
+        bad = -1
+        if c == sr_code:
+            count[SENDRECV] += 1
+            if first[SENDRECV] < 0:
+                first[SENDRECV] = i
+            if alen != 3:
+                bad = SR_AUX
+        elif c == a2av_code:
+            count[ALLTOALLV] += 1
+            if first[ALLTOALLV] < 0:
+                first[ALLTOALLV] = i
+            if alen != size:
+                bad = A2AV_AUX
+        elif not lists[c] and alen != 0:
+            bad = NO_AUX
+        if bad >= 0:
+            count[bad] += 1
+            if first[bad] < 0:
+                first[bad] = i
     return first, count
 
 
@@ -94,12 +122,14 @@ def _table(codes: np.ndarray) -> np.ndarray:
 
 
 def check_columns(trace, known: np.ndarray, sends: np.ndarray, recvs: np.ndarray, rooted: np.ndarray,
-                  comm_sizes: dict[int, int], other_code: int, any_source: int, proc_null: int,
-                  any_tag: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first failing event or -1, number failing) per check of :data:`CHECKS`; the call sets are code arrays,
-    ``comm_sizes`` the size of each communicator but ``MPI_COMM_WORLD``."""
+                  lists: np.ndarray, comm_sizes: dict[int, int], other_code: int, sr_code: int, a2av_code: int,
+                  any_source: int, proc_null: int, any_tag: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first failing event or -1, number failing) per check of :data:`CHECKS`; the call sets are code arrays
+    (``lists``: the calls that take a list of requests in ``aux``), ``comm_sizes`` the size of each communicator
+    but ``MPI_COMM_WORLD``."""
     ids = np.array(sorted(comm_sizes), dtype=np.int64)
     sizes = np.array([comm_sizes[c] for c in ids.tolist()], dtype=np.int64)
     return _pass(trace.nprocs, trace.rank, trace.seq, trace.call, trace.peer, trace.nbytes, trace.tag, trace.comm,
-                 trace.compute, _table(known), _table(sends), _table(recvs), _table(rooted), other_code,
-                 len(trace.other_names), ids, sizes, any_source, proc_null, any_tag)
+                 trace.compute, trace.aux_ptr, _table(known), _table(sends), _table(recvs), _table(rooted),
+                 _table(lists), other_code, sr_code, a2av_code, len(trace.other_names), ids, sizes, any_source,
+                 proc_null, any_tag)

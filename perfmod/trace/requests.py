@@ -105,32 +105,27 @@ def _grow(keys_r, keys_id, pend):
 
 
 @njit(cache=True)
-def _requests_well_formed(call, request, create, single, lists, no_request):
-    """Whether every event passes the request checks of :func:`resolve_requests` (a nonblocking call's id is
-    >= 0; only nonblocking calls, waits and tests carry an id; a wait's id is >= 0), in one pass."""
+def _count_refs(call, request, aux_ptr, create, single, lists, no_request, ref_ptr):
+    """``ref_ptr``: CSR offsets of the requests each event completes; returns whether every event passes the
+    request checks of :func:`resolve_requests` (a nonblocking call's id is >= 0; only nonblocking calls, waits and
+    tests carry an id; a wait's id is >= 0), in the same pass."""
+    ok = True
+    ref_ptr[0] = 0
     for i in range(call.size):
         c = call[i]
         q = request[i]
         if create[c]:
             if q < 0:
-                return False
+                ok = False
         elif q != no_request and ((single[c] and q < 0) or not (single[c] or lists[c])):
-            return False
-    return True
-
-
-@njit(cache=True)
-def _count_refs(call, request, aux_ptr, single, lists, ref_ptr):
-    """``ref_ptr``: CSR offsets of the requests each event completes."""
-    ref_ptr[0] = 0
-    for i in range(call.size):
-        c = call[i]
+            ok = False
         k = 0
-        if single[c] and request[i] != -1:
+        if single[c] and q != -1:
             k = 1
         elif lists[c]:
             k = aux_ptr[i + 1] - aux_ptr[i]
         ref_ptr[i + 1] = ref_ptr[i] + k
+    return ok
 
 
 # the state of :func:`_run` between calls (numba counts references on arrays a loop reassigns, which made
@@ -250,7 +245,9 @@ def resolve_requests(trace: Trace) -> Requests:
         again while still pending.
     """
     call = trace.call
-    if not (_requests_well_formed(call, trace.request, _CREATE, _SINGLE, _LIST, NO_REQUEST)
+    n = len(trace)
+    ref_ptr = np.empty(n + 1, dtype=index_dtype(n + trace.aux.size))
+    if not (_count_refs(call, trace.request, trace.aux_ptr, _CREATE, _SINGLE, _LIST, NO_REQUEST, ref_ptr)
             and not (trace.aux.size and (trace.aux < 0).any())):  # then find the first bad event, as NumPy masks
         is_create = _CREATE[call]
         trace._fail(is_create & (trace.request < 0), "nonblocking call needs a request id >= 0", "request")
@@ -263,9 +260,6 @@ def resolve_requests(trace: Trace) -> Requests:
             alen = np.diff(trace.aux_ptr)
             neg[np.repeat(np.arange(len(trace)), alen)[np.repeat(lists, alen) & (trace.aux < 0)]] = True
         trace._fail(neg, "waits on a negative request id", "aux_ptr")
-    n = len(trace)
-    ref_ptr = np.empty(n + 1, dtype=index_dtype(n + trace.aux.size))
-    _count_refs(call, trace.request, trace.aux_ptr, _SINGLE, _LIST, ref_ptr)
     created = np.empty(int(ref_ptr[-1]), dtype=index_dtype(n))
     never, bad_ref, ref_id, bad_cre, cre_id, prev = _resolve(
         trace.rank, call, trace.request, trace.aux_ptr, trace.aux, _CREATE, _SINGLE, ref_ptr, created)

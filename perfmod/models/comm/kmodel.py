@@ -20,6 +20,7 @@ from perfmod.machine.mapping import node_of
 __all__ = [
     "KCounts",
     "kmodel_counts_from",
+    "kmodel_counts_per_phase",
     "phase_counts",
     "K_TOTAL_RULES",
 ]
@@ -109,8 +110,7 @@ def kmodel_counts_from(
     """
     p = positive_int("nprocs", nprocs)
     rpn = positive_int("ranks_per_node", ranks_per_node)
-    if k_total_rule not in K_TOTAL_RULES:
-        raise ValueError(f"unknown k_total_rule {k_total_rule!r}; expected one of {K_TOTAL_RULES}")
+    _check_rule(k_total_rule, stencil)
     s, d = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if s.shape != d.shape:
         raise ValueError(f"src and dst differ in shape: {s.shape} vs {d.shape}")
@@ -124,14 +124,7 @@ def kmodel_counts_from(
     counted = int(np.bincount(ns, minlength=nnodes).max(initial=0))
     max_nb = int(np.bincount(s, minlength=p).max(initial=0))
     k_prime = min(rpn, p)
-    if k_total_rule == "counted":
-        k_total = counted
-    elif k_total_rule == "kprime_x_maxneighbours":
-        k_total = k_prime * max_nb
-    else:
-        if stencil is None:
-            raise ValueError("k_total_rule 'kprime_x_stencil' needs stencil (the application's neighbour count)")
-        k_total = k_prime * int(stencil)
+    k_total = _k_total(k_total_rule, counted, k_prime, max_nb, stencil)
     k = k_inter / k_total * k_prime if k_total else 0.0
     cfg = dict(config or {}) | {"mapping": mapping, "ranks_per_node": rpn, "nprocs": p}
     return KCounts(k_inter, k_total, k_prime, k, counted, max_nb, k_total_rule,
@@ -150,3 +143,49 @@ def phase_counts(phase: Any, ranks_per_node: int, mapping: str = "block",
     return kmodel_counts_from(phase.src, phase.dst, phase.nprocs, ranks_per_node, mapping=mapping,
                               stencil=phase.stencil, k_total_rule=k_total_rule, config=config)
 
+
+
+def _check_rule(k_total_rule: str, stencil: int | None) -> None:
+    if k_total_rule not in K_TOTAL_RULES:
+        raise ValueError(f"unknown k_total_rule {k_total_rule!r}; expected one of {K_TOTAL_RULES}")
+    if k_total_rule == "kprime_x_stencil" and stencil is None:
+        raise ValueError("k_total_rule 'kprime_x_stencil' needs stencil (the application's neighbour count)")
+
+
+def _k_total(k_total_rule: str, counted: Any, k_prime: int, max_nb: Any, stencil: int | None) -> Any:
+    """K_total by ``k_total_rule`` from the counted K_total and the largest neighbour count (ints or arrays)."""
+    if k_total_rule == "counted":
+        return counted
+    if k_total_rule == "kprime_x_maxneighbours":
+        return k_prime * max_nb
+    return k_prime * int(stencil)  # type: ignore[arg-type]
+
+
+def kmodel_counts_per_phase(phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
+                            ranks_per_node: int, mapping: str = "block", stencil: int | None = None,
+                            k_total_rule: str = "counted") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K_inter, K_total and k' of each phase ``0 .. nph - 1`` of a message list (``phase``, sender, receiver per
+    message; ranks in ``0 .. nprocs - 1``), as :func:`kmodel_counts_from` counts one phase, in one compiled pass
+    over the messages (in trace order, or grouped by phase by a sort) (float arrays; a phase without messages gets
+    0, 1 and k')."""
+    from perfmod.models.comm.kmodel_kernels import phase_maxima, phase_maxima_in_order  # numba only here
+
+    p = positive_int("nprocs", nprocs)
+    rpn = positive_int("ranks_per_node", ranks_per_node)
+    _check_rule(k_total_rule, stencil)
+    nnodes = -(-p // rpn)
+    node = node_of(np.arange(p), rpn, mapping, **({"nnodes": nnodes} if mapping == "round_robin" else {}))
+    k_inter, counted, max_nb = (np.zeros(nph, dtype=np.int64) for _ in range(3))
+    some = np.zeros(nph, dtype=bool)
+    if not phase_maxima_in_order(phase, src, dst, node, k_inter, counted, max_nb, some, np.zeros(nph, np.int64),
+                                 np.zeros(nph, np.int64), np.empty(nph, np.int64)):
+        # a stable sort by phase: NumPy's is a radix sort for keys of 16 bits or fewer (one pass, no comparisons)
+        order = np.argsort(phase.astype(np.uint16) if nph <= 1 << 16 else phase, kind="stable")
+        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
+        k_inter, counted, max_nb = (np.zeros(nph, dtype=np.int64) for _ in range(3))
+        phase_maxima(order, bounds, src, dst, node, k_inter, counted, max_nb, np.zeros(nnodes, dtype=np.int64),
+                     np.zeros(nnodes, dtype=np.int64), np.zeros(p, dtype=np.int64))
+        some = np.diff(bounds) > 0
+    k_prime = min(rpn, p)
+    k_total = np.where(some, _k_total(k_total_rule, counted, k_prime, max_nb, stencil), 1).astype(float)
+    return np.where(some, k_inter, 0).astype(float), k_total, np.full(nph, float(k_prime))

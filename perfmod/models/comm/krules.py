@@ -29,7 +29,7 @@ import numpy as np
 
 from perfmod.core.lazy import is_xarray
 from perfmod.machine.mapping import node_of, socket_of
-from perfmod.models.comm.kmodel import kmodel_counts_from, phase_counts
+from perfmod.models.comm.kmodel import kmodel_counts_per_phase, phase_counts
 from perfmod.models.comm.models import check_k, kmodel_k
 
 if TYPE_CHECKING:
@@ -93,8 +93,9 @@ class DefaultK(KRule):
         plat, kw = net.platform, net.nnodes_kw(nprocs)
         nodes = node_of(np.arange(nprocs), plat.ranks_per_node, net.mapping, **kw)
         sockets = socket_of(np.arange(nprocs), plat.ranks_per_node, plat.sockets_per_node, net.mapping, **kw)
-        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph), 1)
-        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph), 1)
+        pairs = _distinct_pairs(phase, src)  # once for both groupings
+        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph, pairs), 1)
+        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph, pairs), 1)
         return ({"k_node": k_node, "k_socket": k_sock},
                 lambda mode, sel: {"k": (k_node if mode == "inter_node" else k_sock)[phase[sel]].astype(float)})
 
@@ -129,16 +130,8 @@ class KModelK(KRule):
                 k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
         if not src.size:
             return {}, lambda mode, sel: {}
-        rpn = net.platform.ranks_per_node
-        ki, kt, kp = np.zeros(nph), np.ones(nph), np.full(nph, float(min(rpn, nprocs)))
-        # a stable sort by phase: NumPy's is a radix sort for keys of 16 bits or fewer (one pass, no comparisons)
-        order = np.argsort(phase.astype(np.uint16) if nph <= 1 << 16 else phase, kind="stable")
-        bounds = np.searchsorted(phase[order], np.arange(nph + 1))
-        for f in np.flatnonzero(np.diff(bounds)).tolist():
-            sel = order[bounds[f]:bounds[f + 1]]
-            c = kmodel_counts_from(src[sel], dst[sel], nprocs, rpn, mapping=net.mapping, stencil=stencil,
-                                   k_total_rule=k_total_rule)
-            ki[f], kt[f], kp[f] = c.k_inter, c.k_total, c.k_prime
+        ki, kt, kp = kmodel_counts_per_phase(phase, src, dst, nph, nprocs, net.platform.ranks_per_node,
+                                             mapping=net.mapping, stencil=stencil, k_total_rule=k_total_rule)
         per_phase = {"k_inter": ki, "k_total": kt, "k_prime": kp}
         # looked up for the selected messages only (no per-message copy of each count)
         return ({**per_phase, "k": ki / kt * kp},
@@ -149,9 +142,11 @@ def _per_message(per_phase: dict[str, np.ndarray], phase: np.ndarray) -> dict[st
     return {k: v[phase] for k, v in per_phase.items()}
 
 
-def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int) -> np.ndarray:
-    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase."""
-    ph, s = _distinct_pairs(phase, src)
+def _senders_per_group(phase: np.ndarray, src: np.ndarray, group: np.ndarray, nph: int,
+                       pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Max over groups (nodes or sockets) of the distinct ranks sending in each phase (``pairs``:
+    :func:`_distinct_pairs` of ``phase`` and ``src``, if known)."""
+    ph, s = _distinct_pairs(phase, src) if pairs is None else pairs
     gmax = int(group.max(initial=0)) + 1
     gk, cnt = np.unique(ph * gmax + group[s], return_counts=True)
     out = np.zeros(nph, dtype=np.int64)
