@@ -359,6 +359,11 @@ def test_perfmod_replay_of_a_goal_file_runs_without_the_dataset_libraries(tmp_pa
     out = subprocess.run([sys.executable, "-c", code, "replay", str(goal), "--platform", str(plat), "--model", "loggp",
                           "--top", "3"], check=True, capture_output=True, text=True).stdout.splitlines()
     assert out[-1] == "loaded []"
+    # more messages than pair_modes handles pair by pair (4,096): its rank tables need no compiled code either
+    big = write_halo_goal(tmp_path / "big.goal", 32, 32, 2)
+    out_big = subprocess.run([sys.executable, "-c", code, "replay", str(big), "--platform", str(plat), "--model",
+                              "loggp", "--top", "1"], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out_big[-1] == "loaded []"
     ds = replay(read_trace(goal), ns_platform(*params), "loggp")
     rows = [ln.split() for ln in out if ln[:4].strip().isdigit()]
     assert len(rows) == 3
