@@ -164,10 +164,12 @@ def _k_total(k_total_rule: str, counted: Any, k_prime: int, max_nb: Any, stencil
 def kmodel_counts_per_phase(phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
                             ranks_per_node: int, mapping: str = "block", stencil: int | None = None,
                             k_total_rule: str = "counted") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """K_inter, K_total and k' of each phase ``0 .. nph - 1`` of a message list (``phase``, sender, receiver per
-    message; ranks in ``0 .. nprocs - 1``), as :func:`kmodel_counts_from` counts one phase, in one compiled pass
-    over the messages (in trace order, or grouped by phase by a sort) (float arrays; a phase without messages gets
-    0, 1 and k')."""
+    """K_inter, K_total and k' of every phase of a message list, as :func:`kmodel_counts_from` counts one phase.
+
+    ``phase``, ``src``, ``dst``: the phase (0 to ``nph - 1``), sender and receiver (0 to ``nprocs - 1``) of
+    each message.  One compiled pass over the messages (in trace order, or grouped by phase by a sort); float
+    arrays, a phase without messages gets 0, 1 and k'.
+    """
     from perfmod.models.comm.kmodel_kernels import phase_maxima, phase_maxima_in_order  # numba only here
 
     p = positive_int("nprocs", nprocs)
