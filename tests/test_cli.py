@@ -6,6 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -113,6 +114,30 @@ def test_replay_a_dumpi_directory_prints_the_slowest_ranks(tmp_path, capsys):
     assert "on lassen, postal: slowest rank" in out[0] and out[1].split()[:2] == ["rank", "comm_time"]
     assert len(out) == 2 + 2 + 1 + 1  # header, two ranks, mean, wrote
     assert xr.open_dataset(tmp_path / "r.nc").sizes["rank"] == 4
+
+
+def test_replay_table_without_output_is_the_datasets_and_imports_no_dataset_library():
+    """Without -o the table comes from replay_times (no dataset): the same numbers as replay()'s dataset, and
+    the process imports neither xarray nor pandas (the start-up of a small replay, issue 23)."""
+    import subprocess
+    import sys
+
+    from perfmod.replay import replay
+    from perfmod.trace import read_trace
+    from perfmod.workflow.cli import RUN_TIMES
+
+    code = ("import sys; from perfmod.workflow.cli import main; rc = main(sys.argv[1:]); "
+            "print('loaded', sorted(m for m in ('xarray', 'pandas') if m in sys.modules)); sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, "replay", str(DUMPI), "--platform", "lassen", "--model",
+                          "kmodel", "--top", "4"], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out[-1] == "loaded []"
+    ds = replay(read_trace(DUMPI), "lassen", "kmodel")
+    rows = [ln.split() for ln in out if ln[:4].strip().isdigit()]
+    assert sorted(int(r[0]) for r in rows) == [0, 1, 2, 3]
+    assert int(rows[0][0]) == int(ds.comm_time.argmax())
+    for r in rows:
+        np.testing.assert_allclose([float(x) for x in r[1:]], [float(ds[v][int(r[0])]) for v in RUN_TIMES],
+                                   rtol=1e-6, atol=1e-15)
 
 
 def test_calibrate_refits_a_pingpong_file_into_a_valid_platform(tmp_path, capsys):

@@ -16,13 +16,15 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from perfmod.core.paths import repo_root
 from perfmod.core.version import __version__
+
+if TYPE_CHECKING:  # imported where a dataset is read: provenance_attrs and the file helpers start without it
+    import xarray as xr
 
 __all__ = [
     "DatasetConventionError",
@@ -188,5 +190,7 @@ def write_dataset(ds: xr.Dataset, path: str | os.PathLike, overwrite: bool = Tru
 
 def read_dataset(path: str | os.PathLike) -> xr.Dataset:
     """Read a dataset written by :func:`write_dataset` into memory."""
+    import xarray as xr
+
     with xr.open_dataset(path, engine="h5netcdf") as ds:
         return ds.load()

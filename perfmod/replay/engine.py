@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 from tqdm.auto import tqdm
 
 from perfmod.core.io import provenance_attrs
@@ -54,6 +53,9 @@ from perfmod.replay.matching import (
 )
 from perfmod.trace.core import CALL_NAMES, NO_PEER, Call, Trace
 from perfmod.trace.requests import resolve_requests
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: replay_times starts without it
+    import xarray as xr
 
 __all__ = ["replay", "ReplayError", "DeadlockError", "ReplayWarning"]
 
@@ -260,8 +262,26 @@ def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmode
         return _replay(trace, platform, model, mapping, compute, unknown, k_total_rule, stencil, validate, bar)
 
 
+def replay_times(trace: Trace, platform: Platform | str | Network, model: str = "kmodel", *,
+                 mapping: str = "block", unknown: str = "skip", progress: bool | None = None) -> dict[str, np.ndarray]:
+    """:func:`replay`'s per-rank times (:func:`run_times`; same arguments, checks and warnings) without its dataset:
+    what the command line prints, which so starts without importing xarray and pandas."""
+    show = len(trace) >= PROGRESS_EVENTS if progress is None else bool(progress)
+    with tqdm(total=len(_STAGES), desc=f"replay of {len(trace):,} events", unit="stage", disable=not show,
+              mininterval=0) as bar:
+        return _replay(trace, platform, model, mapping, None, unknown, "counted", None, True, bar, times_only=True)
+
+
+def run_times(acc: np.ndarray, clock: np.ndarray) -> dict[str, np.ndarray]:
+    """``comm_time``, ``send_time``, ``recv_time``, ``wait_time``, ``collective_time``, ``compute_time`` and
+    ``total_time`` per rank (s), as in :func:`replay`'s dataset, from the kernel's accumulators and clocks."""
+    return {"comm_time": acc[:, ACC_SEND] + acc[:, ACC_RECV] + acc[:, ACC_WAIT] + acc[:, ACC_COLL],
+            "send_time": acc[:, ACC_SEND], "recv_time": acc[:, ACC_RECV], "wait_time": acc[:, ACC_WAIT],
+            "collective_time": acc[:, ACC_COLL], "compute_time": acc[:, ACC_COMPUTE], "total_time": clock}
+
+
 def _replay(trace: Trace, platform: Platform | str | Network, model: str, mapping: str, compute: Any, unknown: str,
-            k_total_rule: str, stencil: int | None, validate: bool, bar: Any) -> xr.Dataset:
+            k_total_rule: str, stencil: int | None, validate: bool, bar: Any, times_only: bool = False) -> Any:
     def stage(k: int) -> None:  # stage k begins
         if k:
             bar.update()
@@ -357,6 +377,9 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         warnings.warn(f"{trace.source or 'trace'}: {never_completed.size} requests are never waited for "
                       f"(first: {trace._at(int(never_completed[0]))})", ReplayWarning, stacklevel=3)
     stage(5)
+    if times_only:
+        bar.update()
+        return run_times(acc, clock)
     ds = _dataset(trace, net.platform, net.model.name, mapping, acc, clock, iter_comm if n_iter else None, msgs,
                   bytes_sent, phases, unknown_calls, k_total_rule, unmatched, int(never_completed.size))
     ds.attrs.update(loggops_attrs)
@@ -367,20 +390,22 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
 def _dataset(trace: Trace, plat: Platform, model: str, mapping: str, acc: np.ndarray, clock: np.ndarray,
              iter_comm: np.ndarray | None, msgs: np.ndarray, nbytes: np.ndarray, phases: dict[str, np.ndarray],
              unknown_calls: dict[str, int], k_total_rule: str, unmatched: int, never_completed: int) -> xr.Dataset:
+    import xarray as xr
+
     p = trace.nprocs
-    comm = acc[:, ACC_SEND] + acc[:, ACC_RECV] + acc[:, ACC_WAIT] + acc[:, ACC_COLL]
+    times = run_times(acc, clock)
 
     def var(values: np.ndarray, long_name: str, dims: Any = "rank", units: str = "s") -> tuple:
         return (dims, values, {"units": units, "long_name": long_name})
 
     data = {
-        "comm_time": var(comm, f"communication time per rank ({model})"),
-        "send_time": var(acc[:, ACC_SEND], "time in blocking sends"),
-        "recv_time": var(acc[:, ACC_RECV], "time in blocking receives and sendrecvs"),
-        "wait_time": var(acc[:, ACC_WAIT], "time in waits and tests"),
-        "collective_time": var(acc[:, ACC_COLL], "time in collectives"),
-        "compute_time": var(acc[:, ACC_COMPUTE], "computation between calls"),
-        "total_time": var(clock, "replayed run time per rank (clock at the last event)"),
+        "comm_time": var(times["comm_time"], f"communication time per rank ({model})"),
+        "send_time": var(times["send_time"], "time in blocking sends"),
+        "recv_time": var(times["recv_time"], "time in blocking receives and sendrecvs"),
+        "wait_time": var(times["wait_time"], "time in waits and tests"),
+        "collective_time": var(times["collective_time"], "time in collectives"),
+        "compute_time": var(times["compute_time"], "computation between calls"),
+        "total_time": var(times["total_time"], "replayed run time per rank (clock at the last event)"),
         "messages": var(msgs, "point-to-point messages sent per mode", ("rank", "mode"), "1"),
         "bytes_sent": var(nbytes, "point-to-point bytes sent per mode", ("rank", "mode"), "B"),
     }

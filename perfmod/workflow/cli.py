@@ -183,10 +183,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.trace and not args.synthetic and not args.output and _goal_loggops(args.trace, args.model):
         return _replay_goal_loggops(args)
     # the replay stack is imported here: `perfmod run`, once per notebook in make all, starts without it
-    import numpy as np
 
     from perfmod.models.comm.registry import model_names
-    from perfmod.replay.engine import replay
+    from perfmod.replay.engine import replay, replay_times
     from perfmod.trace import read_trace
 
     if args.model not in model_names():
@@ -205,23 +204,33 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise CLIError("give a TRACE file or --synthetic APP:NPROCS:ITERATIONS")
     if args.output and Path(args.output).exists() and not args.force:
         raise CLIError(f"-o {args.output}: exists; give --force to overwrite it")
-    ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown or "skip")
+    if args.output:
+        ds = replay(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown or "skip")
+        times = {v: ds[v].values for v in RUN_TIMES}
+    else:  # the table alone: no dataset, so neither xarray nor pandas is imported
+        times = replay_times(trace, args.platform, args.model, mapping=args.mapping, unknown=args.unknown or "skip")
     skipped = {str(k): int(v) for k, v in dict(trace.meta.get("unknown_calls") or {}).items()}
     if skipped:
         print(f"skipped {sum(skipped.values())} calls perfmod does not model: "
               + ", ".join(f"{k} x{v}" for k, v in sorted(skipped.items())), file=sys.stderr)
-    comm = ds.comm_time.values
-    order = np.argsort(comm)[::-1][: args.top]
-    print(f"{trace!r} on {args.platform}, {args.model}: slowest rank {int(order[0])}")
-    print("rank  " + "  ".join(f"{v:>16s}" for v in RUN_TIMES))
-    for r in order:
-        print(f"{int(r):4d}  " + "  ".join(f"{float(ds[v][r]):16.6e}" for v in RUN_TIMES))
-    print("mean  " + "  ".join(f"{float(ds[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
+    _print_times(f"{trace!r} on {args.platform}, {args.model}", times, args.top, "comm_time")
     if args.output:
         from perfmod.core.io import write_dataset
 
         print(f"wrote {write_dataset(ds, args.output)}")
     return 0
+
+
+def _print_times(title: str, times: dict, top: int, slowest_by: str) -> None:
+    """The ``top`` slowest ranks by ``slowest_by`` and the means of :data:`RUN_TIMES` (arrays per rank)."""
+    import numpy as np
+
+    order = np.argsort(times[slowest_by], kind="stable")[::-1][:top]
+    print(f"{title}: slowest rank {int(order[0])}")
+    print("rank  " + "  ".join(f"{v:>16s}" for v in RUN_TIMES))
+    for r in order:
+        print(f"{int(r):4d}  " + "  ".join(f"{float(times[v][r]):16.6e}" for v in RUN_TIMES))
+    print("mean  " + "  ".join(f"{float(np.mean(times[v])):16.6e}" for v in RUN_TIMES) + "   (seconds)")
 
 
 def _goal_loggops(path: str, model: str) -> bool:
@@ -251,13 +260,8 @@ def _replay_goal_loggops(args: argparse.Namespace) -> int:
     zero = np.zeros_like(total)
     cols = {"comm_time": wait, "send_time": zero, "recv_time": zero, "wait_time": wait, "collective_time": zero,
             "compute_time": comp, "total_time": total}
-    order = np.argsort(wait, kind="stable")[::-1][: args.top]
-    print(f"GOAL schedule {args.trace} ({total.size} ranks, {res.operations} operations) on {args.platform}, "
-          f"{args.model}: slowest rank {int(order[0])}")
-    print("rank  " + "  ".join(f"{v:>16s}" for v in RUN_TIMES))
-    for r in order:
-        print(f"{int(r):4d}  " + "  ".join(f"{float(cols[v][r]):16.6e}" for v in RUN_TIMES))
-    print("mean  " + "  ".join(f"{float(cols[v].mean()):16.6e}" for v in RUN_TIMES) + "   (seconds)")
+    _print_times(f"GOAL schedule {args.trace} ({total.size} ranks, {res.operations} operations) on {args.platform}, "
+                 f"{args.model}", cols, args.top, "comm_time")
     print(f"finishing time {float(total.max()):.9f} s (rank {int(np.argmax(total))})")
     return 0
 
