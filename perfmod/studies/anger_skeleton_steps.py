@@ -43,13 +43,7 @@ from perfmod.measure.regions.store import RegionStore
 from perfmod.measure.regions.virtual import run_virtual
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import run_flags
-from perfmod.models.compute import (
-    BandwidthCurve,
-    MemoryTraffic,
-    fit_compute_model,
-    fit_per_unit,
-    with_memory_hierarchy,
-)
+from perfmod.models.compute import BandwidthCurve, MemoryTraffic, fit_compute_model, with_memory_hierarchy
 from perfmod.replay import replay
 from perfmod.trace.core import Call, Trace
 
@@ -254,10 +248,7 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
     """One model per region by ``method``, on the parameters that vary in its training frame.
 
     The ``eiger`` and ``perfmod`` models also get :data:`CONTENTION` when the frame has runs with
-    different rank counts; ``loop`` and ``mean`` keep the region's own parameters.  Where the loop
-    model's trip count (``spec.extent``) varies, perfmod mode fits the cost per trip and multiplies it
-    back (:func:`~perfmod.models.compute.fit_per_unit`): the loop model is then its simplest
-    hypothesis, which the search leaves only where the data ask for more.  With a measured
+    different rank counts; ``loop`` and ``mean`` keep the region's own parameters.  With a measured
     ``bandwidth`` curve, the perfmod-mode model of each region in ``spec.memory`` is wrapped by
     :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets it adds
     the time the region's bytes take at the curve's lower bandwidth (the published Eiger and loop
@@ -281,8 +272,6 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
                 models[region] = fit_compute_model(data, "time", params, method="mean")
             else:
                 models[region] = fit_compute_model(data, "time", params, method="loop", extents=[spec.extent])
-        elif method == "perfmod" and spec.extent in params:  # the cost per trip (perfmod.models.compute.per_unit)
-            models[region] = fit_per_unit(data, "time", params, spec.extent, method=method)
         else:
             models[region] = fit_compute_model(data, "time", params, method=method)
         if method == "perfmod" and bandwidth is not None and region in spec.memory:

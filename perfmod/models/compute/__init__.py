@@ -14,7 +14,6 @@ from .errors import (
 from .extrap_io import ExtrapFormatError, model_expression, prediction_table, read_extrap, write_extrap_text
 from .memory import BandwidthCurve, MemoryHierarchyModel, MemoryTraffic, with_memory_hierarchy
 from .normal_form import normal_form_search
-from .per_unit import PerUnitModel, fit_per_unit
 from .pool import EPM_EXPONENTS, Term, eiger_pool, normal_form_pool
 from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
 from .varimax import eiger_pca, varimax
@@ -27,12 +26,10 @@ __all__ = [
     "ConstantMeanModel",
     "LoopModel",
     "PerfmodModel",
-    "PerUnitModel",
     "fit_compute_model",
     "fit_constant_mean",
     "fit_loop_model",
     "fit_perfmod",
-    "fit_per_unit",
     "perfmod_pool",
     "ComputeModelError",
     "EigerModel",
