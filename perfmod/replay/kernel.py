@@ -273,7 +273,7 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
 
     def recv_done(j):  # completion time of the posted receive j (NaN: its message is not there)
         i = evi[j, 1]
-        rp = clock[rank[j]] if call[j] == _SENDRECV else evf[j, 0]
+        rp = rpost(j)
         if i == -2:  # MPI_PROC_NULL
             return rp
         if i < 0 or not _sent(evf[i, 1]):
@@ -291,6 +291,24 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
             k = evi[i, 1]
             return (k == -2 or (k >= 0 and _sent(evf[k, 1]))) and (c == _RECV or _sent(evf[i, 1]))
         return False
+
+    def wake_after(r, waiter, sd):
+        """Rank ``r``, parked, after a message of its completed at ``sd``: a wait whose request it is
+        (``waiter``, the wait the request's event names, or -1) counts it off its missing requests
+        (``evi[wait, 2]``) and can end at zero; another blocking call can end once it has every time it needs."""
+        p = pc[r]
+        cp = call[p]
+        if cp >= _WAIT_LO and cp <= _WAIT_HI:
+            if waiter != p:
+                return
+            evi[p, 2] -= 1
+            if evi[p, 2] != 0:
+                return
+        elif not can_end(p):
+            return
+        tw = max(sd, clock[r])
+        if claim(r, tw):
+            push(tw, r)
 
     while size[0] + size[3] > 0 and not size[1]:
         if size[0] + room > hd.shape[0]:
@@ -330,36 +348,12 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                 # wait parked on this message's request (its waiter, evi[i, 1] of an Isend, evi[j, 0] of an
                 # Irecv) counts it off its missing requests (evi[wait, 2]) and can end at zero
                 if state[s] == 2:
-                    p = pc[s]
-                    cp = call[p]
-                    if cp >= _WAIT_LO and cp <= _WAIT_HI:
-                        ok = False
-                        if (c_i == _ISEND or c_i == _ISSEND) and evi[i, 1] == p:
-                            evi[p, 2] -= 1
-                            ok = evi[p, 2] == 0
-                    else:
-                        ok = can_end(p)
-                    if ok:
-                        tw = max(sd, clock[s])
-                        if claim(s, tw):
-                            push(tw, s)
+                    wake_after(s, evi[i, 1] if (c_i == _ISEND or c_i == _ISSEND) else -1, sd)
                 j = evi[i, 0]
                 if j >= 0:
                     w = np.int64(rank[j])
                     if state[w] == 2:
-                        p = pc[w]
-                        cp = call[p]
-                        if cp >= _WAIT_LO and cp <= _WAIT_HI:
-                            ok = False
-                            if call[j] == _IRECV and evi[j, 0] == p:
-                                evi[p, 2] -= 1
-                                ok = evi[p, 2] == 0
-                        else:
-                            ok = can_end(p)
-                        if ok:
-                            tw = max(sd, clock[w])
-                            if claim(w, tw):
-                                push(tw, w)
+                        wake_after(w, evi[j, 0] if call[j] == _IRECV else -1, sd)
             continue
         r = key
         if qtime[r] != t_now:
