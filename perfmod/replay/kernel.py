@@ -82,8 +82,9 @@ ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 #: known (``evf[i, 0]`` holds it)
 F_RNDV, F_READY = 1, 2
 
-#: how many pops ahead the run queue's steps have their event rows prefetched (:mod:`perfmod.core.prefetch`)
-_AHEAD = 8
+#: how many pops ahead the run queue's steps have their event rows prefetched (:mod:`perfmod.core.prefetch`);
+#: half as far ahead, the rows of their partners (read from those rows): 8 pops were too few for the second load
+_AHEAD = 16
 
 #: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
 _HEAP_ENTRIES_PER_RANK = 2
@@ -200,10 +201,14 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                 size[3] = c - 1
                 if c > _AHEAD:  # the step _AHEAD pops later: start loading its rows now
                     w = np.int64(rq[(h + _AHEAD) & mask, 1])
-                    if w < nprocs:
+                    if w < nprocs:  # and those of the events after it, which the partner scan below reads
                         x = pc[w]
                         prefetch(evi, x)
+                        prefetch(evi, x + 4)
+                        prefetch(evi, x + 8)
                         prefetch(evf, x)
+                        prefetch(evf, x + 4)
+                        prefetch(evf, x + 8)
                         prefetch(call, x)
                         prefetch(compute, x)
                     else:
@@ -211,9 +216,9 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                         if x >= 0:
                             prefetch(evi, x)
                             prefetch(evf, x)
-                if c > _AHEAD // 2:  # a NIC step half as far ahead: its messages' receive rows (its own are loaded)
+                if c > _AHEAD // 2:  # a step half as far ahead (its own rows are loaded): its partners' rows
                     w = np.int64(rq[(h + _AHEAD // 2) & mask, 1])
-                    if w >= nprocs:
+                    if w >= nprocs:  # a NIC step: its messages' receive rows
                         x = head[w - nprocs]
                         while x >= 0:
                             y = evi[x, 0]
@@ -222,6 +227,27 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                                 prefetch(rank, y)
                                 prefetch(call, y)
                             x = evi[x, 2]
+                    else:  # a rank step: the rows its next point-to-point calls read when they post (after the
+                        # call it is parked in, a wait or a collective, which the step ends)
+                        x = pc[w]
+                        for e in range(x, min(end[w], x + 8)):
+                            ce = call[e]
+                            if ce == _ISEND or ce == _ISSEND or ce == _SEND or ce == _SSEND or ce == _SENDRECV:
+                                y = evi[e, 0]  # the receive: is it posted, when
+                                if y >= 0:
+                                    prefetch(evf, y)
+                                    prefetch(call, y)
+                                if ce != _SENDRECV:
+                                    continue
+                            elif ce != _IRECV and ce != _RECV:
+                                if e == x:
+                                    continue
+                                break
+                            y = evi[e, 1]  # the send: does it wait for this receive
+                            if y >= 0:
+                                prefetch(evf, y)
+                                prefetch(flag, y)
+                                prefetch(rank, y)
                 return rq[h, 0], np.int64(rq[h, 1])
         n = size[0] - 1
         t, k = hd[0, 0], np.int64(hd[0, 1])
