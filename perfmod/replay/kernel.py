@@ -19,7 +19,8 @@ Each event's state is two short rows read together (indices: partner,
 requests or instance, ready-list link; times: posting/ready time and the
 message's duration, then its completion), about 29 bytes per event with
 the flag byte (:func:`replay_events`); the loop's helpers are closures over
-its arrays, so that numba counts no references per call.
+its arrays, and the loop is compiled without numba's reference counting
+(:func:`run_kernel`).
 
 Every model but ``loggp`` runs here (``loggp_nic`` is LogGP under these
 rules); ``loggp`` runs as LogGOPSim does, :mod:`perfmod.replay.loggops`.
@@ -147,16 +148,24 @@ def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
     return _match(j, g, False, rank, stag, rsrc, rtag, shead, stail, slink, rhead, rtail, rlink, evi)
 
 
-@njit(cache=True)
+#: numba's target option that compiles a function without its runtime's reference counting (the loop allocates
+#: nothing and owns no array: the caller does); numba spells it with a leading underscore, outside its documented
+#: options, so a test checks that the compiled loop has it
+_NO_REFCOUNT = {"_nrt": False}
+
+
+@njit(cache=True, **_NO_REFCOUNT)
 def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt, wmax, acc, iter_comm, head, shead,
                stail, rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi,
                evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter, sgrp, rgrp,
                stag, rsrc, rtag, slink, rlink):
     """The event loop of :func:`replay_events`; returns True when the heap ``hd`` needs more room than ``room``
     free entries (then call it again with a larger one)."""
-    # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more):
-    # numba inlines them without binding the arrays to new variables, whose reference counting (atomic
-    # operations at every call of an njit helper) took a third of the loop's time
+    # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more).
+    # numba inlines them binding the arrays to new variables (about 380 in this loop), and with its reference
+    # counting each binding is an atomic increment and decrement (at every call of an njit helper too): 40 % of
+    # the loop's time at 16,384 ranks, and a full fence that stalled the loads in flight; compiled without it
+    # (_NO_REFCOUNT) the loop has none
     mask = rq.shape[0] - 1  # the run queue's length is a power of two
 
     def push(t, key):
@@ -597,8 +606,8 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
                   inst_members, iteration, n_iter, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
     """Replay; returns (status, clock, acc, iter_comm, pc).
 
-    Sets up the per-rank state and runs :func:`run_kernel`, growing its heap between calls (numba counts
-    references on every array a compiled loop may reassign, which cost a quarter of the replay).
+    Sets up the per-rank state and runs :func:`run_kernel`, growing its heap between calls (the loop allocates
+    nothing: it is compiled without reference counting).
 
     Each event's state is in two rows read together (one cache line rather than one per array), allocated by
     the caller (so that their memory is accounted where NumPy allocations are) and updated in place:
@@ -666,7 +675,7 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
                      shead, stail, rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank,
                      call, compute, evi, evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members,
                      iteration, n_iter, sgrp, rgrp, stag, rsrc, rtag, slink, rlink):
-        grown = np.empty((2 * hd.shape[0], 2))  # out of the compiled loop, which would count references otherwise
+        grown = np.empty((2 * hd.shape[0], 2))  # out of the compiled loop, which allocates nothing
         grown[:size[0]] = hd[:size[0]]
         hd = grown
     if size[1]:
