@@ -220,6 +220,7 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                         prefetch(evf, x + 8)
                         prefetch(call, x)
                         prefetch(compute, x)
+                        prefetch(iteration, x)
                     else:
                         x = head[w - nprocs]
                         if x >= 0:
@@ -230,6 +231,7 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                     if w >= nprocs:  # a NIC step: its messages' receive rows
                         x = head[w - nprocs]
                         while x >= 0:
+                            prefetch(evf, x)  # its ready time (the list's first row is loaded)
                             y = evi[x, 0]
                             if y >= 0:
                                 prefetch(evi, y)
