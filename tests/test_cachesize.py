@@ -66,6 +66,26 @@ def test_probe_keeps_the_best_sample_over_its_sweeps(monkeypatch):
         cs.probe_cache([MiB], sweeps=0)
 
 
+def test_cache_shared_compares_the_knees_alone_and_together(monkeypatch):
+    monkeypatch.setattr(cs, "_sysfs_sizes", lambda *a: [32 * 1024, 2 * MiB, 300 * MiB])  # knee search above 4 MiB
+    sizes = [8, 16, 32, 64, 128, 256]
+    alone = _curve(sizes, [33, 33, 32, 18, 17, 17])              # knee at 32 MiB
+    own = _curve(sizes, [31, 31, 30, 17, 16, 16])                # two processes, each still to 32 MiB
+    halved = _curve(sizes, [30, 29, 17, 16, 16, 16])             # two processes sharing it: 16 MiB each
+    assert not cs.cache_shared(alone, own)
+    assert cs.cache_shared(alone, halved)
+    assert not cs.cache_shared(_curve(sizes, [10, 10, 10, 10, 10, 10]), halved)  # no cache seen alone: no sharing
+
+
+def test_a_real_probe_in_two_processes_at_once():
+    probe = cs.probe_cache([MiB, 4 * MiB], reps=1, processes=2)
+    bw = probe.cache_probe_bandwidth.values
+    assert probe.attrs["processes"] == 2 and "2 processes" in probe.cache_probe_bandwidth.attrs["long_name"]
+    assert np.all(np.isfinite(bw)) and np.all(bw > 1e8)
+    with pytest.raises(ValueError, match="processes"):
+        cs.probe_cache([MiB], processes=0)
+
+
 def test_sysfs_reader(tmp_path):
     for i, size in enumerate(("32K", "2048K", "300M")):
         (tmp_path / f"index{i}").mkdir()

@@ -21,12 +21,12 @@ C = 2e-9  # s per unit of work in cache
 TRAFFIC = MemoryTraffic("n", traffic_per_unit=100.0, working_set_per_unit=1000.0, sharers="p")
 
 
-def _fitted(p_values=(1,)):
+def _fitted(p_values=(1,), scaling="added"):
     n = np.array([250, 500, 1000, 1500, 2000] * len(p_values), dtype=float)
     p = np.repeat(np.asarray(p_values, dtype=float), 5)
     train = pd.DataFrame({"n": n, "p": p, "time": C * n})
     model = fit_compute_model(train[["n", "time"]], "time", ["n"], method="loop", extents=["n"])
-    return with_memory_hierarchy(model, train, TRAFFIC, CURVE)
+    return with_memory_hierarchy(model, train, TRAFFIC, CURVE, scaling=scaling)
 
 
 def test_non_increasing_is_the_least_squares_monotone_fit():
@@ -70,7 +70,7 @@ def test_processes_sharing_the_cache_multiply_the_working_set():
     p = np.repeat([1.0, 2.0], 5)
     train = pd.DataFrame({"n": n, "p": p, "time": C * n * (1 + 0.1 * (p - 1))})
     base = fit_compute_model(train, "time", ["n", "p"], method="perfmod", bootstrap=0)
-    model = with_memory_hierarchy(base, train, TRAFFIC, CURVE)
+    model = with_memory_hierarchy(base, train, TRAFFIC, CURVE, scaling="added")
     assert model.reference_working_set == 2e6  # 2,000 units on 1 process, 1,000 on 2
     slower = 1 / 2e10 - 1 / 4e10
     extra = model.extra_time(pd.DataFrame({"n": [1000.0, 2000.0, 2000.0], "p": [2.0, 1.0, 2.0]}))
@@ -80,6 +80,26 @@ def test_processes_sharing_the_cache_multiply_the_working_set():
     one = _fitted((1,))
     assert one.traffic.sharers is None
     assert one.extra_time(pd.DataFrame({"n": [4000.0]})).tolist() == pytest.approx([100 * 4000 * slower])
+
+
+def test_proportional_scaling_slows_the_fit_by_the_bandwidth_ratio():
+    model = _fitted(scaling="proportional")
+    assert model.scaling == "proportional"
+    # W_ref = 2 MB (40 GB/s); 4,000 units: 4 MB (20 GB/s, 2x); 2,828 units: 2.83 MB (log-log: sqrt(2) slower)
+    n = np.array([1500.0, 4000.0, 2000 * np.sqrt(2)])
+    ds = model.predict(pd.DataFrame({"n": n}), interval="prediction")
+    factor = np.array([1.0, 2.0, np.sqrt(2)])
+    assert model.slowdown(pd.DataFrame({"n": n})).tolist() == pytest.approx(factor.tolist(), rel=1e-9)
+    assert ds.predicted.values.tolist() == pytest.approx((C * n * factor).tolist(), rel=1e-9)
+    assert ds.memory_time.values.tolist() == pytest.approx((C * n * (factor - 1)).tolist(), rel=1e-9, abs=1e-18)
+    # the interval is carried by the same factor, and predict_one and extra_time agree with predict
+    bare = model.model.predict(pd.DataFrame({"n": n}), interval="prediction")
+    assert ds.upper.values.tolist() == pytest.approx((bare.upper.values * factor).tolist(), rel=1e-9)
+    assert model.predict_one(n=4000.0) == pytest.approx(2 * C * 4000, rel=1e-9)
+    assert model.extra_time(pd.DataFrame({"n": n})).tolist() == pytest.approx(ds.memory_time.values.tolist(),
+                                                                              rel=1e-9, abs=1e-18)
+    with pytest.raises(ValueError, match="scaling"):
+        with_memory_hierarchy(model.model, pd.DataFrame({"n": [1.0]}), TRAFFIC, CURVE, scaling="linear")
 
 
 def test_bad_traffic_is_named():

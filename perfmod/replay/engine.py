@@ -256,9 +256,7 @@ def replay(trace: Trace, platform: Platform | str | Network, model: str = "kmode
         Truncated messages, mismatched collectives, or unknown calls with
         ``unknown="error"``.
     """
-    show = len(trace) >= PROGRESS_EVENTS if progress is None else bool(progress)
-    with tqdm(total=len(_STAGES), desc=f"replay of {len(trace):,} events", unit="stage", disable=not show,
-              mininterval=0) as bar:
+    with _stage_bar(trace, progress) as bar:
         return _replay(trace, platform, model, mapping, compute, unknown, k_total_rule, stencil, validate, bar)
 
 
@@ -266,10 +264,16 @@ def replay_times(trace: Trace, platform: Platform | str | Network, model: str = 
                  mapping: str = "block", unknown: str = "skip", progress: bool | None = None) -> dict[str, np.ndarray]:
     """:func:`replay`'s per-rank times (:func:`run_times`; same arguments, checks and warnings) without its dataset:
     what the command line prints, which so starts without importing xarray and pandas."""
-    show = len(trace) >= PROGRESS_EVENTS if progress is None else bool(progress)
-    with tqdm(total=len(_STAGES), desc=f"replay of {len(trace):,} events", unit="stage", disable=not show,
-              mininterval=0) as bar:
+    with _stage_bar(trace, progress) as bar:
         return _replay(trace, platform, model, mapping, None, unknown, "counted", None, True, bar, times_only=True)
+
+
+def _stage_bar(trace: Trace, progress: bool | None) -> Any:
+    """The progress bar over the replay's stages: shown for traces of :data:`PROGRESS_EVENTS` events or more unless
+    ``progress`` says otherwise."""
+    show = len(trace) >= PROGRESS_EVENTS if progress is None else bool(progress)
+    return tqdm(total=len(_STAGES), desc=f"replay of {len(trace):,} events", unit="stage", disable=not show,
+                mininterval=0)
 
 
 def run_times(acc: np.ndarray, clock: np.ndarray) -> dict[str, np.ndarray]:

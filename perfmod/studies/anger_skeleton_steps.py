@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -244,15 +244,17 @@ def clean_training_frames(store: Path, spec: AppSpec, train_sizes: Sequence[int]
 
 
 def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method: str,
-                      eiger_threshold: float = 1e-3, bandwidth: BandwidthCurve | None = None) -> dict[str, Any]:
+                      eiger_threshold: float = 1e-3, bandwidth: BandwidthCurve | None = None,
+                      cache_shared: bool = True) -> dict[str, Any]:
     """One model per region by ``method``, on the parameters that vary in its training frame.
 
     The ``eiger`` and ``perfmod`` models also get :data:`CONTENTION` when the frame has runs with
     different rank counts; ``loop`` and ``mean`` keep the region's own parameters.  With a measured
     ``bandwidth`` curve, the perfmod-mode model of each region in ``spec.memory`` is wrapped by
-    :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets it adds
-    the time the region's bytes take at the curve's lower bandwidth (the published Eiger and loop
-    methods keep their form).
+    :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets it is
+    slowed down by the ratio of the curve's bandwidths (the published Eiger and loop methods keep
+    their form).  ``cache_shared``: the ranks of a run share the cache (their working sets add up);
+    False where each has its own (:func:`perfmod.measure.bench.cachesize.cache_shared`).
 
     Raises
     ------
@@ -275,7 +277,8 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
         else:
             models[region] = fit_compute_model(data, "time", params, method=method)
         if method == "perfmod" and bandwidth is not None and region in spec.memory:
-            models[region] = with_memory_hierarchy(models[region], frame, spec.memory[region], bandwidth)
+            traffic = spec.memory[region] if cache_shared else replace(spec.memory[region], sharers=None)
+            models[region] = with_memory_hierarchy(models[region], frame, traffic, bandwidth)
     return models
 
 

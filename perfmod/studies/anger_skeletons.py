@@ -46,7 +46,7 @@ from tqdm.auto import tqdm
 
 import perfmod.campaign as campaign
 from perfmod.core.paperdata import read_table
-from perfmod.measure.bench.cachesize import MiB, effective_llc, probe_cache, probe_sizes
+from perfmod.measure.bench.cachesize import MiB, cache_shared, effective_llc, probe_cache, probe_sizes
 from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.compute import BandwidthCurve, ComputeModelError, ExtrapolationWarning
@@ -69,9 +69,10 @@ __all__ = ["CACHE_PROBE_BYTES", "run", "figures", "summary", "training_range_mas
 
 STUDY = "anger_skeletons"
 
-CACHE_PROBE_BYTES = probe_sizes(256 * MiB, 8 * MiB, steps_per_octave=1.5)
-"""Working sets of the study's cache probe: 8 from 8 to 256 MiB, across the last-level cache this machine's
-process gets (48-128 MiB measured on the development VM, whose /sys reports 300 MiB)."""
+CACHE_PROBE_BYTES = probe_sizes(256 * MiB, 8 * MiB, steps_per_octave=3)
+"""Working sets of the study's cache probe: 16 from 8 to 256 MiB, across the last-level cache this machine's
+process gets (32-64 MiB measured on the development VM, whose /sys reports 300 MiB; the knee is sharp, so
+the steps are a third of an octave)."""
 _SOURCE = ("measurement: HPCCG-, MiniMD- and LULESH-like proxies (perfmod.measure.proxies) on this machine, their "
            "skeletons (perfmod.measure.regions.skeleton) replayed with perfmod.replay; method of paper 004 §V-§VI")
 
@@ -129,8 +130,11 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         Seed of the native runs' interleaved order.
     cache_probe : bool
         Measure the machine's bandwidth over working sets (:func:`perfmod.measure.bench.cachesize.probe_cache`
-        over :data:`CACHE_PROBE_BYTES`, best of 4 sweeps, about 2 s) before the native runs; perfmod mode
-        carries the HPCCG regions past the cache with it (:class:`perfmod.models.compute.MemoryHierarchyModel`).
+        over :data:`CACHE_PROBE_BYTES`, best of 4 sweeps, about 5 s; then again in as many processes at once
+        as the largest rank count, whose knee says whether the ranks share the cache,
+        :func:`perfmod.measure.bench.cachesize.cache_shared`)
+        before the native runs; perfmod mode carries the HPCCG regions past the cache with it
+        (:class:`perfmod.models.compute.MemoryHierarchyModel`).
         False: no probe, and perfmod mode keeps its plain fits.
     raw_out : str
         Directory for the raw files: the native runs (netCDF) and the region stores (SQLite); empty: the native
@@ -164,13 +168,20 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     bar = tqdm(total=len(apps) * 5, desc="anger_skeletons", disable=not progress)
     probe = probe_cache(CACHE_PROBE_BYTES, reps=1, sweeps=4) if cache_probe else None
     curve = BandwidthCurve.from_probe(probe) if probe is not None else None
+    together, shared = None, True
+    if probe is not None and max(nprocs) > 1:  # do the ranks of a run share the cache? (the knee per process)
+        together = probe_cache(CACHE_PROBE_BYTES, reps=1, sweeps=4, processes=max(nprocs))
+        try:
+            shared = cache_shared(probe, together)
+        except ValueError:  # too few working sets above the private caches to find a knee: assume shared
+            shared = True
     per_app = []
     try:
         for a in apps:
             per_app.append(_one_app(a, sorted(train[a] + test[a]), set(test[a]), train[a], iters[a], list(nprocs),
                                     reps, skeleton_reps, eiger_threshold, list(thresholds), list(scale_nprocs),
                                     scale_size[a], platform, comm_model, speedup_method, seed, nsize, raw, bar,
-                                    params, raw_out, curve))
+                                    params, raw_out, curve, shared))
     finally:
         bar.close()
         if tmp is not None:
@@ -190,6 +201,10 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
             llc = 0
         ds.attrs["effective_llc_bytes"] = llc
         ds.attrs["sysfs_llc_bytes"] = int(probe.attrs.get("sysfs_llc_bytes", 0))
+        if together is not None:
+            ds["cache_probe_bandwidth_together"] = together.cache_probe_bandwidth.assign_attrs(
+                units="B/s", long_name=f"triad bandwidth per process, {max(nprocs)} processes probing at once")
+            ds.attrs["cache_shared_by_ranks"] = int(shared)
     failed = [p.fit_status for p in per_app if p.fit_status.startswith("not fitted")]
     if failed:
         fitted = [a for a, p in zip(apps, per_app, strict=True) if not p.fit_status.startswith("not fitted")]
@@ -221,7 +236,7 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
              nprocs: list[int], reps: int, skeleton_reps: int, eiger_threshold: float, thresholds: list[float],
              scale_nprocs: list[int], scale_size: int, platform: str, comm_model: str, speedup_method: str,
              seed: int, nsize: int, raw: Path, bar: Any, params: dict, raw_out: str,
-             curve: BandwidthCurve | None = None) -> _AppResult:
+             curve: BandwidthCurve | None = None, shared: bool = True) -> _AppResult:
     spec = app_spec(app, iterations)
     store = raw / f"{app}-regions.sqlite"
     runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s), seed=seed)
@@ -234,7 +249,7 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     models: dict[str, dict] | None = None
     if not fit_status.startswith("not fitted"):
         try:
-            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve) for m in METHODS}
+            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve, shared) for m in METHODS}
         except ComputeModelError as err:  # too few clean points for a method: say so, report no figure
             fit_status = f"not fitted: {app}: {err}"
     bar.update()

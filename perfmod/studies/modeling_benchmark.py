@@ -25,10 +25,12 @@ installed (its absence is recorded in the dataset attribute ``extrap``).
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import tempfile
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ import pandas as pd
 import xarray as xr
 
 from perfmod.core.io import annotate
+from perfmod.measure.interference import usable_cores
 from perfmod.models.compute import fit_compute_model, write_extrap_text
 
 __all__ = ["Case", "make_cases", "measure", "run", "summary", "verdict", "figures", "headline", "extrap_available",
@@ -271,7 +274,8 @@ def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float],
 
 def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01, 0.05, 0.10),
         n_params: Sequence[int] = (1, 2, 3), seeds: Sequence[int] = (0, 1, 2),
-        methods: Sequence[str] = ("perfmod", "eiger", "loop", "mean", "extrap"), progress: bool = False) -> xr.Dataset:
+        methods: Sequence[str] = ("perfmod", "eiger", "loop", "mean", "extrap"), progress: bool = False,
+        workers: int = 0) -> xr.Dataset:
     """Fit every method on every case and noise level; errors, lead-order terms and coverage per case.
 
     Parameters
@@ -292,6 +296,10 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
         Among ``extrap`` (skipped when not installed) and :data:`VARIANTS`.
     progress : bool
         Print a line per case.
+    workers : int
+        Processes fitting the (seed set, parameter count) parts side by side (each case is seeded on
+        its own, so the result does not depend on it); 0: one per usable core.  The
+        study is analytic: ``fit_seconds`` is then measured with that many fits running at once.
 
     Returns
     -------
@@ -306,7 +314,18 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known: {['extrap', *VARIANTS]}")
     used = [m for m in methods if m != "extrap" or have_extrap]
-    parts = [_run_seed(int(sd), n_cases, n_cases_3p, noises, n_params, used, progress) for sd in seeds]
+    # one job per (seed set, parameter count), largest first; each job's arrays have one n_params entry
+    jobs = sorted(((int(sd), n_cases, n_cases_3p, tuple(noises), (int(m),), tuple(used), progress)
+                   for sd in seeds for m in n_params), key=lambda j: -(j[2] if j[4][0] >= 3 else j[1]) * j[4][0])
+    n_workers = min(len(jobs), int(workers) if workers > 0 else usable_cores())
+    if n_workers > 1:
+        with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = dict(zip([(j[0], j[4][0]) for j in jobs], pool.map(_run_seed, *zip(*jobs, strict=True)),
+                            strict=True))
+    else:
+        done = {(j[0], j[4][0]): _run_seed(*j) for j in jobs}
+    parts = [{k: np.concatenate([done[int(sd), int(m)][k] for m in n_params], axis=0 if k == "function" else 1)
+              for k in done[int(seeds[0]), int(n_params[0])]} for sd in seeds]
     stack = {k: np.stack([p[k] for p in parts], axis=1 if k != "function" else 0) for k in parts[0]}
     if have_extrap:
         import importlib.metadata as md

@@ -2,7 +2,7 @@
 
 The size in ``/sys/devices/system/cpu/cpu0/cache`` is what the hardware (or a
 hypervisor) reports, not what a process gets: on the development VM it says
-300 MiB for a two-core guest whose triad falls to DRAM bandwidth between 48
+300 MiB for a two-core guest whose triad falls to DRAM bandwidth between 32
 and 64 MiB of working set, because the host's other tenants share that cache.
 Whether a model's working set "fits in the cache" is a property of the machine
 as it runs, so perfmod measures it the way cache sizes are usually measured
@@ -12,12 +12,18 @@ geometrically, and the knee where it drops to the DRAM plateau.
 
 :func:`probe_cache` returns the curve as a dataset; :func:`effective_llc`
 reads the knee from it: the last working set before the step down to the
-DRAM plateau.
+DRAM plateau.  With ``processes=2`` the probe runs in two processes at once,
+each on its own core with its own working set: :func:`cache_shared` compares
+the two knees to say whether ranks on one node compete for the cache (the knee
+per process halves) or each has its own (it stays: the development VM, whose
+triad falls at 32-45 MiB per process alone and beside a second one).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import queue
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,7 +32,7 @@ import xarray as xr
 
 from perfmod.measure.bench.devicebench import triad, triad_bytes
 
-__all__ = ["sysfs_llc_bytes", "probe_sizes", "probe_cache", "effective_llc"]
+__all__ = ["sysfs_llc_bytes", "probe_sizes", "probe_cache", "effective_llc", "cache_shared"]
 
 MiB = 1 << 20
 #: Bytes each timed sample moves at least (several scheduler slices at DRAM speed on a CPU).
@@ -69,31 +75,82 @@ def probe_sizes(max_bytes: int | None = None, min_bytes: int = MiB, steps_per_oc
     return np.unique(np.round(min_bytes * 2.0 ** (np.arange(n) / steps_per_octave)).astype(np.int64))
 
 
-def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int = 1) -> xr.Dataset:
+def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int = 1, processes: int = 1) -> xr.Dataset:
     """Best triad bandwidth (B/s) at each working set (B: the triad's three arrays together).
 
     Each of ``sweeps`` passes over the working sets times ``reps`` samples of each; the best of all is
     kept.  Several sweeps spread a working set's samples over the whole probe, so that a burst of
     another process's memory traffic cannot spoil every sample of one size (a shared machine).
+    ``processes`` > 1 runs that many probes at once (new processes, each pinned to its own core where
+    the machine has enough, starting each working set together), each with the working set of the
+    row; the bandwidth is then their mean, what one process gets beside the others.
     """
     sizes = probe_sizes() if sizes is None else np.asarray(sizes, dtype=np.int64)
-    if reps < 1 or sweeps < 1:
-        raise ValueError(f"probe_cache: reps and sweeps must be >= 1, got {reps} and {sweeps}")
+    if reps < 1 or sweeps < 1 or processes < 1:
+        raise ValueError(f"probe_cache: reps, sweeps and processes must be >= 1, got {reps}, {sweeps} and "
+                         f"{processes}")
+    if processes == 1:
+        bw = _probe(sizes, reps, sweeps)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(processes), ctx.Queue()
+        procs = [ctx.Process(target=_probe_worker, args=(k, sizes, reps, sweeps, barrier, out), daemon=True)
+                 for k in range(processes)]
+        for pr in procs:
+            pr.start()
+        got: list[np.ndarray] = []
+        try:
+            while len(got) < processes:
+                try:
+                    got.append(out.get(timeout=2.0))
+                except queue.Empty:
+                    dead = [pr.exitcode for pr in procs if pr.exitcode not in (None, 0)]
+                    if dead:
+                        raise RuntimeError(f"probe_cache: a probing process failed (exit code {dead[0]})") from None
+        finally:
+            for pr in procs:
+                pr.join(timeout=10)
+                if pr.is_alive():
+                    pr.terminate()
+        bw = np.mean(got, axis=0)
+    return xr.Dataset(
+        {"cache_probe_bandwidth": ("cache_probe_bytes", bw, {
+            "units": "B/s", "long_name": "triad bandwidth, best of the repetitions (memory traffic counted as "
+                                         "perfmod.models.roofline.traffic counts it)"
+                                         + (f", mean of {processes} processes probing at once" if processes > 1
+                                            else "")})},
+        coords={"cache_probe_bytes": ("cache_probe_bytes", sizes, {
+            "units": "B", "long_name": "working set of the triad (its three arrays), per process"})},
+        attrs={"sysfs_llc_bytes": sysfs_llc_bytes(), "reps": reps, "sweeps": sweeps, "processes": processes},
+    )
+
+
+def _probe(sizes: np.ndarray, reps: int, sweeps: int, barrier: object | None = None) -> np.ndarray:
     bw = np.zeros(len(sizes))
     for _ in range(sweeps):
         for i, ws in enumerate(sizes):
             n = max(int(ws) // 24, 1)  # three arrays of doubles
             inner = max(1, int(SAMPLE_BYTES // triad_bytes(np, n)))
+            if barrier is not None:
+                barrier.wait()  # every process starts this working set together
             t, moved = triad(np, n, reps=reps, inner=inner)
             bw[i] = max(bw[i], moved / float(t.min()))
-    return xr.Dataset(
-        {"cache_probe_bandwidth": ("cache_probe_bytes", bw, {
-            "units": "B/s", "long_name": "triad bandwidth, best of the repetitions (memory traffic counted as "
-                                         "perfmod.models.roofline.traffic counts it)"})},
-        coords={"cache_probe_bytes": ("cache_probe_bytes", sizes, {
-            "units": "B", "long_name": "working set of the triad (its three arrays)"})},
-        attrs={"sysfs_llc_bytes": sysfs_llc_bytes(), "reps": reps, "sweeps": sweeps},
-    )
+    return bw
+
+
+def _probe_worker(k: int, sizes: np.ndarray, reps: int, sweeps: int, barrier: object, out: object) -> None:
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cores) > k:
+        os.sched_setaffinity(0, {cores[k]})
+    out.put(_probe(sizes, reps, sweeps, barrier))
+
+
+def cache_shared(alone: xr.Dataset, together: xr.Dataset, ratio: float = 0.75) -> bool:
+    """Whether processes probing at once share the last-level cache: the knee of ``together`` (from
+    :func:`probe_cache` with ``processes`` > 1) below ``ratio`` times the knee of ``alone`` (one process).
+    Two processes sharing a cache each keep about half of it; two with caches of their own keep the knee."""
+    a, b = effective_llc(alone), effective_llc(together)
+    return bool(a > 0 and b < ratio * a)
 
 
 def effective_llc(probe: xr.Dataset, above: int | None = None, min_contrast: float = 1.25) -> int:

@@ -1,33 +1,42 @@
-"""A region model carried past the cache: the in-cache fit plus the measured cost of moving its bytes slower.
+"""A region model carried past the cache: the in-cache fit made slower by the bandwidth the machine measured.
 
 A region model fitted on problem sizes whose working set fits in the last-level
-cache has learned the time of moving the region's bytes at cache bandwidth.  At
-a size whose working set does not fit, those bytes come from memory at a lower
+cache has learned the region's time with its data served by the cache.  At a
+size whose working set does not fit, the data come from memory at a lower
 bandwidth, and no term of the fit knows that: every method under-predicts there
 (the ``anger_skeletons`` study's HPCCG proxy, 20-45 % at block edges 48 and 56
 with training edges up to 40).  What the data cannot say, the machine can: the
 bandwidth a streaming kernel gets at each working set, measured by
 :func:`perfmod.measure.bench.cachesize.probe_cache`.
 
-:class:`MemoryHierarchyModel` wraps a fitted compute model and adds, per call,
-the time its memory traffic takes at the bandwidth of the call's working set
-minus the time it took at the bandwidth of the largest training working set
-(the roofline's memory time, ``bytes / bandwidth``, taken as a difference so
-that the fit keeps everything else)::
+:class:`MemoryHierarchyModel` wraps a fitted compute model.  Beyond ``W_ref``,
+the largest working set of the training points, it makes each call slower in
+one of two ways (``scaling``)::
 
-    t(x) = t_fit(x) + Q(x) * (1 / B(W(x)) - 1 / B(W_ref))     if W(x) > W_ref
-    t(x) = t_fit(x)                                            otherwise
+    proportional:  t(x) = t_fit(x) * B(W_ref) / B(W(x))                  if W(x) > W_ref
+    added:         t(x) = t_fit(x) + Q(x) * (1 / B(W(x)) - 1 / B(W_ref))  if W(x) > W_ref
+                   t(x) = t_fit(x)                                        otherwise
 
-with ``Q(x)`` the bytes one call moves, ``W(x)`` the working set that competes
-for the cache (the application's live data per process, times the processes
-sharing the cache), ``W_ref`` the largest ``W`` of the training points, and ``B``
-the measured bandwidth curve made non-increasing (a larger working set is never
-served faster; a sample above an earlier one is noise of a shared machine, and
-the least-squares non-increasing fit averages it with its neighbours).  So
-the correction is never negative, is zero wherever the fit interpolates, and
-grows only as far as the measured curve falls.  It assumes the region's bytes
-stream at the probe's rate out of memory (a bandwidth-bound region); a region
-that moves few bytes gets a correction near zero, whatever its working set.
+with ``W(x)`` the working set that competes for the cache (the application's
+live data per process, times the processes sharing the cache when they do),
+``Q(x)`` the bytes one call moves, and ``B`` the measured bandwidth curve made
+non-increasing (a larger working set is never served faster; a sample above an
+earlier one is noise of a shared machine, and the least-squares non-increasing
+fit averages it with its neighbours).  Either correction is never negative, is
+zero wherever the fit interpolates, and grows only as far as the measured curve
+falls.
+
+- ``proportional`` (the default) takes the region to run at a fixed fraction
+  of the bandwidth its working set gets: its time per byte follows the
+  probe's.  It needs no byte count.  It is what HPCCG's streaming regions do on
+  the development VM: ``sparsemv`` moves its 344 B per row at 12.7 GB/s in
+  cache (the probe: 33 GB/s) and at 8.6 GB/s beyond it (the probe: 17-22
+  GB/s), so its time per row grows by the probe's ratio (1.5x), where the
+  added memory time of the roofline predicts about 60 % of that growth.
+- ``added`` is the roofline's memory time, ``bytes / bandwidth``, taken as a
+  difference so that the fit keeps everything else: right for a region that
+  streams at the probe's own rate; a region that moves few bytes gets a
+  correction near zero, whatever its working set.
 """
 
 from __future__ import annotations
@@ -42,7 +51,11 @@ import xarray as xr
 from ._protocol import as_frame
 from .errors import MissingParameterError
 
-__all__ = ["non_increasing", "BandwidthCurve", "MemoryTraffic", "MemoryHierarchyModel", "with_memory_hierarchy"]
+__all__ = ["non_increasing", "BandwidthCurve", "MemoryTraffic", "MemoryHierarchyModel", "with_memory_hierarchy",
+           "SCALINGS"]
+
+SCALINGS = ("proportional", "added")
+"""How a call beyond the training working sets is made slower (module docstring)."""
 
 
 def non_increasing(y: Any) -> np.ndarray:
@@ -157,11 +170,16 @@ class MemoryHierarchyModel:
         The machine's measured bandwidth curve.
     reference_working_set : float
         ``W_ref``: the largest working set of the training points (B).
+    scaling : str
+        ``proportional`` or ``added`` (module docstring).
     """
 
-    def __init__(self, model: Any, traffic: MemoryTraffic, curve: BandwidthCurve, reference_working_set: float):
+    def __init__(self, model: Any, traffic: MemoryTraffic, curve: BandwidthCurve, reference_working_set: float,
+                 scaling: str = "proportional"):
         if not reference_working_set > 0:
             raise ValueError(f"reference_working_set must be > 0 B, got {reference_working_set!r}")
+        if scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
         if traffic.parameter not in model.parameters:
             raise MissingParameterError(f"memory traffic counts parameter {traffic.parameter!r}, which the model does "
                                         f"not have (it has {model.parameters})")
@@ -169,44 +187,68 @@ class MemoryHierarchyModel:
         self.traffic = traffic
         self.curve = curve
         self.reference_working_set = float(reference_working_set)
+        self.scaling = scaling
 
     def __getattr__(self, name: str) -> Any:
         if name == "model":  # not yet set (copy, unpickle): no recursion
             raise AttributeError(name)
         return getattr(self.model, name)
 
+    def slowdown(self, x: Any) -> np.ndarray:
+        """``B(W_ref) / B(W)`` of each row where ``W > W_ref``, else 1: how much slower its bytes are served."""
+        ws = self.traffic.working_set(as_frame(x))
+        ratio = float(self.curve(self.reference_working_set)) / self.curve(ws)
+        return np.where(ws > self.reference_working_set, np.maximum(ratio, 1.0), 1.0)
+
     def extra_time(self, x: Any) -> np.ndarray:
-        """Memory time (s) each row adds to the fit: 0 up to ``W_ref``, then ``Q (1/B(W) - 1/B(W_ref))``."""
+        """Time (s) each row adds to the fit: 0 up to ``W_ref``; beyond, ``t_fit (B(W_ref)/B(W) - 1)``
+        (``proportional``) or ``Q (1/B(W) - 1/B(W_ref))`` (``added``)."""
         frame = as_frame(x)
+        if self.scaling == "proportional":
+            base = np.asarray(self.model.predict(frame, strict=False)["predicted"].values, dtype=float).ravel()
+            return base * (self.slowdown(frame) - 1.0)
         ws = self.traffic.working_set(frame)
         slower = 1.0 / self.curve(ws) - 1.0 / float(self.curve(self.reference_working_set))
         return np.where(ws > self.reference_working_set, self.traffic.traffic(frame) * np.maximum(slower, 0.0), 0.0)
 
     def predict(self, x: Any, interval: str | None = None, level: float = 0.95, strict: bool = True) -> xr.Dataset:
-        """The wrapped model's prediction (and interval bounds) plus :meth:`extra_time`; ``memory_time`` beside."""
+        """The wrapped model's prediction (and interval bounds) made slower beyond ``W_ref``; ``memory_time``
+        (what that adds to the prediction) beside."""
         ds = self.model.predict(x, interval=interval, level=level, strict=strict)
-        extra = self.extra_time(x).reshape(ds["predicted"].shape)
-        for v in ("predicted", "lower", "upper"):
-            if v in ds:
-                ds[v] = (ds[v].dims, ds[v].values + extra, ds[v].attrs)
+        shape = ds["predicted"].shape
+        if self.scaling == "proportional":
+            factor = self.slowdown(x).reshape(shape)
+            extra = ds["predicted"].values * (factor - 1.0)
+            for v in ("predicted", "lower", "upper"):
+                if v in ds:
+                    ds[v] = (ds[v].dims, ds[v].values * factor, ds[v].attrs)
+        else:
+            extra = self.extra_time(x).reshape(shape)
+            for v in ("predicted", "lower", "upper"):
+                if v in ds:
+                    ds[v] = (ds[v].dims, ds[v].values + extra, ds[v].attrs)
         ds["memory_time"] = (ds["predicted"].dims, extra, {
             "units": getattr(self.model, "units", "s"),
-            "long_name": "memory time added beyond the training working sets (measured bandwidth curve)"})
+            "long_name": "time added beyond the training working sets (measured bandwidth curve)"})
         return ds
 
     def predict_one(self, /, **params: float) -> float:
-        """The wrapped model's ``predict_one`` plus :meth:`extra_time` at that point."""
+        """The wrapped model's ``predict_one`` made slower beyond ``W_ref`` (:meth:`predict`)."""
         base = float(self.model.predict_one(**params))
-        return base + float(self.extra_time(pd.DataFrame({k: [float(v)] for k, v in params.items()}))[0])
+        frame = pd.DataFrame({k: [float(v)] for k, v in params.items()})
+        if self.scaling == "proportional":
+            return base * float(self.slowdown(frame)[0])
+        return base + float(self.extra_time(frame)[0])
 
     def __repr__(self) -> str:
-        return (f"<MemoryHierarchyModel of {self.model!r}, {self.traffic.traffic_per_unit:g} B per "
+        return (f"<MemoryHierarchyModel of {self.model!r}, {self.scaling}, {self.traffic.traffic_per_unit:g} B per "
                 f"{self.traffic.parameter}, W_ref {self.reference_working_set:.3g} B>")
 
 
-def with_memory_hierarchy(model: Any, data: Any, traffic: MemoryTraffic, curve: BandwidthCurve
-                          ) -> MemoryHierarchyModel:
-    """Wrap ``model``, fitted on ``data`` (its training rows), with the memory time beyond their working sets.
+def with_memory_hierarchy(model: Any, data: Any, traffic: MemoryTraffic, curve: BandwidthCurve,
+                          scaling: str = "proportional") -> MemoryHierarchyModel:
+    """Wrap ``model``, fitted on ``data`` (its training rows), to be slower beyond their working sets (``scaling``:
+    :data:`SCALINGS`, module docstring).
 
     A ``traffic.sharers`` parameter that the model does not take (it did not vary in the training
     data) is dropped: the working sets are then per process, in training and prediction alike.
@@ -217,5 +259,5 @@ def with_memory_hierarchy(model: Any, data: Any, traffic: MemoryTraffic, curve: 
     ws = traffic.working_set(frame)
     if not len(ws):
         raise ValueError("with_memory_hierarchy: the training data has no rows")
-    return MemoryHierarchyModel(model, traffic, curve, float(np.max(ws)))
+    return MemoryHierarchyModel(model, traffic, curve, float(np.max(ws)), scaling)
 
