@@ -221,6 +221,8 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                         prefetch(call, x)
                         prefetch(compute, x)
                         prefetch(iteration, x)
+                        prefetch(acc, w)  # the rank's sums, which an ending wait or collective adds to
+                        prefetch(iter_comm, w)
                     else:
                         x = head[w - nprocs]
                         if x >= 0:
@@ -253,6 +255,8 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt
                             elif ce != _IRECV and ce != _RECV:
                                 if e == x:
                                     continue
+                                if ce >= _WAIT_LO and ce <= _WAIT_HI:  # the wait it parks in: its requests
+                                    prefetch(created, evi[e, 0])
                                 break
                             y = evi[e, 1]  # the send: does it wait for this receive
                             if y >= 0:
