@@ -294,3 +294,27 @@ def test_cli_extrapolate_writes_a_trace(tmp_path, capsys):
     assert main(["extrapolate", *files[1:], "--nprocs", "128", "--no-validate", "-p", "nx=1600", "-p", "ny=800",
                  "-p", "nz=800", "-o", str(tmp_path / "n128.npz")]) == 0
     assert "warning: extrapolating to 128 ranks, 16 times" in capsys.readouterr().err
+
+
+def test_start_spread_check_predicts_the_largest_scale_from_the_others():
+    from perfmod.apps.extrapolate.imbalance import start_spread_check
+
+    exact = start_spread_check({2: 1e-3, 4: 2e-3, 8: 4e-3})  # sd = 0.5 ms * P: predicted exactly
+    assert exact["nprocs"] == 8 and exact["from"] == [2, 4]
+    assert exact["predicted_s"] == pytest.approx(4e-3, rel=1e-12) and exact["error"] == pytest.approx(0, abs=1e-12)
+    jump = start_spread_check({2: 1e-3, 4: 1e-3, 8: 2e-3})  # flat, then doubling: predicted half
+    assert jump["error"] == pytest.approx(-0.5, rel=1e-12)
+    assert start_spread_check({2: 1e-3, 4: 2e-3}) is None
+
+
+@needs_traces
+def test_a_start_up_skew_the_small_scales_do_not_predict_is_flagged(lassen):
+    tr = lassen["minife"]
+    with pytest.warns(ExtrapolationWarning, match="start-up gap's spread at 32 ranks"):
+        out = extrapolate_trace([tr[p] for p in (2, 4, 8, 16, 32)], 64)
+    ex = out.meta["extrapolation"]
+    # MiniFE on Lassen: 0.7-0.9 ms from 2 to 16 ranks, then 1.8 ms at 32
+    assert ex["start_spread_check"]["error"] < -0.4 and "start-up gap" in ex["sites_not_generalizing"]
+    out = extrapolate_trace([tr[p] for p in (2, 4, 8, 16)], 32)  # 16 from 2-8: within the tolerance
+    assert abs(out.meta["extrapolation"]["start_spread_check"]["error"]) < 0.25
+    assert "start-up gap" not in out.meta["extrapolation"]["sites_not_generalizing"]

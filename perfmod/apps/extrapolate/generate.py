@@ -47,6 +47,7 @@ import pandas as pd
 
 from perfmod.apps.extrapolate.imbalance import Imbalance, draw_levels
 from perfmod.apps.extrapolate.training import ExtrapolationError, Training, grid_of
+from perfmod.core.rows import unique_rows
 from perfmod.trace.core import NO_PEER, NO_REQUEST, NONBLOCKING, ROOTED, Call, Trace, code_set
 
 __all__ = ["Template", "build_template", "generate", "period_of", "sharing", "site_models"]
@@ -497,7 +498,7 @@ def _pairs(tpl: Template, layouts: Mapping[int, dict], cls_key: np.ndarray, coor
         m = np.isin(lay["call"], _SENDS)
         if not m.any():
             continue
-        off = np.unique(lay["off"][m], axis=0)
+        off = unique_rows(lay["off"][m])[0]
         ranks = np.flatnonzero(cls_key == key)
         tgt = coords[ranks][:, None, :] + off[None, :, :]
         if tpl.periodic:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from perfmod.apps.minife import box_partition, default_global_box
+from perfmod.core.rows import unique_rows
 from perfmod.machine.cart import cart_coords, dims_create
 from perfmod.trace.core import CALL_NAMES, NONBLOCKING, WAITS, Call, Trace, TraceError, code_set
 
@@ -296,7 +297,7 @@ def load_training(traces: Sequence[Any], train_params: Sequence[Mapping[str, flo
             found.append((coords, grid, off))
         else:
             # the simplest explanation wins: the fewest distinct offsets (a 2D stencil read on a 3D grid has more)
-            n_off = len(set().union(*(map(tuple, np.unique(f[2][x.is_p2p], axis=0).tolist())
+            n_off = len(set().union(*(map(tuple, unique_rows(f[2][x.is_p2p])[0].tolist())
                                       for f, x in zip(found, trs, strict=True))))
             passed.add(ordering)
             if best is None or n_off < best[0]:

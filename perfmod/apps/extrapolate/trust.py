@@ -6,7 +6,9 @@ compared with itself (:func:`compare_traces`).  The folds' worst errors are
 stored in the result's ``meta["extrapolation"]`` with the ranks whose messages
 did not come out right and the call sites whose computation did not; a target
 more than :data:`FAR_FACTOR` times the largest training rank count is flagged
-(an :class:`ExtrapolationWarning` and ``far_beyond_training``).
+(an :class:`ExtrapolationWarning` and ``far_beyond_training``), and so is a
+start-up skew whose spread the training scales do not predict
+(:func:`~.imbalance.start_spread_check`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from perfmod.apps.extrapolate.generate import build_template, generate, sharing, site_models
-from perfmod.apps.extrapolate.imbalance import fit_imbalance
+from perfmod.apps.extrapolate.imbalance import START_TOLERANCE, fit_imbalance, start_spread_check
 from perfmod.apps.extrapolate.training import P2P, ExtrapolationError, Training, load_training
 from perfmod.trace.core import CALL_NAMES, COLLECTIVES, Call, Trace, code_set
 
@@ -170,7 +172,10 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         means),
         ``far_beyond_training``, the leave-one-scale-out folds and their
         worst errors (``loso_max``), the ranks and call sites that did not
-        generalize, the time taken.
+        generalize (``"start-up gap"`` among them when the start-up skew's
+        spread at the largest training scale, predicted from the others,
+        is more than :data:`~.imbalance.START_TOLERANCE` off:
+        ``start_spread_check``), the time taken.
 
     Raises
     ------
@@ -199,6 +204,15 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
                       ExtrapolationWarning, stacklevel=2)
     out, tpl = _extrapolate(trs, ordering, periodic, nprocs, target, iterations, compute_method,
                             f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks", gaps, seed)
+    imb_meta = out.meta.get("imbalance") or {}
+    start_check = (start_spread_check({int(p): v for p, v in imb_meta.get("start_sd_training_s", {}).items()})
+                   if validate and gaps == "model" else None)
+    start_off = start_check is not None and abs(start_check["error"]) > START_TOLERANCE
+    if start_off:
+        warnings.warn(f"the start-up gap's spread at {start_check['nprocs']} ranks, predicted from "
+                      f"{', '.join(map(str, start_check['from']))} ranks, is {start_check['error']:+.0%} off the "
+                      f"recorded one: the slowest rank's waiting at {nprocs} ranks depends on a start-up skew the "
+                      "training scales do not pin down", ExtrapolationWarning, stacklevel=2)
     folds = loso(trs, ordering, periodic, compute_method) if validate else []
     ok = [f for f in folds if "error" not in f]
     worst = {k: max((abs(f[k]) for f in ok), default=float("nan"))
@@ -217,7 +231,9 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         "far_beyond_training": far, "far_factor": nprocs / largest,
         "loso": folds, "loso_max": worst,
         "ranks_not_generalizing": sorted({r for f in ok for r in f["ranks_off"]}),
-        "sites_not_generalizing": sorted({s.split(" (")[0] for f in ok for s in f["sites_off"]}),
+        "sites_not_generalizing": sorted({s.split(" (")[0] for f in ok for s in f["sites_off"]}
+                                         | ({"start-up gap"} if start_off else set())),
+        "start_spread_check": start_check,
         "seconds": time.perf_counter() - t0,
     }
     return Trace(**{**vars(out), "meta": {"format": "extrapolated", "extrapolation": meta}})

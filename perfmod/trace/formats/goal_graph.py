@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from perfmod.core.rows import unique_rows
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
 from perfmod.trace.formats.textio import alltoallv_recv_bytes
 
@@ -427,20 +428,6 @@ def _positions(trace: Trace, ev: np.ndarray, ck: np.ndarray, mem: np.ndarray, me
     return order[j] - mem_ptr[ck[ev]]
 
 
-def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_inverse=True)``, through one int64 key per row where the ranges allow."""
-    lo = rows.min(axis=0)
-    span = rows.max(axis=0) - lo + 1
-    if float(np.prod(span.astype(np.float64))) >= 2.0**62:
-        keys, inv = np.unique(rows, axis=0, return_inverse=True)
-        return keys, inv.reshape(-1)
-    key = np.zeros(rows.shape[0], dtype=np.int64)
-    for k in range(rows.shape[1]):
-        key = key * span[k] + (rows[:, k] - lo[k])
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    return rows[first], inv.reshape(-1)
-
-
 def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray):
     """Collective parts per event (CSR) and the rounds of each distinct ``(call, v, p, root)``."""
     n = len(trace)
@@ -470,7 +457,7 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
     p_ev, p_call, p_v, p_p, p_root, p_size = (x[order] for x in (p_ev, p_call, p_v, p_p, p_root, p_size))
     part_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(p_ev, minlength=n), out=part_ptr[1:])
-    keys, part_key = _unique_rows(np.stack([p_call, p_v, p_p, p_root], axis=1).reshape(-1, 4))
+    keys, part_key = unique_rows(np.stack([p_call, p_v, p_p, p_root], axis=1).reshape(-1, 4))
     rcount, ocount, kinds, xs = _expand(keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3])
     key_rptr = np.zeros(len(rcount) + 1, dtype=np.int64)
     np.cumsum(np.asarray(rcount, dtype=np.int64), out=key_rptr[1:])
