@@ -19,7 +19,8 @@ Each event's state is two short rows read together (indices: partner,
 requests or instance, ready-list link; times: posting/ready time and the
 message's duration, then its completion), about 29 bytes per event with
 the flag byte (:func:`replay_events`); the loop's helpers are closures over
-its arrays, so that numba counts no references per call.
+its arrays, and the loop is compiled without numba's reference counting
+(:func:`run_kernel`).
 
 Every model but ``loggp`` runs here (``loggp_nic`` is LogGP under these
 rules); ``loggp`` runs as LogGOPSim does, :mod:`perfmod.replay.loggops`.
@@ -82,8 +83,9 @@ ACC_SEND, ACC_RECV, ACC_WAIT, ACC_COLL, ACC_COMPUTE = 0, 1, 2, 3, 4
 #: known (``evf[i, 0]`` holds it)
 F_RNDV, F_READY = 1, 2
 
-#: how many pops ahead the run queue's steps have their event rows prefetched (:mod:`perfmod.core.prefetch`)
-_AHEAD = 8
+#: how many pops ahead the run queue's steps have their event rows prefetched (:mod:`perfmod.core.prefetch`);
+#: half as far ahead, the rows of their partners (read from those rows): 8 pops were too few for the second load
+_AHEAD = 16
 
 #: the heap's first size, in entries per rank beyond the room kept free (it doubles when that room runs short)
 _HEAP_ENTRIES_PER_RANK = 2
@@ -146,16 +148,24 @@ def _match_recv(j, g, rank, stag, rsrc, rtag, rhead, rtail, rlink, shead, stail,
     return _match(j, g, False, rank, stag, rsrc, rtag, shead, stail, slink, rhead, rtail, rlink, evi)
 
 
-@njit(cache=True)
-def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail, rhead,
-               rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi, evf, flag,
-               created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter, sgrp, rgrp, stag,
-               rsrc, rtag, slink, rlink):
+#: numba's target option that compiles a function without its runtime's reference counting (the loop allocates
+#: nothing and owns no array: the caller does); numba spells it with a leading underscore, outside its documented
+#: options, so a test checks that the compiled loop has it
+_NO_REFCOUNT = {"_nrt": False}
+
+
+@njit(cache=True, **_NO_REFCOUNT)
+def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt, wmax, acc, iter_comm, head, shead,
+               stail, rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi,
+               evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter, sgrp, rgrp,
+               stag, rsrc, rtag, slink, rlink):
     """The event loop of :func:`replay_events`; returns True when the heap ``hd`` needs more room than ``room``
     free entries (then call it again with a larger one)."""
-    # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more):
-    # numba inlines them without binding the arrays to new variables, whose reference counting (atomic
-    # operations at every call of an njit helper) took a third of the loop's time
+    # the helpers are closures over the loop's arrays, each calling no other closure (numba supports no more).
+    # numba inlines them binding the arrays to new variables (about 380 in this loop), and with its reference
+    # counting each binding is an atomic increment and decrement (at every call of an njit helper too): 40 % of
+    # the loop's time at 16,384 ranks, and a full fence that stalled the loads in flight; compiled without it
+    # (_NO_REFCOUNT) the loop has none
     mask = rq.shape[0] - 1  # the run queue's length is a power of two
 
     def push(t, key):
@@ -200,28 +210,59 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                 size[3] = c - 1
                 if c > _AHEAD:  # the step _AHEAD pops later: start loading its rows now
                     w = np.int64(rq[(h + _AHEAD) & mask, 1])
-                    if w < nprocs:
+                    if w < nprocs:  # and those of the events after it, which the partner scan below reads
                         x = pc[w]
                         prefetch(evi, x)
+                        prefetch(evi, x + 4)
+                        prefetch(evi, x + 8)
                         prefetch(evf, x)
+                        prefetch(evf, x + 4)
+                        prefetch(evf, x + 8)
                         prefetch(call, x)
                         prefetch(compute, x)
+                        prefetch(iteration, x)
+                        prefetch(acc, w)  # the rank's sums, which an ending wait or collective adds to
+                        prefetch(iter_comm, w)
                     else:
                         x = head[w - nprocs]
                         if x >= 0:
                             prefetch(evi, x)
                             prefetch(evf, x)
-                if c > _AHEAD // 2:  # a NIC step half as far ahead: its messages' receive rows (its own are loaded)
+                if c > _AHEAD // 2:  # a step half as far ahead (its own rows are loaded): its partners' rows
                     w = np.int64(rq[(h + _AHEAD // 2) & mask, 1])
-                    if w >= nprocs:
+                    if w >= nprocs:  # a NIC step: its messages' receive rows
                         x = head[w - nprocs]
                         while x >= 0:
+                            prefetch(evf, x)  # its ready time (the list's first row is loaded)
                             y = evi[x, 0]
                             if y >= 0:
                                 prefetch(evi, y)
                                 prefetch(rank, y)
                                 prefetch(call, y)
                             x = evi[x, 2]
+                    else:  # a rank step: the rows its next point-to-point calls read when they post (after the
+                        # call it is parked in, a wait or a collective, which the step ends)
+                        x = pc[w]
+                        for e in range(x, min(end[w], x + 8)):
+                            ce = call[e]
+                            if ce == _ISEND or ce == _ISSEND or ce == _SEND or ce == _SSEND or ce == _SENDRECV:
+                                y = evi[e, 0]  # the receive: is it posted, when
+                                if y >= 0:
+                                    prefetch(evf, y)
+                                    prefetch(call, y)
+                                if ce != _SENDRECV:
+                                    continue
+                            elif ce != _IRECV and ce != _RECV:
+                                if e == x:
+                                    continue
+                                if ce >= _WAIT_LO and ce <= _WAIT_HI:  # the wait it parks in: its requests
+                                    prefetch(created, evi[e, 0])
+                                break
+                            y = evi[e, 1]  # the send: does it wait for this receive
+                            if y >= 0:
+                                prefetch(evf, y)
+                                prefetch(flag, y)
+                                prefetch(rank, y)
                 return rq[h, 0], np.int64(rq[h, 1])
         n = size[0] - 1
         t, k = hd[0, 0], np.int64(hd[0, 1])
@@ -293,18 +334,19 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
         return False
 
     def wake_after(r, waiter, sd):
-        """Rank ``r``, parked, after a message of its completed at ``sd``: a wait whose request it is
-        (``waiter``, the wait the request's event names, or -1) counts it off its missing requests
-        (``evi[wait, 2]``) and can end at zero; another blocking call can end once it has every time it needs."""
-        p = pc[r]
-        cp = call[p]
-        if cp >= _WAIT_LO and cp <= _WAIT_HI:
-            if waiter != p:
+        """Rank ``r``, parked, after a message of its completed at ``sd``: a wait (state 3) whose request it is
+        (``waiter``, the wait the request's event names, or -1) counts it off its missing requests (``wcnt[r]``),
+        takes its completion into its running maximum (``wmax[r]``) and can end at zero; another blocking call
+        (state 2) can end once it has every time it needs.  The rank's own arrays only: the wait's event row,
+        another rank's from the NIC step's, is not read."""
+        if state[r] == 3:
+            if waiter != pc[r]:
                 return
-            evi[p, 2] -= 1
-            if evi[p, 2] != 0:
+            wmax[r] = max(wmax[r], sd)
+            wcnt[r] -= 1
+            if wcnt[r] != 0:
                 return
-        elif not can_end(p):
+        elif not can_end(pc[r]):
             return
         tw = max(sd, clock[r])
         if claim(r, tw):
@@ -346,13 +388,13 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                 # wake the sender and the receiver when this message completes, if parked in a call that can
                 # now end (a wake before that would find the call still waiting: a step that changes nothing); a
                 # wait parked on this message's request (its waiter, evi[i, 1] of an Isend, evi[j, 0] of an
-                # Irecv) counts it off its missing requests (evi[wait, 2]) and can end at zero
-                if state[s] == 2:
+                # Irecv) counts it off its missing requests (wcnt of its rank) and can end at zero
+                if state[s] >= 2:
                     wake_after(s, evi[i, 1] if (c_i == _ISEND or c_i == _ISSEND) else -1, sd)
                 j = evi[i, 0]
                 if j >= 0:
                     w = np.int64(rank[j])
-                    if state[w] == 2:
+                    if state[w] >= 2:
                         wake_after(w, evi[j, 0] if call[j] == _IRECV else -1, sd)
             continue
         r = key
@@ -452,11 +494,12 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                     done = recv_done(i)
                     slot = ACC_RECV
             elif c >= _WAIT_LO and c <= _WAIT_HI:
-                # on arrival, and when woken with no request missing: the last completion, else park with the
-                # number of requests missing in evi[i, 2] (the NIC steps count them off)
+                # on arrival: the last completion, else park (state 3) with the number of requests missing in
+                # wcnt[r] and the last completion so far in wmax[r] (the NIC steps count the missing ones off and
+                # take their completion times in: max is exact in any order); woken with none missing: wmax[r]
                 done = np.nan
-                if state[r] == 1 or evi[i, 2] == 0:
-                    state[r] = 2
+                if state[r] == 1:
+                    state[r] = 3
                     done = t0
                     miss = 0
                     for q in range(evi[i, 0], evi[i, 1]):
@@ -472,8 +515,11 @@ def run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc,
                         else:
                             done = max(done, d)
                     if miss:
-                        evi[i, 2] = miss
+                        wcnt[r] = miss
+                        wmax[r] = done
                         done = np.nan
+                elif wcnt[r] == 0:
+                    done = wmax[r]
                 slot = ACC_WAIT
             elif c >= _COLL_LO and c <= _COLL_HI:
                 k = evi[i, 0]
@@ -566,8 +612,8 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
                   inst_members, iteration, n_iter, sgrp, rgrp, stag, rsrc, rtag, ngroups, slink, rlink):
     """Replay; returns (status, clock, acc, iter_comm, pc).
 
-    Sets up the per-rank state and runs :func:`run_kernel`, growing its heap between calls (numba counts
-    references on every array a compiled loop may reassign, which cost a quarter of the replay).
+    Sets up the per-rank state and runs :func:`run_kernel`, growing its heap between calls (the loop allocates
+    nothing: it is compiled without reference counting).
 
     Each event's state is in two rows read together (one cache line rather than one per array), allocated by
     the caller (so that their memory is accounted where NumPy allocations are) and updated in place:
@@ -577,10 +623,10 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
       (-1, -2 likewise; a Sendrecv has both); for a wait or test, ``evi[i, 0]:evi[i, 1]`` its requests in
       ``created`` (their creating events); for a collective, ``evi[i, 0]`` its instance, whose members are
       ``inst_members[inst_members_ptr[k]:inst_members_ptr[k + 1]]``; ``evi[i, 2]`` (-1) links the rank's
-      ready messages, and for a wait parked in it, counts its requests still missing.  The column a request's
-      event leaves free holds its wait (its waiter: ``evi[e, 1]`` of an Isend, ``evi[e, 0]`` of an Irecv), so
-      that a completing message counts itself off the wait in O(1) instead of the wait's requests being
-      scanned at every message of its rank.
+      ready messages.  The column a request's event leaves free holds its wait (its waiter: ``evi[e, 1]`` of an
+      Isend, ``evi[e, 0]`` of an Irecv), so that a completing message counts itself off the wait in O(1) (in
+      per-rank arrays, with the last completion so far) instead of the wait's requests being scanned at every
+      message of its rank, and again when it ends.
     - ``evf`` (float64, shape (n, 2)): ``evf[i, 0]`` NaN until the event is posted, then its posting time; a
       send's becomes its ready time once known (flag bit ``F_READY``); ``evf[i, 1]`` the duration of a
       send's message negated (-0.0 for 0), its completion time once sent (sign bit clear: :func:`_sent`).
@@ -598,7 +644,9 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
     end = rank_ptr[1:].copy()
     clock = np.zeros(nprocs)
     nic = np.zeros(nprocs)
-    state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it)
+    state = np.zeros(nprocs, dtype=np.int8)  # 0 fresh event, 1 compute charged, 2 call posted (parked in it), 3 a wait
+    wcnt = np.zeros(nprocs, dtype=np.int64)  # a rank parked in a wait: its requests still missing
+    wmax = np.zeros(nprocs)  # and the last completion time among its requests so far
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
     # ready, unassigned messages per rank: a linked list through `evi[:, 2]`
@@ -629,11 +677,11 @@ def replay_events(rank_ptr, rank, call, compute, evi, evf, flag, created, inst_s
     size[0] = live.size
     qtime[live] = 0.0
     buf = np.empty(most + 1, dtype=np.int64)  # a NIC step's messages
-    while run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, acc, iter_comm, head, shead, stail,
-                     rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank, call, compute, evi,
-                     evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members, iteration, n_iter,
-                     sgrp, rgrp, stag, rsrc, rtag, slink, rlink):
-        grown = np.empty((2 * hd.shape[0], 2))  # out of the compiled loop, which would count references otherwise
+    while run_kernel(hd, size, room, rq, buf, nprocs, pc, end, clock, nic, state, wcnt, wmax, acc, iter_comm, head,
+                     shead, stail, rhead, rtail, nic_sched, inst_arrived, inst_max, inst_done, qtime, dyn, rank,
+                     call, compute, evi, evf, flag, created, inst_size, inst_cost, inst_members_ptr, inst_members,
+                     iteration, n_iter, sgrp, rgrp, stag, rsrc, rtag, slink, rlink):
+        grown = np.empty((2 * hd.shape[0], 2))  # out of the compiled loop, which allocates nothing
         grown[:size[0]] = hd[:size[0]]
         hd = grown
     if size[1]:

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from perfmod.core.memory import index_dtype
+from perfmod.core.prefetch import prefetch
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
 from perfmod.trace.requests import group_key
 
@@ -147,13 +148,25 @@ def _pair(a, b):
     return (np.int64(a) << np.int64(32)) | (np.int64(b) & np.int64(0xFFFFFFFF))
 
 
+@njit(cache=True, inline="always")
+def _home(table, ab, c, d):
+    """The first slot :func:`_find` probes for group (a, b, c, d) (``ab = _pair(a, b)``)."""
+    return _hash4(ab >> np.int64(32), ab & np.int64(0xFFFFFFFF), c, d, table.shape[0] - 1)
+
+
+#: how many events ahead the matching passes prefetch the hash table's row of a message's group
+#: (:mod:`perfmod.core.prefetch`): the table holds up to 8 rows of 32 bytes per rank (256 MiB at 1,048,576 ranks),
+#: and a group's first look-up in each pass was a cache miss
+_LOOK_AHEAD = 16
+
+
 @njit(cache=True)
 def _find(table, ab, c, d):
     """Slot of group (a, b, c, d) in ``table``, whose rows are (group id, -1 free; then its key: source and
     destination as ``ab = _pair(a, b)``, tag, communicator): the group's, or the free slot for it.  The key is
     kept in the row, 32 bytes, so that a look-up reads one cache line rather than the key's arrays."""
     mask = table.shape[0] - 1
-    j = _hash4(ab >> np.int64(32), ab & np.int64(0xFFFFFFFF), c, d, mask)
+    j = _home(table, ab, c, d)
     while table[j, 0] >= 0:
         if table[j, 1] == ab and table[j, 2] == c and table[j, 3] == d:
             return j
@@ -169,6 +182,9 @@ def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst,
     dyn = sgrp.size > 0
     k, ng = st[1], st[2]
     for i in range(st[0], call.size):
+        a = i + _LOOK_AHEAD
+        if a < call.size and send_tab[call[a]]:
+            prefetch(table, _home(table, _pair(rank[a], wpeer[a]), tag[a], comm[a]))
         if not send_tab[call[i]]:
             continue
         if wpeer[i] == PROC_NULL:
@@ -224,6 +240,9 @@ def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, r
     best = np.empty(5, dtype=np.int64)
     nsr = 0
     for i in range(call.size):
+        a = i + _LOOK_AHEAD
+        if a < call.size and recv_tab[call[a]]:
+            prefetch(table, _home(table, _pair(wpeer[a], rank[a]), tag[a], comm[a]))
         c = call[i]
         if c == sr_code:  # the receive side of a Sendrecv: aux = [source, recv_nbytes, recv_tag]
             rs, rb, rt = sr_src[nsr], aux[aux_ptr[i] + 1], aux[aux_ptr[i] + 2]
