@@ -287,6 +287,13 @@ def test_cli_extrapolate_writes_a_trace(tmp_path, capsys):
     capsys.readouterr()
     other = read_trace(tmp_path / "s3.npz")
     assert np.array_equal(other.peer, got.peer) and np.array_equal(other.nbytes, got.nbytes)
+    assert main(["extrapolate", *files, "--nprocs", "16", "-p", f"nx={box['nx']:g}", "-p", f"ny={box['ny']:g}",
+                 "-p", f"nz={box['nz']:g}", "--start-sd", "0.002", "--no-validate", "-o",
+                 str(tmp_path / "sd.npz")]) == 0
+    capsys.readouterr()
+    skewed = read_trace(tmp_path / "sd.npz")
+    start = skewed.compute[skewed.rank_ptr[:-1] + 1]
+    assert np.array_equal(skewed.peer, got.peer) and 0.0005 < np.std(start, ddof=1) < 0.004  # 16 draws of sd 2 ms
     assert main(["extrapolate", files[0], "--nprocs", "16", "-p", "nx", "-o", str(tmp_path / "x.npz")]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
     assert main(["extrapolate", files[0], "--nprocs", "16", "-o", str(tmp_path / "x.npz")]) == 1
@@ -318,3 +325,21 @@ def test_a_start_up_skew_the_small_scales_do_not_predict_is_flagged(lassen):
     out = extrapolate_trace([tr[p] for p in (2, 4, 8, 16)], 32)  # 16 from 2-8: within the tolerance
     assert abs(out.meta["extrapolation"]["start_spread_check"]["error"]) < 0.25
     assert "start-up gap" not in out.meta["extrapolation"]["sites_not_generalizing"]
+
+
+@needs_traces
+def test_a_given_start_up_spread_replaces_the_fitted_law(lassen):
+    tr = lassen["minife"]
+    train = [tr[p] for p in (2, 4, 8, 16)]
+    first = []
+    for sd in (0.004, 0.008):
+        out = extrapolate_trace(train, 64, start_sd=sd, validate=False)
+        assert out.meta["extrapolation"]["start_sd_given"] == sd
+        assert out.meta["extrapolation"]["imbalance"]["start_sd_target_s"] == pytest.approx(sd, rel=1e-12)
+        first.append(out.compute[out.rank_ptr[:-1] + 1])
+    # the same draws scaled: every rank's start-up gap departs from the mean twice as far at twice the spread
+    dev = [g - g.mean() for g in first]
+    assert np.allclose(dev[1], 2 * dev[0], rtol=1e-9, atol=1e-12)
+    assert np.std(first[0], ddof=1) == pytest.approx(0.004, rel=0.25)  # 64 draws of sd 4 ms
+    with pytest.raises(ExtrapolationError, match="start_sd"):
+        extrapolate_trace(train, 64, start_sd=-1.0, validate=False)

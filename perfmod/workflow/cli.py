@@ -8,7 +8,7 @@
     perfmod repeat STUDY [-n 3] [--smoke] [--out DIR] [--resume] [--canonical]
     perfmod calibrate [PINGPONG.nc] [--out PLATFORM.toml] [--name NAME]
     perfmod list [studies | platforms | devices | tables | models]
-    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] [--seed S] -o OUT
+    perfmod extrapolate TRACE... --nprocs N [-p NAME=VALUE ...] [--iterations K] [--seed S] [--start-sd SECONDS] -o OUT
 
 ``NOTEBOOK`` is a path or a study name (``sharif_gol``).  A run with other
 parameters, or a smoke run, writes into a run directory of its own
@@ -292,7 +292,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ExtrapolationWarning)
         out = extrapolate_trace(args.traces, args.nprocs, params=params or None, iterations=args.iterations,
-                                validate=not args.no_validate, seed=args.seed)
+                                validate=not args.no_validate, seed=args.seed, start_sd=args.start_sd)
     for w in caught:
         if issubclass(w.category, ExtrapolationWarning):
             print(f"perfmod extrapolate: warning: {w.message}", file=sys.stderr)
@@ -323,6 +323,9 @@ def _add_extrapolate(sub: Any) -> None:
     ext.add_argument("--no-validate", action="store_true", help="skip the leave-one-scale-out validation")
     ext.add_argument("--seed", type=int, default=0,
                      help="seed of the draws of each rank's computation level (default 0)")
+    ext.add_argument("--start-sd", type=float, metavar="SECONDS",
+                     help="standard deviation of the ranks' start-up gap at the target (a what-if for a known "
+                          "launcher skew; default: the power law fitted on the training traces)")
     ext.add_argument("-o", "--output", required=True, help="trace file to write (any format write_trace knows)")
     ext.set_defaults(func=_cmd_extrapolate)
 

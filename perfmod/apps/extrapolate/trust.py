@@ -95,10 +95,12 @@ def compare_traces(predicted: Trace, recorded: Trace, max_named: int = 10) -> di
 
 def _extrapolate(trs: list[Training], ordering: str, periodic: bool, nprocs: int, params: Mapping[str, float],
                  iterations: int | None, compute_method: str, source: str, gaps: str = "model",
-                 seed: int = 0) -> tuple[Trace, Any]:
+                 seed: int = 0, start_sd: float | None = None) -> tuple[Trace, Any]:
     tpl = build_template(trs[-1], ordering, periodic)
     site_models(tpl, trs, nprocs, compute_method)
     imb = fit_imbalance(tpl.tr, sharing(tpl, trs), trs) if gaps == "model" else None
+    if imb is not None and start_sd is not None:  # the user's start-up spread at the target, whatever the law says
+        imb.start_law = (0.0, float(np.log(start_sd)) if start_sd > 0 else -np.inf)
     return generate(tpl, nprocs, params, iterations=iterations, source=source, gaps=gaps, imbalance=imb,
                     seed=seed), tpl
 
@@ -124,7 +126,7 @@ def _weak(ref: Training, nprocs: int) -> dict[str, float]:
 def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, float] | None = None,
                       train_params: Sequence[Mapping[str, float]] | None = None, *, iterations: int | None = None,
                       compute_method: str = "mean", validate: bool = True, gaps: str = "model",
-                      seed: int = 0) -> Trace:
+                      seed: int = 0, start_sd: float | None = None) -> Trace:
     """The trace of the traced program at ``nprocs`` ranks, from traces at smaller rank counts.
 
     Parameters
@@ -161,6 +163,12 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         Seed of the per-rank levels' draws (``gaps="model"``): the slowest
         rank's waiting depends on where the late ranks sit, which the model
         leaves to chance; other seeds show how much.
+    start_sd : float, optional
+        Standard deviation (s) of the start-up gap (``MPI_Init`` to the
+        first traced call) at the target, for ``gaps="model"``: a what-if
+        for a launcher whose skew at scale is known, instead of the power
+        law fitted on the training traces (which small runs may not pin
+        down: ``start_spread_check``).
 
     Returns
     -------
@@ -190,6 +198,8 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
     nprocs = int(nprocs)
     if nprocs < 1:
         raise ExtrapolationError(f"nprocs must be a positive rank count, got {nprocs}")
+    if start_sd is not None and not (np.isfinite(start_sd) and start_sd >= 0):
+        raise ExtrapolationError(f"start_sd must be a standard deviation in seconds (>= 0), got {start_sd!r}")
     trs, ordering, periodic = load_training(traces, train_params)
     target = dict(params) if params is not None else _weak(trs[-1], nprocs)
     if trs[0].params and set(target) - set(trs[0].params):
@@ -203,10 +213,11 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
                       f"({largest} ranks): the leave-one-scale-out error estimate covers factors of 2 only",
                       ExtrapolationWarning, stacklevel=2)
     out, tpl = _extrapolate(trs, ordering, periodic, nprocs, target, iterations, compute_method,
-                            f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks", gaps, seed)
+                            f"extrapolated from {', '.join(str(x.nprocs) for x in trs)} ranks", gaps, seed,
+                            start_sd)
     imb_meta = out.meta.get("imbalance") or {}
     start_check = (start_spread_check({int(p): v for p, v in imb_meta.get("start_sd_training_s", {}).items()})
-                   if validate and gaps == "model" else None)
+                   if validate and gaps == "model" and start_sd is None else None)
     start_off = start_check is not None and abs(start_check["error"]) > START_TOLERANCE
     if start_off:
         warnings.warn(f"the start-up gap's spread at {start_check['nprocs']} ranks, predicted from "
@@ -227,7 +238,7 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
         "n_periods": (trs[-1].skeleton.size - tpl.start) // tpl.period if tpl.period else 0, "iterations": iterations,
         "compute_method": compute_method,
         "compute_models": {str(k): v for k, v in tpl.site_fits.items()},
-        "gaps": gaps, "imbalance": out.meta.get("imbalance"),
+        "gaps": gaps, "imbalance": out.meta.get("imbalance"), "start_sd_given": start_sd,
         "far_beyond_training": far, "far_factor": nprocs / largest,
         "loso": folds, "loso_max": worst,
         "ranks_not_generalizing": sorted({r for f in ok for r in f["ranks_off"]}),
