@@ -16,7 +16,7 @@ DRAM plateau.  With ``processes=2`` the probe runs in two processes at once,
 each on its own core with its own working set: :func:`cache_shared` compares
 the two knees to say whether ranks on one node compete for the cache (the knee
 per process halves) or each has its own (it stays: the development VM, whose
-triad falls at 32-45 MiB per process alone and beside a second one).
+triad falls at 32-64 MiB per process, alone and beside a second one alike).
 """
 
 from __future__ import annotations

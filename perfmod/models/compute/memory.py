@@ -28,11 +28,12 @@ falls.
 
 - ``proportional`` (the default) takes the region to run at a fixed fraction
   of the bandwidth its working set gets: its time per byte follows the
-  probe's.  It needs no byte count.  It is what HPCCG's streaming regions do on
-  the development VM: ``sparsemv`` moves its 344 B per row at 12.7 GB/s in
-  cache (the probe: 33 GB/s) and at 8.6 GB/s beyond it (the probe: 17-22
-  GB/s), so its time per row grows by the probe's ratio (1.5x), where the
-  added memory time of the roofline predicts about 60 % of that growth.
+  probe's.  It needs no byte count.  In the ``anger_skeletons`` runs of
+  26-27 November 2026 on the development VM, HPCCG's ``sparsemv`` took 26-29
+  ns per row in cache and 39-45 ns beyond it, about the probe's ratio (1.5x),
+  where the roofline's added memory time explains about 60 % of that growth;
+  where the probe's knee itself lies above the region's (a quiet VM: 64 MiB
+  against HPCCG's 22-39 MiB), neither form sees the cliff.
 - ``added`` is the roofline's memory time, ``bytes / bandwidth``, taken as a
   difference so that the fit keeps everything else: right for a region that
   streams at the probe's own rate; a region that moves few bytes gets a
