@@ -1,7 +1,8 @@
 """The replay's compiled preprocessing against plain-Python statements of the same rules (issue 23).
 
 Request resolution (:func:`perfmod.trace.requests.resolve_requests`) and point-to-point matching
-(:func:`perfmod.replay.matching.match_messages`) run as compiled hash-table passes; here random traces
+(:func:`perfmod.replay.matching.match_messages`) run as compiled passes (a hash table of requests; the sends in
+buckets by receiver); here random traces
 (tags, handle reuse, lists, Sendrecv, PROC_NULL, more receives than sends) are resolved and matched
 again by dictionaries of queues, and both must agree event for event.
 """
@@ -124,9 +125,9 @@ def test_request_table_grows_past_its_first_size():
     assert req.never_completed.tolist() == list(range(1, 5000, 2))
 
 
-def test_group_table_grows_past_its_first_size():
+def test_many_groups_between_two_ranks_in_reverse_order():
     b = TraceBuilder(2)
-    tags = list(range(1500))  # more (src, dst, tag, comm) groups than the table's first 512
+    tags = list(range(1500))  # 1,500 (src, dst, tag, comm) groups in one receiver's bucket, received in reverse
     for t in tags:
         b.append(0, "isend", peer=1, tag=t, nbytes=8, request=t)
     b.append(0, "waitall", aux=tags)
@@ -137,6 +138,33 @@ def test_group_table_grows_past_its_first_size():
     m = match_messages(t)
     assert m.pdst[:1500].tolist() == [1501 + 1499 - k for k in range(1500)]
     assert _reference(t)[3] == m.pdst.tolist() and _reference(t)[4] == m.psrc.tolist()
+
+
+def test_senders_with_interleaved_tags_are_paired_in_posting_order_per_tag():
+    # two senders post 300 messages each to rank 2 with their tags shuffled (the receiver's bucket is sorted by
+    # group, a merge sort), rank 2 receives them in another order; message k of a tag carries k in its size
+    rng = random.Random(5)
+    b = TraceBuilder(3)
+    posted = {}
+    for s in (0, 1):
+        tags = [t for t in range(6) for _ in range(50)]
+        rng.shuffle(tags)
+        for t in tags:
+            k = posted.setdefault((s, t), 0)
+            posted[(s, t)] = k + 1
+            b.append(s, "send", peer=2, tag=t, nbytes=8 * (k + 1))
+    recvs = [(s, t) for (s, t), k in posted.items() for _ in range(k)]
+    rng.shuffle(recvs)
+    got = {}
+    for s, t in recvs:
+        k = got.setdefault((s, t), 0)
+        got[(s, t)] = k + 1
+        b.append(2, "recv", peer=s, tag=t, nbytes=8 * (k + 1))  # just fits the k-th message of its group
+    t = b.build()
+    m = match_messages(t)  # a wrong pairing would truncate a message or leave one unmatched
+    assert _reference(t)[3] == m.pdst.tolist() and _reference(t)[4] == m.psrc.tolist()
+    recv = m.pdst[:600]
+    assert (recv >= 600).all() and (t.nbytes[recv] == t.nbytes[:600]).all()
 
 
 @pytest.mark.parametrize("model", ["postal", "kmodel"])
