@@ -1,5 +1,7 @@
 """The cache probe: the knee read from bandwidth curves, and a real (small) probe of this machine."""
 
+import os
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -82,6 +84,13 @@ def test_a_real_probe_in_two_processes_at_once():
     bw = probe.cache_probe_bandwidth.values
     assert probe.attrs["processes"] == 2 and "2 processes" in probe.cache_probe_bandwidth.attrs["long_name"]
     assert np.all(np.isfinite(bw)) and np.all(bw > 1e8)
+    per = probe.cache_probe_bandwidth_per_process  # the mean is of the two processes' own bandwidths
+    assert per.shape == (2, 2) and np.allclose(per.mean("process"), bw, rtol=1e-12)
+    started, finished = probe.cache_probe_started.values, probe.cache_probe_finished.values
+    assert np.all(started < finished) and started.max() < finished.min()  # they probed at once
+    cores = probe.cache_probe_core.values
+    if len(os.sched_getaffinity(0)) >= 2:  # each on a core of its own
+        assert len(set(cores.tolist())) == 2 and np.all(cores >= 0)
     with pytest.raises(ValueError, match="processes"):
         cs.probe_cache([MiB], processes=0)
 

@@ -202,6 +202,11 @@ def test_imbalance_recovers_a_closed_form_gap_law():
     assert np.allclose(imb.slope, 5e-6, rtol=1e-9) and np.allclose(imb.sigma, 0, atol=1e-12)
     assert imb.start_sd == pytest.approx({4: 4e-3, 8: 8e-3, 16: 16e-3}, rel=1e-9)
     assert imb.start_law[0] == pytest.approx(1.0, rel=1e-9) and imb.start_sigma(32) == pytest.approx(32e-3)
+    given = fit_imbalance(tpl.tr, sharing(tpl, trs), trs, start_sd=5e-3)  # the what-if: any target, that spread
+    assert given.start_sd == imb.start_sd and given.start_sigma(32) == given.start_sigma(4096) == pytest.approx(5e-3)
+    assert fit_imbalance(tpl.tr, sharing(tpl, trs), trs, start_sd=0.0).start_sigma(32) == 0.0
+    with pytest.raises(ValueError, match="start_sd"):
+        fit_imbalance(tpl.tr, sharing(tpl, trs), trs, start_sd=-1.0)
     a = extrapolate_trace([x.trace for x in trs], 32, params=_box(32), train_params=[x.params for x in trs],
                           validate=False)
     b = extrapolate_trace([x.trace for x in trs], 32, params=_box(32), train_params=[x.params for x in trs],

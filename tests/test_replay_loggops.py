@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmod.apps.traces import synthetic
+from perfmod.apps.traces import collective, synthetic
 from perfmod.machine.platforms import MODES, PROTOCOLS, PlatformError, from_dict, load, to_dict
 from perfmod.replay import DeadlockError, replay
 from perfmod.replay.graph import CALC, RECV, SEND, WILD, build_graph
@@ -175,6 +175,22 @@ LOGGOPSIM_ALLREDUCE12 = [48920, 44878, 48920, 44878, 48920, 44878, 48920, 44878,
 LOGGOPSIM_MINIFE16 = [671148, 675190, 668648, 672690, 667106, 671148, 664606, 668648, 667106, 671148, 664606,
                       668648, 663064, 667106, 660564, 664606]
 
+# LogGOPSim's headline kind of schedule (collective(): rooted collectives alone), 13 ranks, root 5, 2 in a row,
+# L=2500 o=1500 g=1000 G=6 S=65535: a binomial broadcast of 4,096 B (eager) and a reduce of 100,000 B (rendezvous)
+LOGGOPSIM_ROOTED13 = {
+    ("bcast", 4096): [184990, 213560, 189490, 218060, 162420, 180490, 209060, 184990, 213560, 184990, 213560, 189490,
+                      218060],
+    ("reduce", 100000): [4815952, 3614464, 3614464, 1808482, 3614464, 4815952, 4214458, 4214458, 1208488, 4815952,
+                         2411476, 2411476, 1208488],
+}
+
+
+@pytest.mark.parametrize("call, nbytes", list(LOGGOPSIM_ROOTED13))
+def test_rooted_collectives_alone_agree_with_loggopsim_to_the_ns(call, nbytes):
+    ds = replay(collective(call, 13, nbytes, root=5, iterations=2), platform(2500, 1500, 1000, 6), "loggp")
+    assert ns(ds) == LOGGOPSIM_ROOTED13[call, nbytes]
+    assert ds.attrs["operations"] == 2 * 2 * 12  # a send and a receive per edge of the tree, twice
+
 
 @pytest.mark.parametrize("params", list(LOGGOPSIM_JACOBI16))
 def test_jacobi2d_halo_and_allreduce_agree_with_loggopsim_to_the_ns(tmp_path, params):
@@ -208,6 +224,8 @@ def _loggopsim():
     ("jacobi2d_halo_64x10", synthetic("jacobi2d", 64, 10, allreduces=0, compute=2e-6)),
     ("allreduce_64x5", synthetic("allreduce", 64, 5)),
     ("minife_64x3", synthetic("minife", 64, 3, box=20)),
+    ("bcast_100x2", collective("bcast", 100, 4096, root=7, iterations=2)),
+    ("reduce_100x2", collective("reduce", 100, 100000, root=99, iterations=2)),
 ])
 @pytest.mark.parametrize("params", [(2500, 1500, 1000, 6), (2500, 1500, 1000, 0), (700, 700, 700, 2)])
 def test_loggopsim_itself_agrees(tmp_path, name, trace, params):

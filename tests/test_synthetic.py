@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from perfmod.apps.registry import exchange
-from perfmod.apps.traces import synthetic
+from perfmod.apps.traces import collective, synthetic
 from perfmod.trace import CALL_NAMES, Call, TraceError
 from perfmod.trace.requests import resolve_requests
 
@@ -83,3 +83,30 @@ def test_synthetic_trace_is_valid():
     assert t.validate() is t
     with pytest.raises(TraceError):
         t.with_compute(np.full(len(t), -1.0))
+
+
+def test_a_world_allreduce_made_by_collective_is_the_synthetic_allreduce_app():
+    a, b = collective("allreduce", 37, 64, iterations=3), synthetic("allreduce", 37, 3, allreduce_bytes=64)
+    for col in ("rank", "seq", "call", "peer", "nbytes", "tag", "comm", "request", "compute", "aux_ptr", "aux",
+                "iteration"):
+        assert np.array_equal(getattr(a, col), getattr(b, col)), col
+    assert a.validate() is a
+
+
+def test_rooted_collectives_name_their_root():
+    t = collective("bcast", 6, 1024, root=4, iterations=2)
+    assert t.counts() == {"MPI_Bcast": 12} and set(t.peer.tolist()) == {4} and set(t.nbytes.tolist()) == {1024}
+    assert t.rank.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5] and t.seq.tolist() == [0, 1] * 6
+    assert t.validate() is t and t.meta["root"] == 4
+    assert set(collective("barrier", 3, 4096).nbytes.tolist()) == {0}
+
+
+@pytest.mark.parametrize(("args", "kw", "match"), [
+    (("alltoall", 4), {}, "call must be one of"),
+    (("bcast", 4), {"root": 4}, "root 4 is not a rank of 4"),
+    (("reduce", 0), {}, "nprocs must be a positive integer"),
+    (("bcast", 4, -1), {}, "nbytes must be >= 0"),
+])
+def test_collective_bad_arguments(args, kw, match):
+    with pytest.raises(ValueError, match=match):
+        collective(*args, **kw)

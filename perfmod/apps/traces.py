@@ -50,6 +50,7 @@ from perfmod.trace.core import Call, Trace
 
 __all__ = [
     "synthetic",
+    "collective",
     "phases_of",
 ]
 
@@ -248,3 +249,54 @@ def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | N
     meta = {"app": app, "nprocs": p, "iterations": iters, "allreduces": nred, "allreduce_bytes": int(allreduce_bytes),
             "options": dict(options), "phases": [{"sequential": s, **ex.config} for ex, s in phases]}
     return Trace(p, source=f"synthetic:{app}", meta=meta, **cols)
+
+
+#: the collectives :func:`collective` generates: with a root (``peer`` is the root) or without
+_ROOTED_CALLS = {"bcast": Call.BCAST, "reduce": Call.REDUCE}
+_WORLD_CALLS = {"allreduce": Call.ALLREDUCE, "barrier": Call.BARRIER}
+
+
+def collective(call: str, nprocs: int, nbytes: int = DOUBLE, *, root: int = 0, iterations: int = 1) -> Trace:
+    """``iterations`` world collectives ``call`` on ``nprocs`` ranks, nothing else: the scale test of LogGOPSim
+    (Hoefler, Schneider and Lumsdaine, "LogGOPSim", HPDC 2010, §4: a binomial broadcast and an allreduce over
+    millions of processes).
+
+    The events are written straight into the trace's columns (about 40 bytes per event, no temporaries
+    beyond one column), so that 8,388,608 ranks take a third of a gigabyte.
+
+    Parameters
+    ----------
+    call : {"bcast", "reduce", "allreduce", "barrier"}
+        The collective (each replay model expands or costs it as it does any other, e.g. ``loggp``: a
+        binomial tree, recursive doubling).
+    nprocs : int
+        Ranks (all of ``MPI_COMM_WORLD``).
+    nbytes : int
+        Bytes of the message (0 for the barrier, whatever is given).
+    root : int
+        Root of a broadcast or reduce.
+    iterations : int
+        Collectives per rank, one after the other.
+    """
+    p = positive_int("nprocs", nprocs)
+    iters = positive_int("iterations", iterations)
+    name = str(call).lower()
+    if name not in _ROOTED_CALLS and name not in _WORLD_CALLS:
+        raise ValueError(f"collective: call must be one of {sorted({**_ROOTED_CALLS, **_WORLD_CALLS})}, not {call!r}")
+    if name in _ROOTED_CALLS and not 0 <= int(root) < p:
+        raise ValueError(f"collective: root {root} is not a rank of {p}")
+    if int(nbytes) < 0:
+        raise ValueError(f"collective: nbytes must be >= 0, got {nbytes}")
+    code = {**_ROOTED_CALLS, **_WORLD_CALLS}[name]
+    size = 0 if code == Call.BARRIER else int(nbytes)
+    n = p * iters
+    rank = np.repeat(np.arange(p, dtype=np.int32), iters) if iters > 1 else np.arange(p, dtype=np.int32)
+    seq = np.tile(np.arange(iters, dtype=np.int32), p) if iters > 1 else np.zeros(n, np.int32)
+    cols = {"rank": rank, "seq": seq, "call": np.full(n, int(code), np.uint8),
+            "peer": np.full(n, int(root) if name in _ROOTED_CALLS else -1, np.int32),
+            "nbytes": np.full(n, size, np.int64), "tag": np.zeros(n, np.int32), "comm": np.zeros(n, np.int32),
+            "request": np.full(n, -1, np.int64), "compute": np.zeros(n, np.float64),
+            "aux_ptr": np.zeros(n + 1, np.int64), "aux": np.zeros(0, np.int64), "iteration": seq}
+    meta = {"app": name, "nprocs": p, "iterations": iters, "nbytes": size,
+            **({"root": int(root)} if name in _ROOTED_CALLS else {})}
+    return Trace(p, source=f"synthetic:{name}", meta=meta, **cols)

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -232,6 +232,14 @@ def _scaled_points(m: int) -> np.ndarray:
     return np.array([[max(VALUES) * s] * m for s in SCALES], dtype=float)
 
 
+class _Job(NamedTuple):
+    """One part of :func:`run`: a seed set's cases with one parameter count."""
+
+    seed: int
+    n_params: int
+    cases: int
+
+
 def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float], n_params: Sequence[int],
               methods: Sequence[str], progress: bool) -> dict[str, np.ndarray]:
     n_max = max(n_cases, n_cases_3p)
@@ -314,16 +322,17 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known: {['extrap', *VARIANTS]}")
     used = [m for m in methods if m != "extrap" or have_extrap]
-    # one job per (seed set, parameter count), largest first; each job's arrays have one n_params entry
-    jobs = sorted(((int(sd), n_cases, n_cases_3p, tuple(noises), (int(m),), tuple(used), progress)
-                   for sd in seeds for m in n_params), key=lambda j: -(j[2] if j[4][0] >= 3 else j[1]) * j[4][0])
+    # one job per (seed set, parameter count), the most work first (cases x parameters)
+    jobs = sorted((_Job(int(sd), int(m), n_cases_3p if m >= 3 else n_cases) for sd in seeds for m in n_params),
+                  key=lambda j: -j.cases * j.n_params)
+    args = [(j.seed, n_cases, n_cases_3p, tuple(noises), (j.n_params,), tuple(used), progress) for j in jobs]
     n_workers = min(len(jobs), int(workers) if workers > 0 else usable_cores())
     if n_workers > 1:
         with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            done = dict(zip([(j[0], j[4][0]) for j in jobs], pool.map(_run_seed, *zip(*jobs, strict=True)),
-                            strict=True))
+            results = list(pool.map(_run_seed, *zip(*args, strict=True)))
     else:
-        done = {(j[0], j[4][0]): _run_seed(*j) for j in jobs}
+        results = [_run_seed(*a) for a in args]
+    done = {(j.seed, j.n_params): r for j, r in zip(jobs, results, strict=True)}
     parts = [{k: np.concatenate([done[int(sd), int(m)][k] for m in n_params], axis=0 if k == "function" else 1)
               for k in done[int(seeds[0]), int(n_params[0])]} for sd in seeds]
     stack = {k: np.stack([p[k] for p in parts], axis=1 if k != "function" else 0) for k in parts[0]}

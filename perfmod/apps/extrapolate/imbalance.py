@@ -145,10 +145,12 @@ class Imbalance:
 
 
 def fit_imbalance(tpl_tr: Training, site_of: Mapping[int, tuple[Training, np.ndarray]],
-                  trainings: Sequence[Training]) -> Imbalance:
+                  trainings: Sequence[Training], start_sd: float | None = None) -> Imbalance:
     """Fit the model (module docstring): per-rank levels on ``site_of`` (by rank count, the training traces that
     share the template's call sequence, with the call site of each event; the template ``tpl_tr`` among them),
-    the start-up spread on all ``trainings``."""
+    the start-up spread on all ``trainings``.  ``start_sd`` (s, >= 0), when given, is the start-up gap's spread at
+    any target in place of the power law that :func:`start_law` fits (a what-if: the launcher's skew at scale);
+    the training spreads are still recorded."""
     tsite = site_of[tpl_tr.nprocs][1]
     gb = gap_events(tpl_tr)
     sites = np.unique(tsite[gb])
@@ -165,16 +167,21 @@ def fit_imbalance(tpl_tr: Training, site_of: Mapping[int, tuple[Training, np.nda
     nb = neighbours(tpl_tr)
     resid = lv - lv.mean(axis=0) - np.outer(nb - nb.mean(), slope)
     sigma = resid.std(axis=0, ddof=1) if tpl_tr.nprocs > 1 else np.zeros(sites.size)
-    start_sd: dict[int, float] = {}
+    spread: dict[int, float] = {}
     for x in trainings:
         t = x.trace
         if x.nprocs < 2 or np.any(np.diff(t.rank_ptr) < 2):
             continue
-        start_sd[x.nprocs] = float(np.std(t.compute[t.rank_ptr[:-1] + 1], ddof=1))
-    law = start_law(start_sd)
+        spread[x.nprocs] = float(np.std(t.compute[t.rank_ptr[:-1] + 1], ddof=1))
+    if start_sd is None:
+        law = start_law(spread)
+    elif np.isfinite(start_sd) and start_sd >= 0:
+        law = (0.0, float(np.log(start_sd)) if start_sd > 0 else -np.inf)
+    else:
+        raise ValueError(f"start_sd must be a standard deviation in seconds (>= 0), got {start_sd!r}")
     t = tpl_tr.trace
     sg = t.compute[t.rank_ptr[:-1] + 1] if np.all(np.diff(t.rank_ptr) > 1) else np.zeros(t.nprocs)
-    return Imbalance(sites, slope, sigma, resid, nb, sg - sg.mean(), start_sd, law)
+    return Imbalance(sites, slope, sigma, resid, nb, sg - sg.mean(), spread, law)
 
 
 def start_law(start_sd: Mapping[int, float]) -> tuple[float, float]:

@@ -98,9 +98,7 @@ def _extrapolate(trs: list[Training], ordering: str, periodic: bool, nprocs: int
                  seed: int = 0, start_sd: float | None = None) -> tuple[Trace, Any]:
     tpl = build_template(trs[-1], ordering, periodic)
     site_models(tpl, trs, nprocs, compute_method)
-    imb = fit_imbalance(tpl.tr, sharing(tpl, trs), trs) if gaps == "model" else None
-    if imb is not None and start_sd is not None:  # the user's start-up spread at the target, whatever the law says
-        imb.start_law = (0.0, float(np.log(start_sd)) if start_sd > 0 else -np.inf)
+    imb = fit_imbalance(tpl.tr, sharing(tpl, trs), trs, start_sd=start_sd) if gaps == "model" else None
     return generate(tpl, nprocs, params, iterations=iterations, source=source, gaps=gaps, imbalance=imb,
                     seed=seed), tpl
 

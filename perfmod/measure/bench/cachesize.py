@@ -24,6 +24,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int =
                  for k in range(processes)]
         for pr in procs:
             pr.start()
-        got: list[np.ndarray] = []
+        got: list[tuple] = []
         try:
             while len(got) < processes:
                 try:
@@ -112,8 +113,10 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int =
                 pr.join(timeout=10)
                 if pr.is_alive():
                     pr.terminate()
-        bw = np.mean(got, axis=0)
-    return xr.Dataset(
+        got.sort(key=lambda g: g[0])
+        per = np.array([g[4] for g in got])
+        bw = per.mean(axis=0)
+    ds = xr.Dataset(
         {"cache_probe_bandwidth": ("cache_probe_bytes", bw, {
             "units": "B/s", "long_name": "triad bandwidth, best of the repetitions (memory traffic counted as "
                                          "perfmod.models.roofline.traffic counts it)"
@@ -123,6 +126,15 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int =
             "units": "B", "long_name": "working set of the triad (its three arrays), per process"})},
         attrs={"sysfs_llc_bytes": sysfs_llc_bytes(), "reps": reps, "sweeps": sweeps, "processes": processes},
     )
+    if processes > 1:  # what each process got, where it ran and when: the probes ran at once, on their own cores
+        ds["cache_probe_bandwidth_per_process"] = (("process", "cache_probe_bytes"), per, {
+            "units": "B/s", "long_name": "triad bandwidth of each probing process, best of the repetitions"})
+        ds["cache_probe_core"] = ("process", np.array([g[1] for g in got]), {
+            "units": "1", "long_name": "core the process was pinned to (-1: not pinned, fewer cores than processes)"})
+        for name, i, what in (("cache_probe_started", 2, "started"), ("cache_probe_finished", 3, "finished")):
+            ds[name] = ("process", np.array([g[i] for g in got]), {
+                "units": "s", "long_name": f"wall-clock time (Unix epoch) the process {what} probing"})
+    return ds
 
 
 def _probe(sizes: np.ndarray, reps: int, sweeps: int, barrier: object | None = None) -> np.ndarray:
@@ -140,9 +152,13 @@ def _probe(sizes: np.ndarray, reps: int, sweeps: int, barrier: object | None = N
 
 def _probe_worker(k: int, sizes: np.ndarray, reps: int, sweeps: int, barrier: object, out: object) -> None:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    core = -1
     if len(cores) > k:
-        os.sched_setaffinity(0, {cores[k]})
-    out.put(_probe(sizes, reps, sweeps, barrier))
+        core = cores[k]
+        os.sched_setaffinity(0, {core})
+    started = time.time()
+    bw = _probe(sizes, reps, sweeps, barrier)
+    out.put((k, core, started, time.time(), bw))
 
 
 def cache_shared(alone: xr.Dataset, together: xr.Dataset, ratio: float = 0.75) -> bool:
