@@ -188,16 +188,20 @@ def _send_less(rank, tag, comm, e, f):
     return e < f
 
 
-@njit(cache=True)
-def _sort_bucket(bucket, lo, hi, rank, tag, comm, scratch):
-    """Sort ``bucket[lo:hi]`` by :func:`_send_less`: the sends of one (sender, tag, communicator) group together,
-    in posting order.  A bucket is in sender and posting order already, so this is one check unless a sender
-    sends to the rank with several tags or communicators (then a merge sort)."""
+@njit(cache=True, inline="always")
+def _in_order(bucket, lo, hi, rank, tag, comm):
+    """Whether ``bucket[lo:hi]`` is in :func:`_send_less` order already (as a bucket is unless a sender sends to
+    the rank with several tags or communicators: it is in sender and posting order)."""
     m = lo + 1
     while m < hi and not _send_less(rank, tag, comm, bucket[m], bucket[m - 1]):
         m += 1
-    if m >= hi:
-        return
+    return m >= hi
+
+
+@njit(cache=True)
+def _sort_bucket(bucket, lo, hi, rank, tag, comm, scratch):
+    """Sort ``bucket[lo:hi]`` by :func:`_send_less` (the sends of one (sender, tag, communicator) group together, in
+    posting order) by a merge sort through ``scratch``."""
     width = 1
     a, b = bucket, scratch
     swapped = False
@@ -248,7 +252,8 @@ def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, r
         if rank[i] != r:  # the rank's bucket, sorted by group on the rank's first receive
             r = rank[i]
             lo, hi = (ends[r - 1] if r else 0), ends[r]
-            _sort_bucket(bucket, lo, hi, rank, tag, comm, scratch)
+            if not _in_order(bucket, lo, hi, rank, tag, comm):
+                _sort_bucket(bucket, lo, hi, rank, tag, comm, scratch)
         cm = comm[i]
         g, top = lo, hi  # the group's first position: the first send whose key is not below (rs, rt, cm)
         while top - g > 8:
