@@ -257,3 +257,33 @@ def test_wildcards_are_found_in_receives_and_sendrecv_receive_sides(events, want
     for r, c, kw in events:
         b.append(r, c, **kw)
     assert has_wildcards(b.build()) is want
+
+
+def test_maxrate_senders_per_phase_compiled_pass_agrees_with_sets():
+    # the max-rate k of each phase (most distinct senders of one node / socket) counted by the compiled pass over
+    # trace-ordered messages against sets of senders; out of that order the pass declines (NumPy counts instead)
+    import numpy as np
+
+    from perfmod.machine.mapping import node_of, socket_of
+    from perfmod.models.comm.kmodel_kernels import senders_per_group_in_order
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        p, nph, rpn, spn = int(rng.integers(2, 200)), int(rng.integers(1, 6)), int(rng.integers(1, 9)), 2
+        src = np.sort(rng.integers(0, p, 600))
+        phase = np.zeros(src.size, np.int64)
+        for r in np.unique(src):  # each sender's phases ascending
+            sel = np.flatnonzero(src == r)
+            phase[sel] = np.sort(rng.integers(0, nph, sel.size))
+        nodes, sockets = node_of(np.arange(p), rpn), socket_of(np.arange(p), rpn, spn)
+        kn, ks = np.zeros(nph, np.int64), np.zeros(nph, np.int64)
+        z = [np.zeros(nph, np.int64), np.zeros(nph, np.int64), np.empty(nph, np.int64), np.empty(nph, np.int64)]
+        assert senders_per_group_in_order(phase, src, nodes, sockets, kn, ks, *z)
+        for group, got in ((nodes, kn), (sockets, ks)):
+            senders = defaultdict(set)
+            for f, r in zip(phase.tolist(), src.tolist(), strict=True):
+                senders[(f, int(group[r]))].add(r)
+            want = [max((len(v) for (f, _), v in senders.items() if f == ph), default=0) for ph in range(nph)]
+            assert got.tolist() == want
+    src = np.array([3, 1])  # senders descending
+    assert not senders_per_group_in_order(np.zeros(2, np.int64), src, nodes, sockets, kn, ks, *z)
