@@ -287,3 +287,22 @@ def test_maxrate_senders_per_phase_compiled_pass_agrees_with_sets():
             assert got.tolist() == want
     src = np.array([3, 1])  # senders descending
     assert not senders_per_group_in_order(np.zeros(2, np.int64), src, nodes, sockets, kn, ks, *z)
+
+
+@pytest.mark.parametrize("model", ["maxrate", "kmodel"])
+def test_messages_costed_once_per_distinct_kind_equal_every_message_costed(model, monkeypatch):
+    # message_costs costs each distinct (mode, bytes, phase) once; beyond _MAX_DISTINCT of them every message:
+    # both give the same times, bit for bit (MiniFE: several sizes per phase, three modes)
+    import numpy as np
+
+    from perfmod.apps.traces import synthetic
+    from perfmod.models.comm.network import bind
+    from perfmod.replay import costs
+
+    t = synthetic("minife", 64, 3)
+    m, net = match_messages(t), bind("summit", model, "block", 64)
+    once = costs.message_costs(t, m, net)
+    monkeypatch.setattr(costs, "_MAX_DISTINCT", 2)
+    every = costs.message_costs(t, m, net)
+    assert np.unique(once.time).size > 2 and np.array_equal(once.time, every.time)
+    assert np.array_equal(once.rndv, every.rndv)
