@@ -77,7 +77,8 @@ def _phases(rank, call, comm, iteration, coll_tab, every, at, out):
 
 #: messages per chunk of :func:`message_costs` (where it costs every message)
 _CHUNK = 1 << 18
-#: distinct (mode, bytes, phase) messages that :func:`message_costs` costs once each; beyond, it costs every message
+#: distinct (mode, bytes, phase) messages that :func:`message_costs` costs once each (and at most one per 16
+#: messages); beyond, it costs every message
 _MAX_DISTINCT = 1 << 16
 _COLL_TAB = np.zeros(256, dtype=np.bool_)
 _COLL_TAB[code_set(COLLECTIVES)] = True
@@ -136,10 +137,14 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
     # a message's time depends on its mode, size and phase only (the k rules count per phase), and the formulas
     # are element-wise: each distinct (mode, size, phase) is costed once, at its first message, and the messages
     # take their times from it (a halo exchange has a few such per phase, for hundreds of thousands of messages)
+    # at most one distinct per 16 messages (else costing every message costs about as much), so that the table
+    # stays within 4 bytes per message
+    most = min(_MAX_DISTINCT, max(64, ev.size // 16))
     ids = np.empty(ev.size, dtype=np.int32)
-    rows = 1 << max(6, (min(2 * ev.size, 2 * _MAX_DISTINCT) - 1).bit_length())
-    first = np.empty(_MAX_DISTINCT, dtype=np.int64)
-    nd = _distinct_messages(modes, match.nbytes, phase, ids, first, np.full((rows, 4), -1, dtype=np.int64))
+    first = np.empty(most, dtype=np.int64)
+    table = np.full((1 << (2 * most - 1).bit_length(), 4), -1, dtype=np.int64)
+    nd = _distinct_messages(modes, match.nbytes, phase, ids, first, table)
+    del table
     if nd >= 0:
         first = first[:nd]
         times = np.empty(nd)
