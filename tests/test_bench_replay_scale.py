@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from perfmod.apps.traces import synthetic
-from perfmod.core.io import write_dataset
+from perfmod.core.io import check_conventions, write_dataset
 from perfmod.core.paths import raw_dir, repo_root
 from perfmod.replay.scale import (
     DOCS_MARKERS,
@@ -90,3 +90,36 @@ def test_bench_loggopsim_side_by_side(benchmark, tmp_path):
     text = doc.read_text()
     assert loggopsim_markdown(ds) in text and text.count(LOGGOPSIM_MARKERS[0]) == 1
     print("\n" + loggopsim_markdown(ds))
+
+
+@pytest.mark.bench
+def test_bench_collective_at_8_million_ranks(benchmark, tmp_path):
+    """LogGOPSim's headline case (issue 23 item 4): a broadcast and an allreduce over 8,388,608 ranks, each model
+    in its own process; a replay that would not fit is refused before it allocates.  Under ``make test``: 4,096
+    ranks, with a memory budget that the loggp allreduce (2 log2 p operations per rank) exceeds."""
+    from perfmod.apps.traces import collective
+    from perfmod.replay import replay
+    from perfmod.replay.collective_scale import COLLECTIVE_MARKERS, collective_markdown, collective_scale
+
+    full = not benchmark.disabled
+    p = 8_388_608 if full else 4096
+    ds = benchmark.pedantic(collective_scale, args=(p,), kwargs={} if full else {"memory_budget": 10_000_000},
+                            rounds=1, iterations=1)
+    check_conventions(ds)
+    bcast = ds.sel(collective="bcast")
+    assert not any(bcast.refused.values) and np.all(bcast.peak_bytes > 0) and np.all(bcast.cpu_s > 0)
+    assert ds.refused.sel(collective="allreduce", model="kmodel") == ""
+    if not full:  # the job's finishing time is the in-process replay's; the budget refuses the loggp allreduce only
+        want = replay(collective("bcast", p), "summit", "loggp").total_time.max()
+        assert float(bcast.finish_s.sel(model="loggp")) == pytest.approx(float(want), rel=1e-6)
+        assert "graph operations) needs about" in str(ds.refused.sel(collective="allreduce", model="loggp").values)
+        assert int((ds.refused != "").sum()) == 1
+    doc = repo_root() / "docs" / "library.md"
+    if full:
+        write_dataset(ds, raw_dir() / "replay_collective_scale.nc")
+    else:
+        doc = tmp_path / "library.md"
+        doc.write_text("before\n" + "\n".join(COLLECTIVE_MARKERS) + "\nafter\n")
+    write_docs_table(ds, doc, COLLECTIVE_MARKERS, collective_markdown)
+    assert collective_markdown(ds) in doc.read_text()
+    print("\n" + collective_markdown(ds))

@@ -218,6 +218,19 @@ def test_replay_output_refuses_an_existing_file_without_force(tmp_path, capsys):
     assert main([*argv, "--force"]) == 0 and xr.open_dataset(out).sizes["rank"] == 4
 
 
+def test_replay_a_collective_alone(tmp_path, capsys):
+    from perfmod.apps.traces import collective
+    from perfmod.replay import replay
+
+    out = tmp_path / "b.nc"
+    assert main(["replay", "--synthetic", "bcast:37:2", "--model", "loggp", "-o", str(out)]) == 0
+    assert "Trace(nprocs=37, events=74, source='synthetic:bcast') on summit, loggp" in capsys.readouterr().out
+    got, want = xr.open_dataset(out), replay(collective("bcast", 37, iterations=2), "summit", "loggp")
+    np.testing.assert_array_equal(got.total_time.values, want.total_time.values)
+    assert main(["replay", "--synthetic", "bcast:0:1"]) == 2
+    assert "--synthetic bcast:0:1: nprocs must be a positive integer" in capsys.readouterr().err
+
+
 def test_list_models_names_every_registered_model(capsys):
     from perfmod.models.comm.registry import model_names
 

@@ -604,10 +604,26 @@ def test_a_replay_too_large_for_the_memory_says_so_before_allocating(model, monk
 
     need = engine._FIXED_BYTES + engine._BYTES_PER_EVENT * len(tr)
     monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(need // 2))  # half of what the replay needs
-    with pytest.raises(MemoryShortError, match=rf"the {model} replay of {len(tr):,} events needs about .* GiB"):
+    with pytest.raises(MemoryShortError, match=rf"the {model} replay of {len(tr):,} events needs about {need:,} B, "
+                                               rf"{need // 2:,} B are available"):
         replay(tr, SUMMIT, model)
     monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(10**9))
     assert replay(tr, SUMMIT, model).total_time.max() > 0
+
+
+def test_a_loggp_replay_counts_the_collectives_rounds_before_allocating_its_graph(monkeypatch):
+    from perfmod.apps.traces import collective
+    from perfmod.core.memory import MemoryShortError
+    from perfmod.replay import loggops
+
+    tr = collective("allreduce", 4096)  # one event per rank, 2 log2 p graph operations per rank
+    ops = replay(tr, SUMMIT, "loggp").attrs["operations"]
+    assert ops > 20 * len(tr)
+    events_only = loggops._TRACE_BYTES_PER_EVENT * len(tr)  # what the events alone say it needs: it fits
+    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(2 * events_only))
+    assert 2 * events_only < loggops._REPLAY_BYTES_PER_NODE * ops
+    with pytest.raises(MemoryShortError, match=r"the LogGOPS replay of 4,096 events \(up to [\d,]+ graph operations\)"):
+        replay(tr, SUMMIT, "loggp")
 
 
 def test_progress_bar_names_the_replay_stages(capsys):

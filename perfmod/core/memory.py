@@ -39,8 +39,15 @@ def check_fits(nbytes: float, what: str) -> None:
     """Raise :class:`MemoryShortError` if ``nbytes`` (an estimate) exceed the available memory."""
     have = available_bytes()
     if have is not None and nbytes > have:
-        raise MemoryShortError(f"{what} needs about {nbytes / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available "
+        raise MemoryShortError(f"{what} needs about {_size(nbytes)}, {_size(have)} are available "
                                "(PERFMOD_MEMORY_BYTES sets a budget)")
+
+
+def _size(n: float) -> str:
+    """Bytes as GiB (one decimal) from 1 GiB, MiB from 1 MiB, else bytes."""
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{int(n):,} B"
 
 
 def index_dtype(n: int) -> np.dtype:

@@ -62,11 +62,12 @@ class Graph(OpGraph):
         return np.diff(self.pred_ptr)
 
 
-def build_graph(trace: Trace, reqs, compute: np.ndarray) -> Graph:
+def build_graph(trace: Trace, reqs, compute: np.ndarray, check=None) -> Graph:
     """:func:`~perfmod.trace.formats.goal_graph.op_graph` of ``trace`` and ``reqs`` with ``compute`` (seconds of
-    computation before each event, the replay's compute times) in picoseconds, plus the successor lists."""
+    computation before each event, the replay's compute times) in picoseconds, plus the successor lists
+    (``check``: op_graph's memory check of the nodes' upper bound)."""
     ps = np.rint(np.asarray(compute, dtype=np.float64) * 1e12).astype(np.int64)
-    g = op_graph(trace, reqs, ps)
+    g = op_graph(trace, reqs, ps, check)
     nn = len(g)
     # successors: the requiring nodes grouped by the node they require, each group in creation order (a stable
     # counting sort of the edges, which come in order of the requiring node)

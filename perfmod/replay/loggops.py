@@ -72,6 +72,10 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: more while they are put back in node order), and what the graph built from a trace takes per event at most (a
 #: measured peak of about 1,170 bytes; issue 23), for the check before allocating
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
+#: the whole replay's peak per node of the graph's upper bound (collectives expanded: an allreduce is 2 log2 p
+#: operations per rank, so the events alone say little): measured 160-170 bytes per operation at 1,048,576 ranks
+#: (Jacobi2D, allreduce), for the check before the graph is allocated
+_REPLAY_BYTES_PER_NODE = 160
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
@@ -377,7 +381,8 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     if written is not None and compute is trace.compute:
         return _replay_as_written(trace, *written, net, n_iter)
     check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
-    g = build_graph(trace, reqs, compute)
+    g = build_graph(trace, reqs, compute, lambda ub: check_fits(
+        _REPLAY_BYTES_PER_NODE * ub, f"the LogGOPS replay of {len(trace):,} events (up to {ub:,} graph operations)"))
     inp = kernel_input(g, 0.0, net, trace.nprocs, False)
     # what the accounting needs of the graph; the rest is let go before the loop runs
     calc_size = np.where(g.kind == CALC, g.size, 0)

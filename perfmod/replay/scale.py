@@ -163,14 +163,15 @@ _LAUNCH = ("import os, sys\n"
            "sys.stderr.write(f'\\n@rusage {cpu!r} {ru.ru_maxrss} {code}\\n')\n")
 
 
-def _measured(cmd: list[str]) -> tuple[str, float, float]:
-    """Run ``cmd``; its stdout, CPU seconds (user + system) and peak resident bytes (through :data:`_LAUNCH`,
-    a Python started without site packages: a peak below its own, about 10 MB, reads as that)."""
+def _measured(cmd: list[str], env: Mapping[str, str] | None = None) -> tuple[str, float, float]:
+    """Run ``cmd`` (in ``env``, default this process's); its stdout, CPU seconds (user + system) and peak resident
+    bytes (through :data:`_LAUNCH`, a Python started without site packages: a peak below its own, about 10 MB,
+    reads as that).  A failing command raises RuntimeError with the end of its stderr."""
     import sys
 
     with tempfile.TemporaryFile() as errf:
         p = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, *cmd], stdout=subprocess.PIPE, stderr=errf,
-                           text=True, check=False)
+                           text=True, check=False, env=None if env is None else dict(env))
         errf.seek(0)
         err = errf.read().decode()
     tail = err.rstrip().rsplit("\n", 1)[-1].split()

@@ -19,6 +19,7 @@ operations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -469,7 +470,7 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
             kinds, xs, int(work.sum()))
 
 
-def op_graph(trace: Trace, reqs, units: np.ndarray) -> OpGraph:
+def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None] | None = None) -> OpGraph:
     """The operation graph of ``trace`` (see the module docstring).
 
     Parameters
@@ -481,6 +482,9 @@ def op_graph(trace: Trace, reqs, units: np.ndarray) -> OpGraph:
     units : numpy.ndarray of int64
         The calc before each event in the caller's unit (nanoseconds for GOAL, picoseconds for the replay);
         no calc where it is not positive.
+    check : callable, optional
+        Called with an upper bound of the graph's nodes before the graph is allocated (collectives expanded
+        into their rounds): a caller's memory check (the replay's), which raises to stop.
     """
     n = len(trace)
     call = trace.call.astype(np.int64)
@@ -510,6 +514,8 @@ def op_graph(trace: Trace, reqs, units: np.ndarray) -> OpGraph:
     units = np.asarray(units, dtype=np.int64)
     ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
              + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
+    if check is not None:
+        check(ub)
     nodes, nn, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(
         trace.rank_ptr, cls, np.where(is_send, SEND, RECV), np.isin(call, _codes(_SYNC)).astype(np.int64), units,
         wpeer, wtag, trace.nbytes.astype(np.int64), comm, ck, mem, mem_ptr, reqs.ref_ptr, reqs.created,
