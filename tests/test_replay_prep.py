@@ -1,7 +1,8 @@
 """The replay's compiled preprocessing against plain-Python statements of the same rules (issue 23).
 
 Request resolution (:func:`perfmod.trace.requests.resolve_requests`) and point-to-point matching
-(:func:`perfmod.replay.matching.match_messages`) run as compiled hash-table passes; here random traces
+(:func:`perfmod.replay.matching.match_messages`) run as compiled passes (a hash table of requests; the sends in
+buckets by receiver); here random traces
 (tags, handle reuse, lists, Sendrecv, PROC_NULL, more receives than sends) are resolved and matched
 again by dictionaries of queues, and both must agree event for event.
 """
@@ -124,9 +125,9 @@ def test_request_table_grows_past_its_first_size():
     assert req.never_completed.tolist() == list(range(1, 5000, 2))
 
 
-def test_group_table_grows_past_its_first_size():
+def test_many_groups_between_two_ranks_in_reverse_order():
     b = TraceBuilder(2)
-    tags = list(range(1500))  # more (src, dst, tag, comm) groups than the table's first 512
+    tags = list(range(1500))  # 1,500 (src, dst, tag, comm) groups in one receiver's bucket, received in reverse
     for t in tags:
         b.append(0, "isend", peer=1, tag=t, nbytes=8, request=t)
     b.append(0, "waitall", aux=tags)
@@ -137,6 +138,33 @@ def test_group_table_grows_past_its_first_size():
     m = match_messages(t)
     assert m.pdst[:1500].tolist() == [1501 + 1499 - k for k in range(1500)]
     assert _reference(t)[3] == m.pdst.tolist() and _reference(t)[4] == m.psrc.tolist()
+
+
+def test_senders_with_interleaved_tags_are_paired_in_posting_order_per_tag():
+    # two senders post 300 messages each to rank 2 with their tags shuffled (the receiver's bucket is sorted by
+    # group, a merge sort), rank 2 receives them in another order; message k of a tag carries k in its size
+    rng = random.Random(5)
+    b = TraceBuilder(3)
+    posted = {}
+    for s in (0, 1):
+        tags = [t for t in range(6) for _ in range(50)]
+        rng.shuffle(tags)
+        for t in tags:
+            k = posted.setdefault((s, t), 0)
+            posted[(s, t)] = k + 1
+            b.append(s, "send", peer=2, tag=t, nbytes=8 * (k + 1))
+    recvs = [(s, t) for (s, t), k in posted.items() for _ in range(k)]
+    rng.shuffle(recvs)
+    got = {}
+    for s, t in recvs:
+        k = got.setdefault((s, t), 0)
+        got[(s, t)] = k + 1
+        b.append(2, "recv", peer=s, tag=t, nbytes=8 * (k + 1))  # just fits the k-th message of its group
+    t = b.build()
+    m = match_messages(t)  # a wrong pairing would truncate a message or leave one unmatched
+    assert _reference(t)[3] == m.pdst.tolist() and _reference(t)[4] == m.psrc.tolist()
+    recv = m.pdst[:600]
+    assert (recv >= 600).all() and (t.nbytes[recv] == t.nbytes[:600]).all()
 
 
 @pytest.mark.parametrize("model", ["postal", "kmodel"])
@@ -229,3 +257,52 @@ def test_wildcards_are_found_in_receives_and_sendrecv_receive_sides(events, want
     for r, c, kw in events:
         b.append(r, c, **kw)
     assert has_wildcards(b.build()) is want
+
+
+def test_maxrate_senders_per_phase_compiled_pass_agrees_with_sets():
+    # the max-rate k of each phase (most distinct senders of one node / socket) counted by the compiled pass over
+    # trace-ordered messages against sets of senders; out of that order the pass declines (NumPy counts instead)
+    import numpy as np
+
+    from perfmod.machine.mapping import node_of, socket_of
+    from perfmod.models.comm.kmodel_kernels import senders_per_group_in_order
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        p, nph, rpn, spn = int(rng.integers(2, 200)), int(rng.integers(1, 6)), int(rng.integers(1, 9)), 2
+        src = np.sort(rng.integers(0, p, 600))
+        phase = np.zeros(src.size, np.int64)
+        for r in np.unique(src):  # each sender's phases ascending
+            sel = np.flatnonzero(src == r)
+            phase[sel] = np.sort(rng.integers(0, nph, sel.size))
+        nodes, sockets = node_of(np.arange(p), rpn), socket_of(np.arange(p), rpn, spn)
+        kn, ks = np.zeros(nph, np.int64), np.zeros(nph, np.int64)
+        z = [np.zeros(nph, np.int64), np.zeros(nph, np.int64), np.empty(nph, np.int64), np.empty(nph, np.int64)]
+        assert senders_per_group_in_order(phase, src, nodes, sockets, kn, ks, *z)
+        for group, got in ((nodes, kn), (sockets, ks)):
+            senders = defaultdict(set)
+            for f, r in zip(phase.tolist(), src.tolist(), strict=True):
+                senders[(f, int(group[r]))].add(r)
+            want = [max((len(v) for (f, _), v in senders.items() if f == ph), default=0) for ph in range(nph)]
+            assert got.tolist() == want
+    src = np.array([3, 1])  # senders descending
+    assert not senders_per_group_in_order(np.zeros(2, np.int64), src, nodes, sockets, kn, ks, *z)
+
+
+@pytest.mark.parametrize("model", ["maxrate", "kmodel"])
+def test_messages_costed_once_per_distinct_kind_equal_every_message_costed(model, monkeypatch):
+    # message_costs costs each distinct (mode, bytes, phase) once; beyond _MAX_DISTINCT of them every message:
+    # both give the same times, bit for bit (MiniFE: several sizes per phase, three modes)
+    import numpy as np
+
+    from perfmod.apps.traces import synthetic
+    from perfmod.models.comm.network import bind
+    from perfmod.replay import costs
+
+    t = synthetic("minife", 64, 3)
+    m, net = match_messages(t), bind("summit", model, "block", 64)
+    once = costs.message_costs(t, m, net)
+    monkeypatch.setattr(costs, "_MAX_DISTINCT", 2)
+    every = costs.message_costs(t, m, net)
+    assert np.unique(once.time).size > 2 and np.array_equal(once.time, every.time)
+    assert np.array_equal(once.rndv, every.rndv)

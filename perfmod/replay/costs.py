@@ -44,6 +44,7 @@ as in :mod:`perfmod.models.comm.collectives`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -74,8 +75,11 @@ def _phases(rank, call, comm, iteration, coll_tab, every, at, out):
             k += 1
 
 
-#: messages per chunk of :func:`message_costs`
+#: messages per chunk of :func:`message_costs` (where it costs every message)
 _CHUNK = 1 << 18
+#: distinct (mode, bytes, phase) messages that :func:`message_costs` costs once each (and at most one per 16
+#: messages); beyond, it costs every message
+_MAX_DISTINCT = 1 << 16
 _COLL_TAB = np.zeros(256, dtype=np.bool_)
 _COLL_TAB[code_set(COLLECTIVES)] = True
 
@@ -129,21 +133,66 @@ def message_costs(trace: Trace, match: Matching, net: Network, k_total_rule: str
     modes = net.modes(src, dst, p)
     phase = event_phases(trace, ev)  # the send events are ascending
     nph = int(phase.max(initial=-1)) + 1
-    times = np.zeros(ev.size)
     info, kw_of = net.rule.trace_k(net, phase, src, dst, nph, p, k_total_rule, stencil)
-    for a in range(0, ev.size, _CHUNK):  # per mode in chunks of messages: the temporaries stay small
-        m = modes[a:a + _CHUNK]
-        for code, mode in enumerate(MODES):
-            sel = np.flatnonzero(m == code)
-            if not sel.size:
-                continue
-            sel += a
-            nbytes = np.maximum(match.nbytes[sel], 1, dtype=np.float64)
-            times[sel] = net.message_time(nbytes, mode, **kw_of(mode, sel))
+    # a message's time depends on its mode, size and phase only (the k rules count per phase), and the formulas
+    # are element-wise: each distinct (mode, size, phase) is costed once, at its first message, and the messages
+    # take their times from it (a halo exchange has a few such per phase, for hundreds of thousands of messages)
+    # at most one distinct per 16 messages (else costing every message costs about as much), so that the table
+    # stays within 4 bytes per message
+    most = min(_MAX_DISTINCT, max(64, ev.size // 16))
+    ids = np.empty(ev.size, dtype=np.int32)
+    first = np.empty(most, dtype=np.int64)
+    table = np.full((1 << (2 * most - 1).bit_length(), 4), -1, dtype=np.int64)
+    nd = _distinct_messages(modes, match.nbytes, phase, ids, first, table)
+    del table
+    if nd >= 0:
+        first = first[:nd]
+        times = np.empty(nd)
+        _cost(net, times, first, modes[first], match.nbytes, kw_of)
+        times = times[ids]
+    else:  # too many distinct messages: every message costed, per mode in chunks (the temporaries stay small)
+        times = np.empty(ev.size)
+        for a in range(0, ev.size, _CHUNK):
+            _cost(net, times[a:a + _CHUNK], np.arange(a, min(a + _CHUNK, ev.size)), modes[a:a + _CHUNK],
+                  match.nbytes, kw_of)
+    del ids
     rndv = np.zeros(n, dtype=bool)
     rndv[ev] = match.nbytes > net.platform.eager_max_bytes
     rndv |= call_is(trace.call, code_set({Call.SSEND, Call.ISSEND}))
     return MessageCosts(times, rndv, modes, phase, info)
+
+
+def _cost(net: Network, out: np.ndarray, msgs: np.ndarray, modes: np.ndarray, nbytes: np.ndarray, kw_of: Any) -> None:
+    """``out[j]``: the time of message ``msgs[j]`` (of mode code ``modes[j]``), per mode."""
+    for code, mode in enumerate(MODES):
+        j = np.flatnonzero(modes == code)
+        if j.size:
+            sel = msgs[j]
+            out[j] = net.message_time(np.maximum(nbytes[sel], 1, dtype=np.float64), mode, **kw_of(mode, sel))
+
+
+@njit(cache=True)
+def _distinct_messages(modes, nbytes, phase, ids, first, table):
+    """Number the distinct (mode, bytes, phase) of the messages in order of first appearance: ``ids`` per
+    message, ``first``: the first message of each; returns how many, or -1 beyond ``first.size`` of them.
+    ``table`` (rows of -1): open addressing on the key, rows (mode, bytes, phase, number)."""
+    mask = table.shape[0] - 1
+    nd = 0
+    for m in range(modes.size):
+        a, b, c = np.int64(modes[m]), np.int64(nbytes[m]), np.int64(phase[m])
+        h = (np.uint64(a) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
+             ^ np.uint64(c) * np.uint64(0x165667B19E3779F9))
+        j = np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+        while table[j, 3] >= 0 and (table[j, 0] != a or table[j, 1] != b or table[j, 2] != c):
+            j = (j + 1) & mask
+        if table[j, 3] < 0:
+            if nd == first.size:
+                return -1
+            table[j, 0], table[j, 1], table[j, 2], table[j, 3] = a, b, c, nd
+            first[nd] = m
+            nd += 1
+        ids[m] = table[j, 3]
+    return nd
 
 
 def _step_cost(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], members: np.ndarray, net: Network,

@@ -24,7 +24,6 @@ import numpy as np
 from numba import njit
 
 from perfmod.core.memory import index_dtype
-from perfmod.core.prefetch import prefetch
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, CALL_NAMES, COLLECTIVES, PROC_NULL, Call, Trace, code_set
 from perfmod.trace.requests import group_key
 
@@ -135,114 +134,108 @@ def _lex_less(x, y):
     return False
 
 
-@njit(cache=True, inline="always")
-def _hash4(a, b, c, d, mask):
-    h = (np.uint64(a) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
-         ^ np.uint64(c) * np.uint64(0x165667B19E3779F9) ^ np.uint64(d) * np.uint64(0x27D4EB2F165667C5))
-    return np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
-
-
-@njit(cache=True, inline="always")
-def _pair(a, b):
-    """Ranks ``a`` and ``b`` (at most 32 bits each; ``a`` may be negative) as one int64."""
-    return (np.int64(a) << np.int64(32)) | (np.int64(b) & np.int64(0xFFFFFFFF))
-
-
-@njit(cache=True, inline="always")
-def _home(table, ab, c, d):
-    """The first slot :func:`_find` probes for group (a, b, c, d) (``ab = _pair(a, b)``)."""
-    return _hash4(ab >> np.int64(32), ab & np.int64(0xFFFFFFFF), c, d, table.shape[0] - 1)
-
-
-#: how many events ahead the matching passes prefetch the hash table's row of a message's group
-#: (:mod:`perfmod.core.prefetch`): the table holds up to 8 rows of 32 bytes per rank (256 MiB at 1,048,576 ranks),
-#: and a group's first look-up in each pass was a cache miss
-_LOOK_AHEAD = 16
-
-
 @njit(cache=True)
-def _find(table, ab, c, d):
-    """Slot of group (a, b, c, d) in ``table``, whose rows are (group id, -1 free; then its key: source and
-    destination as ``ab = _pair(a, b)``, tag, communicator): the group's, or the free slot for it.  The key is
-    kept in the row, 32 bytes, so that a look-up reads one cache line rather than the key's arrays."""
-    mask = table.shape[0] - 1
-    j = _home(table, ab, c, d)
-    while table[j, 0] >= 0:
-        if table[j, 1] == ab and table[j, 2] == c and table[j, 3] == d:
-            return j
-        j = (j + 1) & mask
-    return j
-
-
-@njit(cache=True)
-def _group_sends(st, call, rank, wpeer, tag, comm, nbytes, send_tab, sgrp, pdst, ev, src, dst, nb, gsend, table,
-                 count):
-    """List the sends from event ``st[0]`` (send ``st[1]``) on and number their groups (``st[2]`` so far);
-    returns True, before the event that would need it, when the table is half full (grow it, call again)."""
+def _list_sends(call, rank, wpeer, nbytes, send_tab, sgrp, pdst, psrc, ev, src, dst, nb, cnt):
+    """List the sends (event, sender, receiver, bytes; PROC_NULL excluded) and count, in ``cnt[d + 1]``, those
+    that rank ``d`` receives (those left to the kernel, and those to no rank of the trace, excluded); every
+    event's ``pdst``/``psrc`` starts at -1 (-2: a send to PROC_NULL)."""
     dyn = sgrp.size > 0
-    k, ng = st[1], st[2]
-    for i in range(st[0], call.size):
-        a = i + _LOOK_AHEAD
-        if a < call.size and send_tab[call[a]]:
-            prefetch(table, _home(table, _pair(rank[a], wpeer[a]), tag[a], comm[a]))
+    p = cnt.size - 1
+    k = 0
+    for i in range(call.size):
+        pdst[i] = -1
+        psrc[i] = -1
         if not send_tab[call[i]]:
             continue
-        if wpeer[i] == PROC_NULL:
+        d = wpeer[i]
+        if d == PROC_NULL:
             pdst[i] = -2
             continue
-        ev[k], src[k], dst[k], nb[k] = i, rank[i], wpeer[i], nbytes[i]
-        gsend[k] = -1
-        if not (dyn and sgrp[i] >= 0):
-            ab = _pair(src[k], dst[k])
-            j = _find(table, ab, tag[i], comm[i])
-            if table[j, 0] < 0:
-                if 2 * (ng + 1) > table.shape[0]:
-                    st[0], st[1], st[2] = i, k, ng
-                    return True
-                table[j, 0] = ng
-                table[j, 1], table[j, 2], table[j, 3] = ab, tag[i], comm[i]
-                ng += 1
-            g = table[j, 0]
-            gsend[k] = g
-            count[g] += 1
+        ev[k], src[k], dst[k], nb[k] = i, rank[i], d, nbytes[i]
         k += 1
-    st[0], st[1], st[2] = call.size, k, ng
-    return False
+        if 0 <= d < p and not (dyn and sgrp[i] >= 0):
+            cnt[d + 1] += 1
 
 
 @njit(cache=True)
-def _rehash(old, table):
-    """Insert the groups of the hash table ``old`` into the (larger, empty) ``table``."""
-    for i in range(old.shape[0]):
-        if old[i, 0] >= 0:
-            table[_find(table, old[i, 1], old[i, 2], old[i, 3])] = old[i]
+def _place(ev, dst, sgrp, cnt, bucket):
+    """``bucket``: the sends each rank receives, rank by rank, in event order (so by sender, then posting order);
+    ``cnt`` holds the buckets' starts (CSR) on entry and their ends on return."""
+    dyn = sgrp.size > 0
+    p = cnt.size - 1
+    for k in range(ev.size):
+        d = dst[k]
+        if 0 <= d < p and not (dyn and sgrp[ev[k]] >= 0):
+            bucket[cnt[d]] = ev[k]
+            cnt[d] += 1
+
+
+@njit(cache=True, inline="always")
+def _below(rank, tag, comm, e, s, t, c):
+    """Whether send event ``e``'s key (sender, tag, communicator) is below (s, t, c)."""
+    if rank[e] != s:
+        return rank[e] < s
+    if tag[e] != t:
+        return tag[e] < t
+    return comm[e] < c
+
+
+@njit(cache=True, inline="always")
+def _send_less(rank, tag, comm, e, f):
+    """Order of send events in a bucket: by (sender, tag, communicator), then posting (event) order."""
+    if rank[e] != rank[f] or tag[e] != tag[f] or comm[e] != comm[f]:
+        return _below(rank, tag, comm, e, rank[f], tag[f], comm[f])
+    return e < f
+
+
+@njit(cache=True, inline="always")
+def _in_order(bucket, lo, hi, rank, tag, comm):
+    """Whether ``bucket[lo:hi]`` is in :func:`_send_less` order already (as a bucket is unless a sender sends to
+    the rank with several tags or communicators: it is in sender and posting order)."""
+    m = lo + 1
+    while m < hi and not _send_less(rank, tag, comm, bucket[m], bucket[m - 1]):
+        m += 1
+    return m >= hi
 
 
 @njit(cache=True)
-def _place(gsend, ptr, slot):
-    """``slot``: the sends of each group in event order (CSR ``ptr`` over groups)."""
-    fill = ptr[:-1].copy()
-    for k in range(gsend.size):
-        g = gsend[k]
-        if g >= 0:
-            slot[fill[g]] = k
-            fill[g] += 1
+def _sort_bucket(bucket, lo, hi, rank, tag, comm, scratch):
+    """Sort ``bucket[lo:hi]`` by :func:`_send_less` (the sends of one (sender, tag, communicator) group together, in
+    posting order) by a merge sort through ``scratch``."""
+    width = 1
+    a, b = bucket, scratch
+    swapped = False
+    while width < hi - lo:
+        for left in range(lo, hi, 2 * width):
+            mid, right = min(left + width, hi), min(left + 2 * width, hi)
+            x, y = left, mid
+            for o in range(left, right):
+                if x < mid and (y >= right or not _send_less(rank, tag, comm, a[y], a[x])):
+                    b[o] = a[x]
+                    x += 1
+                else:
+                    b[o] = a[y]
+                    y += 1
+        a, b = b, a
+        swapped = not swapped
+        width *= 2
+    if swapped:  # the last pass wrote into the scratch
+        bucket[lo:hi] = scratch[lo:hi]
 
 
 @njit(cache=True)
 def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, recv_tab, sr_code, rgrp, pdst, psrc,
-                   ev, src, dst, nb, table, count, ptr, slot, taken):
-    """Match each receive, in event order, to the next send of its group (see :func:`_match_all`)."""
+                   bucket, ends, taken, scratch):
+    """Match each receive, in event order, to the next send of its group in its rank's bucket (see
+    :func:`_match_all`): ``taken`` counts, at the first position of each group, its sends already matched."""
     dyn = rgrp.size > 0
     nbad = 0
     best_s, best_r, best_b = -1, -1, 0
     cur = np.empty(5, dtype=np.int64)
     best = np.empty(5, dtype=np.int64)
     nsr = 0
+    r, lo, hi = -1, 0, 0
     for i in range(call.size):
-        a = i + _LOOK_AHEAD
-        if a < call.size and recv_tab[call[a]]:
-            prefetch(table, _home(table, _pair(wpeer[a], rank[a]), tag[a], comm[a]))
         c = call[i]
         if c == sr_code:  # the receive side of a Sendrecv: aux = [source, recv_nbytes, recv_tag]
             rs, rb, rt = sr_src[nsr], aux[aux_ptr[i] + 1], aux[aux_ptr[i] + 2]
@@ -254,60 +247,72 @@ def _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, r
         if rs == PROC_NULL:
             psrc[i] = -2
             continue
-        if (dyn and rgrp[i] >= 0) or taken.size == 0:
+        if dyn and rgrp[i] >= 0:
             continue
-        g = table[_find(table, _pair(rs, rank[i]), rt, comm[i]), 0]
-        if g < 0 or taken[g] == count[g]:
-            continue  # no send, or more receives than sends
+        if rank[i] != r:  # the rank's bucket, sorted by group on the rank's first receive
+            r = rank[i]
+            lo, hi = (ends[r - 1] if r else 0), ends[r]
+            if not _in_order(bucket, lo, hi, rank, tag, comm):
+                _sort_bucket(bucket, lo, hi, rank, tag, comm, scratch)
+        cm = comm[i]
+        g, top = lo, hi  # the group's first position: the first send whose key is not below (rs, rt, cm)
+        while top - g > 8:
+            mid = (g + top) >> 1
+            if _below(rank, tag, comm, bucket[mid], rs, rt, cm):
+                g = mid + 1
+            else:
+                top = mid
+        while g < top and _below(rank, tag, comm, bucket[g], rs, rt, cm):
+            g += 1
+        if g == hi:
+            continue
         occ = taken[g]
+        m = g + occ
+        if m >= hi:
+            continue
+        s = bucket[m]
+        if rank[s] != rs or tag[s] != rt or comm[s] != cm:
+            continue  # no send of the group left (or none at all)
         taken[g] = occ + 1
-        k = slot[ptr[g] + occ]
-        pdst[ev[k]] = i
-        psrc[i] = ev[k]
-        if rb < nb[k]:
+        pdst[s] = i
+        psrc[i] = s
+        if rb < nbytes[s]:
             nbad += 1
-            cur[0], cur[1], cur[2], cur[3], cur[4] = src[k], dst[k], rt, comm[i], occ
+            cur[0], cur[1], cur[2], cur[3], cur[4] = rs, r, rt, cm, occ
             if best_s < 0 or _lex_less(cur, best):
                 best[:] = cur
-                best_s, best_r, best_b = ev[k], i, rb
+                best_s, best_r, best_b = s, i, rb
     return nbad, best_s, best_r, best_b
 
 
 def _match_all(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, sr_code, sgrp, rgrp, pdst, psrc):
     """Pair the k-th send of each (src, dst, tag, comm) group with its k-th receive, both in event order (MPI's
-    non-overtaking rule), in compiled passes over the events with a hash table of groups (no sort).  The arrays
-    are allocated here, by NumPy, so that the replay's memory measurement (``tracemalloc``) sees them.
+    non-overtaking rule), in compiled passes over the events, with no hash table and no global sort: the sends
+    are put in buckets by receiver (a counting sort, in event order), and as the events are in rank order, each
+    rank's receives then look their groups up in the rank's own bucket (sorted by group where it is not already).
+    Every look-up so reads memory near the last one, where a hash table of groups was read at random (256 MiB
+    at 1,048,576 ranks).  The arrays are allocated here, by NumPy, so that the replay's memory measurement
+    (``tracemalloc``) sees them.
 
     ``wpeer``: world peer of each point-to-point event; ``sr_src``: world source of each Sendrecv's receive
     side, in event order; ``sgrp``/``rgrp`` (empty, or per event): sides left to the kernel (>= 0).  Fills
-    ``pdst``/``psrc`` and returns the sends (events, sender, receiver, bytes; PROC_NULL excluded) and
-    ``(truncated, send, receive, receive bytes)``: how many receive buffers are smaller than their message,
-    and the first such message in (src, dst, tag, comm, occurrence) order.
+    ``pdst``/``psrc`` (every event's) and returns the sends (events, sender, receiver, bytes; PROC_NULL
+    excluded) and ``(truncated, send, receive, receive bytes)``: how many receive buffers are smaller than their
+    message, and the first such message in (src, dst, tag, comm, occurrence) order.
     """
     ns = int(np.count_nonzero(call_is(call, SEND_CODES) & (wpeer != PROC_NULL)))
     ev, src, dst, nb = (np.empty(ns, dtype=np.int64) for _ in range(4))
-    gsend = np.empty(ns, dtype=index_dtype(ns))  # group of each send (internal: narrow)
-    # the groups' hash table (see _find), at most half full: first sized for four groups per rank (a 2D halo's),
-    # at most two rows per send, so that it seldom grows
-    size = 1 << max(10, (int(min(2 * ns, 8 * (int(rank[-1]) + 1 if rank.size else 0))) - 1).bit_length())
-    table = np.full((size, 4), -1, dtype=np.int64)
-    count = np.zeros(size // 2, dtype=np.int64)  # sends per group
-    st = np.zeros(3, dtype=np.int64)  # next event, next send, groups
-    # the tables grow here, between compiled calls (numba counts references on arrays a loop reassigns)
-    while _group_sends(st, call, rank, wpeer, tag, comm, nbytes, _SEND_TAB, sgrp, pdst, ev, src, dst, nb, gsend,
-                       table, count):
-        old, table = table, np.full((2 * table.shape[0], 4), -1, dtype=np.int64)
-        _rehash(old, table)
-        del old
-        count = np.concatenate((count, np.zeros(count.size, dtype=np.int64)))
-    ng = int(st[2])
-    ptr = np.zeros(ng + 1, dtype=np.int64)
-    np.cumsum(count[:ng], out=ptr[1:])
-    slot = np.empty(int(ptr[-1]), dtype=index_dtype(ns))
-    _place(gsend, ptr, slot)
-    del gsend
+    p = int(rank[-1]) + 1 if rank.size else 0  # the events are in rank order
+    cnt = np.zeros(p + 1, dtype=np.int64)
+    _list_sends(call, rank, wpeer, nbytes, _SEND_TAB, sgrp, pdst, psrc, ev, src, dst, nb, cnt)
+    np.cumsum(cnt, out=cnt)
+    idx = index_dtype(max(len(call), 1))
+    bucket = np.empty(int(cnt[-1]), dtype=idx)
+    _place(ev, dst, sgrp, cnt, bucket)
+    # cnt[:p] now ends each rank's bucket; taken: per group (at its first position), its sends matched so far
     out = _pair_receives(call, rank, wpeer, tag, comm, nbytes, aux_ptr, aux, sr_src, _RECV_TAB, sr_code, rgrp, pdst,
-                         psrc, ev, src, dst, nb, table, count, ptr, slot, np.zeros(ng, dtype=np.int64))
+                         psrc, bucket, cnt, np.zeros(bucket.size, dtype=index_dtype(max(ns, 1))),
+                         np.empty(bucket.size, dtype=idx))
     return (ev, src, dst, nb, *out)
 
 
@@ -389,14 +394,12 @@ def match_messages(trace: Trace, out: np.ndarray | None = None, wildcards: bool 
     dyn = _dynamic(n, *_envelopes(trace, wpeer, sr_ev, sr_src)) if wildcards else None
     none = np.zeros(0, dtype=np.int64)
     if out is None:
-        pdst = np.full(n, -1, dtype=index_dtype(n))
-        psrc = np.full(n, -1, dtype=index_dtype(n))
+        pdst = np.empty(n, dtype=index_dtype(n))
+        psrc = np.empty(n, dtype=index_dtype(n))
     else:
         if out.shape[0] != n or out.ndim != 2 or out.shape[1] < 2:
             raise ValueError(f"out must have shape ({n}, k >= 2), got {out.shape}")
-        pdst, psrc = out[:, 0], out[:, 1]
-        pdst[:] = -1
-        psrc[:] = -1
+        pdst, psrc = out[:, 0], out[:, 1]  # every event's set by the matching
     ev, src, dst, nbytes, nbad, a, b, rbytes = _match_all(
         call, trace.rank, wpeer, trace.tag, trace.comm, trace.nbytes, trace.aux_ptr, trace.aux, sr_src,
         int(Call.SENDRECV), none if dyn is None else dyn.sgrp, none if dyn is None else dyn.rgrp, pdst, psrc)

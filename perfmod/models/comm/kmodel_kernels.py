@@ -1,5 +1,7 @@
-"""The compiled pass of :func:`perfmod.models.comm.kmodel.kmodel_counts_per_phase` (a module of its own, imported on
-first use, so that importing the K-model does not import numba)."""
+"""The compiled passes that count k per phase of a replayed trace: the K-model's
+(:func:`perfmod.models.comm.kmodel.kmodel_counts_per_phase`) and the max-rate model's senders per node and socket
+(:meth:`perfmod.models.comm.krules.DefaultK.trace_k`) (a module of its own, imported on first use, so that
+importing the models does not import numba)."""
 
 from __future__ import annotations
 
@@ -76,4 +78,54 @@ def phase_maxima_in_order(phase, src, dst, node, k_inter, counted, max_nb, some,
             k_inter[g] = max(k_inter[g], inter[g])
             counted[g] = max(counted[g], sent[g])
             inter[g] = sent[g] = 0
+    return True
+
+
+@njit(cache=True)
+def senders_per_group_in_order(phase, src, node, socket, k_node, k_socket, on_node, on_socket, touched_node,
+                               touched_socket):
+    """The max-rate k of every phase (:class:`perfmod.models.comm.krules.DefaultK`): the most distinct ranks of one
+    node (``k_node``) and of one socket (``k_socket``) that send in it, in one sequential pass for messages in trace
+    order (senders ascending, each sender's phases ascending) under a mapping that keeps each node's and socket's
+    ranks contiguous (block), so that a (rank, phase) is one run and a node or socket one stretch.  ``k_node`` and
+    ``k_socket`` (per phase) are zero on entry; ``on_node``, ``on_socket`` (per phase) are zero and the touched
+    lists have room for every phase.  Returns False, leaving the outputs unfinished, at the first message out of
+    that order (then count with NumPy)."""
+    nt_n = nt_s = 0
+    for m in range(src.size):
+        r = src[m]
+        f = phase[m]
+        if m > 0:
+            rp = src[m - 1]
+            fp = phase[m - 1]
+            if r < rp or (r == rp and f < fp) or node[r] < node[rp] or socket[r] < socket[rp]:
+                return False
+            if r == rp and f == fp:
+                continue  # the same (rank, phase): the rank counts once
+            if node[r] != node[rp]:  # the end of a node's ranks: its counts per phase
+                for q in range(nt_n):
+                    g = touched_node[q]
+                    k_node[g] = max(k_node[g], on_node[g])
+                    on_node[g] = 0
+                nt_n = 0
+            if socket[r] != socket[rp]:
+                for q in range(nt_s):
+                    g = touched_socket[q]
+                    k_socket[g] = max(k_socket[g], on_socket[g])
+                    on_socket[g] = 0
+                nt_s = 0
+        if on_node[f] == 0:
+            touched_node[nt_n] = f
+            nt_n += 1
+        on_node[f] += 1
+        if on_socket[f] == 0:
+            touched_socket[nt_s] = f
+            nt_s += 1
+        on_socket[f] += 1
+    for q in range(nt_n):
+        g = touched_node[q]
+        k_node[g] = max(k_node[g], on_node[g])
+    for q in range(nt_s):
+        g = touched_socket[q]
+        k_socket[g] = max(k_socket[g], on_socket[g])
     return True

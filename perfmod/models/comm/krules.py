@@ -90,12 +90,18 @@ class DefaultK(KRule):
                 k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
         if not src.size:
             return {}, lambda mode, sel: {}
+        from perfmod.models.comm.kmodel_kernels import senders_per_group_in_order  # numba only here
+
         plat, kw = net.platform, net.nnodes_kw(nprocs)
         nodes = node_of(np.arange(nprocs), plat.ranks_per_node, net.mapping, **kw)
         sockets = socket_of(np.arange(nprocs), plat.ranks_per_node, plat.sockets_per_node, net.mapping, **kw)
-        pairs = _distinct_pairs(phase, src)  # once for both groupings
-        k_node = np.maximum(_senders_per_group(phase, src, nodes, nph, pairs), 1)
-        k_sock = np.maximum(_senders_per_group(phase, src, sockets, nph, pairs), 1)
+        k_node, k_sock = np.zeros(nph, dtype=np.int64), np.zeros(nph, dtype=np.int64)
+        if not senders_per_group_in_order(phase, src, nodes, sockets, k_node, k_sock, np.zeros(nph, np.int64),
+                                          np.zeros(nph, np.int64), np.empty(nph, np.int64), np.empty(nph, np.int64)):
+            pairs = _distinct_pairs(phase, src)  # once for both groupings
+            k_node = _senders_per_group(phase, src, nodes, nph, pairs)
+            k_sock = _senders_per_group(phase, src, sockets, nph, pairs)
+        k_node, k_sock = np.maximum(k_node, 1), np.maximum(k_sock, 1)
         return ({"k_node": k_node, "k_socket": k_sock},
                 lambda mode, sel: {"k": (k_node if mode == "inter_node" else k_sock)[phase[sel]].astype(float)})
 
