@@ -298,8 +298,9 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
         Parameter counts.
     seeds : sequence of int
         Seed sets of the functions and the noise: the choices of perfmod mode were made on 0, 1, 10
-        and 11; 2 and 20-22, made the same way and never tuned on, check them (study note; the
-        decision set is 200 cases on 20, 21 and 22).
+        and 11; 2 and 20-22, made the same way, check them (study note; the decision set is 200
+        cases on 20, 21 and 22); the later ``x^1`` candidate was also measured on 0-2 and 20-22, and
+        30-31 check it.
     methods : sequence of str
         Among ``extrap`` (skipped when not installed) and :data:`VARIANTS`.
     progress : bool
