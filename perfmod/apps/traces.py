@@ -296,7 +296,7 @@ def collective(call: str, nprocs: int, nbytes: int = DOUBLE, *, root: int = 0, i
             "peer": np.full(n, int(root) if name in _ROOTED_CALLS else -1, np.int32),
             "nbytes": np.full(n, size, np.int64), "tag": np.zeros(n, np.int32), "comm": np.zeros(n, np.int32),
             "request": np.full(n, -1, np.int64), "compute": np.zeros(n, np.float64),
-            "aux_ptr": np.zeros(n + 1, np.int64), "aux": np.zeros(0, np.int64), "iteration": seq}
+            "aux_ptr": np.zeros(n + 1, np.int64), "aux": np.zeros(0, np.int64), "iteration": seq.copy()}
     meta = {"app": name, "nprocs": p, "iterations": iters, "nbytes": size,
             **({"root": int(root)} if name in _ROOTED_CALLS else {})}
     return Trace(p, source=f"synthetic:{name}", meta=meta, **cols)
