@@ -73,8 +73,10 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: measured peak of about 1,170 bytes; issue 23), for the check before allocating
 _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
 #: the whole replay's peak per node of the graph's upper bound (collectives expanded: an allreduce is 2 log2 p
-#: operations per rank, so the events alone say little): measured 160-170 bytes per operation at 1,048,576 ranks
-#: (Jacobi2D, allreduce), for the check before the graph is allocated
+#: operations per rank, so the events alone say little), for the check before the graph is allocated: at 1,048,576
+#: ranks (2026-11-27) Jacobi2D peaked at 1,093 NumPy bytes per event for 6.8 operations per event (tracemalloc,
+#: the scale table of docs/library.md), about 160 per operation, and an allreduce alone at 9.3 GiB resident for
+#: the whole `perfmod replay` process (about 55 operations per rank by the 65,536-rank count: about 170)
 _REPLAY_BYTES_PER_NODE = 160
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows

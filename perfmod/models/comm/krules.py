@@ -61,7 +61,10 @@ class KRule:
 
     def trace_k(self, net: Network, phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nph: int, nprocs: int,
                 k_total_rule: str, stencil: int | None) -> tuple[dict[str, np.ndarray], TraceKw]:
-        """Per phase of a trace: the counts behind k (``info``) and the keywords of a mode's messages."""
+        """Per phase of a trace: the counts behind k (``info``) and the keywords of a mode's messages.
+
+        The keywords of a message may depend on its mode and its phase only: the replay's message costs
+        (:func:`perfmod.replay.costs.message_costs`) cost each distinct (mode, bytes, phase) once."""
         return {}, lambda mode, sel: {}
 
 
