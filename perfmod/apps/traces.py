@@ -51,6 +51,7 @@ from perfmod.trace.core import Call, Trace
 __all__ = [
     "synthetic",
     "collective",
+    "COLLECTIVE_CALLS",
     "phases_of",
 ]
 
@@ -251,9 +252,9 @@ def synthetic(app: str, nprocs: int, iterations: int = 1, *, allreduces: int | N
     return Trace(p, source=f"synthetic:{app}", meta=meta, **cols)
 
 
-#: the collectives :func:`collective` generates: with a root (``peer`` is the root) or without
-_ROOTED_CALLS = {"bcast": Call.BCAST, "reduce": Call.REDUCE}
-_WORLD_CALLS = {"allreduce": Call.ALLREDUCE, "barrier": Call.BARRIER}
+#: the collectives :func:`collective` generates, by name
+COLLECTIVE_CALLS = {"bcast": Call.BCAST, "reduce": Call.REDUCE, "allreduce": Call.ALLREDUCE, "barrier": Call.BARRIER}
+_ROOTED = {Call.BCAST, Call.REDUCE}  # their peer is the root
 
 
 def collective(call: str, nprocs: int, nbytes: int = DOUBLE, *, root: int = 0, iterations: int = 1) -> Trace:
@@ -281,22 +282,23 @@ def collective(call: str, nprocs: int, nbytes: int = DOUBLE, *, root: int = 0, i
     p = positive_int("nprocs", nprocs)
     iters = positive_int("iterations", iterations)
     name = str(call).lower()
-    if name not in _ROOTED_CALLS and name not in _WORLD_CALLS:
-        raise ValueError(f"collective: call must be one of {sorted({**_ROOTED_CALLS, **_WORLD_CALLS})}, not {call!r}")
-    if name in _ROOTED_CALLS and not 0 <= int(root) < p:
+    if name not in COLLECTIVE_CALLS:
+        raise ValueError(f"collective: call must be one of {sorted(COLLECTIVE_CALLS)}, not {call!r}")
+    code = COLLECTIVE_CALLS[name]
+    rooted = code in _ROOTED
+    if rooted and not 0 <= int(root) < p:
         raise ValueError(f"collective: root {root} is not a rank of {p}")
     if int(nbytes) < 0:
         raise ValueError(f"collective: nbytes must be >= 0, got {nbytes}")
-    code = {**_ROOTED_CALLS, **_WORLD_CALLS}[name]
     size = 0 if code == Call.BARRIER else int(nbytes)
     n = p * iters
     rank = np.repeat(np.arange(p, dtype=np.int32), iters) if iters > 1 else np.arange(p, dtype=np.int32)
     seq = np.tile(np.arange(iters, dtype=np.int32), p) if iters > 1 else np.zeros(n, np.int32)
     cols = {"rank": rank, "seq": seq, "call": np.full(n, int(code), np.uint8),
-            "peer": np.full(n, int(root) if name in _ROOTED_CALLS else -1, np.int32),
+            "peer": np.full(n, int(root) if rooted else -1, np.int32),
             "nbytes": np.full(n, size, np.int64), "tag": np.zeros(n, np.int32), "comm": np.zeros(n, np.int32),
             "request": np.full(n, -1, np.int64), "compute": np.zeros(n, np.float64),
             "aux_ptr": np.zeros(n + 1, np.int64), "aux": np.zeros(0, np.int64), "iteration": seq.copy()}
     meta = {"app": name, "nprocs": p, "iterations": iters, "nbytes": size,
-            **({"root": int(root)} if name in _ROOTED_CALLS else {})}
+            **({"root": int(root)} if rooted else {})}
     return Trace(p, source=f"synthetic:{name}", meta=meta, **cols)

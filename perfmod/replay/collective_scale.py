@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
 
 from perfmod.core.io import provenance_attrs
-from perfmod.core.paths import host_name
-from perfmod.replay.scale import _measured
+from perfmod.replay.scale import _measured, stamp
 
 __all__ = ["COLLECTIVE_MARKERS", "collective_markdown", "collective_scale"]
 
@@ -91,9 +89,7 @@ def collective_scale(nprocs: int = 8_388_608, collectives: Sequence[str] = ("bca
                                      {"nprocs": int(nprocs), "collectives": list(collectives),
                                       "models": list(models), "memory_budget": memory_budget}))
     ds.attrs["nprocs"] = int(nprocs)
-    ds.attrs["load_average"] = f"{min(loads):.2f}-{max(loads):.2f}" if loads else "?"
-    ds.attrs["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
-    ds.attrs["host"] = host_name()
+    stamp(ds, loads)
     return ds
 
 

@@ -102,10 +102,17 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
     ds.attrs.update(provenance_attrs("replay_scale", "measurement: perfmod.replay.scale.scale_table on this machine",
                                      {"models": list(models), "ranks": list(ranks), "platform": platform,
                                       "traces": {p: repr(t) for p, t in traces.items()}}))
-    ds.attrs["load_average"] = f"{min(loads):.2f}-{max(loads):.2f}"
+    stamp(ds, loads)
+    return ds
+
+
+def stamp(ds: xr.Dataset, loads: list[float] | None = None) -> None:
+    """Set the attributes the docs' tables print: the date and host of the measurement, and the range of the
+    load averages taken while it ran (``loads``; "?" where none was taken)."""
+    if loads is not None:
+        ds.attrs["load_average"] = f"{min(loads):.2f}-{max(loads):.2f}" if loads else "?"
     ds.attrs["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
     ds.attrs["host"] = host_name()
-    return ds
 
 
 def scale_markdown(ds: xr.Dataset) -> str:
@@ -292,6 +299,5 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
     ds.attrs.update(provenance_attrs("replay_scale", "measurement: LogGOPSim and perfmod loggp on the same GOAL files",
                                      {"grids": [list(x) for x in grids], "params": list(params),
                                       "loggopsim": str(loggopsim), "rounds": rounds}))
-    ds.attrs["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
-    ds.attrs["host"] = host_name()
+    stamp(ds)
     return ds

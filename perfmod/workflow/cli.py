@@ -191,11 +191,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.model not in model_names():
         raise CLIError(f"--model {args.model!r}: not a communication model; choose from {', '.join(model_names())}")
     if args.synthetic:
-        from perfmod.apps.traces import collective, synthetic  # the applications' registry: only for a synthetic trace
+        from perfmod.apps.traces import COLLECTIVE_CALLS, collective, synthetic  # only for a synthetic trace
 
         try:
             app, nprocs, iters = args.synthetic.split(":")
-            if app in ("bcast", "reduce", "barrier"):  # a collective alone (root 0, 8 B), LogGOPSim's scale test
+            if app in COLLECTIVE_CALLS:  # a collective alone (root 0, 8 B), LogGOPSim's scale test
                 trace = collective(app, int(nprocs), iterations=int(iters))
             else:
                 trace = synthetic(app, int(nprocs), int(iters))
@@ -484,8 +484,8 @@ def _parser() -> argparse.ArgumentParser:
                          describe=_replay_description)
     rep.add_argument("trace", nargs="?", help="trace file or directory")
     rep.add_argument("--synthetic", metavar="APP:NPROCS:ITERATIONS",
-                     help="a synthetic trace, e.g. jacobi2d:1536:100; APP may also be bcast, reduce or barrier: "
-                          "that collective alone over every rank (root 0, 8 B), e.g. bcast:8388608:1")
+                     help="a synthetic trace, e.g. jacobi2d:1536:100; APP may also be bcast, reduce, allreduce or "
+                          "barrier: that collective alone over every rank (root 0, 8 B), e.g. bcast:8388608:1")
     rep.add_argument("--platform", default="summit", help="platform name or TOML file (default summit)")
     rep.add_argument("--model", default="kmodel",
                      help="communication model (the names: perfmod list models; default kmodel)")

@@ -27,6 +27,7 @@ import queue
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -99,7 +100,7 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int =
                  for k in range(processes)]
         for pr in procs:
             pr.start()
-        got: list[tuple] = []
+        got: list[_Probed] = []
         try:
             while len(got) < processes:
                 try:
@@ -113,8 +114,8 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int =
                 pr.join(timeout=10)
                 if pr.is_alive():
                     pr.terminate()
-        got.sort(key=lambda g: g[0])
-        per = np.array([g[4] for g in got])
+        got.sort(key=lambda g: g.index)
+        per = np.array([g.bandwidth for g in got])
         bw = per.mean(axis=0)
     ds = xr.Dataset(
         {"cache_probe_bandwidth": ("cache_probe_bytes", bw, {
@@ -129,11 +130,11 @@ def probe_cache(sizes: Sequence[int] | None = None, reps: int = 3, sweeps: int =
     if processes > 1:  # what each process got, where it ran and when: the probes ran at once, on their own cores
         ds["cache_probe_bandwidth_per_process"] = (("process", "cache_probe_bytes"), per, {
             "units": "B/s", "long_name": "triad bandwidth of each probing process, best of the repetitions"})
-        ds["cache_probe_core"] = ("process", np.array([g[1] for g in got]), {
+        ds["cache_probe_core"] = ("process", np.array([g.core for g in got]), {
             "units": "1", "long_name": "core the process was pinned to (-1: not pinned, fewer cores than processes)"})
-        for name, i, what in (("cache_probe_started", 2, "started"), ("cache_probe_finished", 3, "finished")):
-            ds[name] = ("process", np.array([g[i] for g in got]), {
-                "units": "s", "long_name": f"wall-clock time (Unix epoch) the process {what} probing"})
+        for field in ("started", "finished"):
+            ds[f"cache_probe_{field}"] = ("process", np.array([getattr(g, field) for g in got]), {
+                "units": "s", "long_name": f"wall-clock time (Unix epoch) the process {field} probing"})
     return ds
 
 
@@ -150,6 +151,16 @@ def _probe(sizes: np.ndarray, reps: int, sweeps: int, barrier: object | None = N
     return bw
 
 
+class _Probed(NamedTuple):
+    """What one probing process of :func:`probe_cache` sends back."""
+
+    index: int
+    core: int  # -1: not pinned
+    started: float  # s, Unix epoch
+    finished: float
+    bandwidth: np.ndarray  # B/s per working set
+
+
 def _probe_worker(k: int, sizes: np.ndarray, reps: int, sweeps: int, barrier: object, out: object) -> None:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     core = -1
@@ -158,7 +169,7 @@ def _probe_worker(k: int, sizes: np.ndarray, reps: int, sweeps: int, barrier: ob
         os.sched_setaffinity(0, {core})
     started = time.time()
     bw = _probe(sizes, reps, sweeps, barrier)
-    out.put((k, core, started, time.time(), bw))
+    out.put(_Probed(k, core, started, time.time(), bw))
 
 
 def cache_shared(alone: xr.Dataset, together: xr.Dataset, ratio: float = 0.75) -> bool:
