@@ -176,6 +176,23 @@ def test_kw_from_the_pooled_coarse_runs_or_the_papers_single_run():
         st.predict_event(ds, "bowl", kw_runs="all")
 
 
+def test_a_coarse_run_that_is_all_overhead_is_left_out_of_kw_and_named():
+    ds = _model_runs()
+    fast = ds.copy(deep=True)  # the 2-rank coarse run faster than the fitted overheads allow (a short, noisy run)
+    fast["t_w_measured"].loc[dict(event="bowl", factor=2, nprocs=2)] *= 1e-3
+    res = st.predict_event(fast, "bowl", coarse_factor=2)
+    assert res.attrs["fit_k_w"] == pytest.approx(st.predict_event(ds, "bowl", 2, kw_runs="single").attrs["fit_k_w"],
+                                                 rel=1e-12)  # the 1-rank run alone
+    assert res.used_for_kw.sel(factor=2).values.tolist() == [True, False, False]
+    assert "coarse runs at 2 rank(s) left out of K_w" in res.attrs["fit_status"]
+    both = fast.copy(deep=True)
+    both["t_w_measured"].loc[dict(event="bowl", factor=2, nprocs=1)] *= 1e-3
+    res = st.predict_event(both, "bowl", coarse_factor=2)
+    assert res.attrs["fit_status"].startswith("no K_w: coarse runs at 1, 2 rank(s) left out")
+    assert np.isnan(res.attrs["fit_k_w"]) and np.isnan(res.total_time_predicted).all()
+    assert not res.used_for_kw.any()
+
+
 def test_method_comparison_reanalyses_all_but_the_datasets_own_method(tmp_path, monkeypatch):
     runs = _model_runs(exponent=1.05)  # the methods now differ: "cell_size" under-counts the fine steps
     runs["t_w_measured"].loc[dict(event="bowl", factor=2, nprocs=1)] *= 1.1  # and "single" differs from "coarse"

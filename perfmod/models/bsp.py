@@ -54,6 +54,7 @@ __all__ = [
     "BSPFit",
     "bsp_times",
     "fit_bsp",
+    "coarse_run_work",
     "kw_from_coarse_run",
     "scaled_iterations",
     "step_exponent",
@@ -383,6 +384,18 @@ def fit_bsp(
     )
 
 
+def coarse_run_work(P: Any, I: Any, H: Any, t_w: Any, o_h: float, o_w: float) -> np.ndarray:  # noqa: E741
+    """The compute part of coarse runs, ``P t_w / I - P H O_h - P O_w`` (paper 003 Eq. 5), one value per run.
+
+    :func:`kw_from_coarse_run` divides the cells by its sum.  A run whose value
+    is at or below 0 spent its whole step in the fitted overheads: it says
+    nothing of K_w (a short run on a noisy machine, or overheads fitted too
+    large), and a caller pooling several runs may leave it out.
+    """
+    P, I, H, t_w = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (P, I, H, t_w))  # noqa: E741
+    return P * t_w / I - P * H * o_h - P * o_w
+
+
 def kw_from_coarse_run(C: Any, P: Any, I: Any, H: Any, t_w: Any, o_h: float, o_w: float) -> float:  # noqa: E741
     """K_w of a new scenario from a coarse run of it (paper 003 §III-B), Eq. 5 solved for K_w.
 
@@ -391,8 +404,9 @@ def kw_from_coarse_run(C: Any, P: Any, I: Any, H: Any, t_w: Any, o_h: float, o_w
     ranks), pooled: ``K_w = sum(C) / sum(P t_w / I - P H O_h - P O_w)``, the
     ratio estimate that weighs each run by its cells.
     """
-    C, P, I, H, t_w = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (C, P, I, H, t_w))  # noqa: E741
-    work = P * t_w / I - P * H * o_h - P * o_w
+    C = np.atleast_1d(np.asarray(C, dtype=float))  # noqa: E741
+    t_w = np.atleast_1d(np.asarray(t_w, dtype=float))
+    work = coarse_run_work(P, I, H, t_w, o_h, o_w)
     if np.any(work <= 0):
         raise ValueError(f"the coarse run's compute time {t_w[work <= 0].tolist()} s is all overhead under "
                          f"O_h={o_h}, O_w={o_w}")

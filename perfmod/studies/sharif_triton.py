@@ -48,6 +48,7 @@ from perfmod.models.bsp import (
     BSPParams,
     bsp_times,
     fit_bsp,
+    coarse_run_work,
     kw_from_coarse_run,
     scaled_iterations,
     step_exponent,
@@ -250,9 +251,20 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
         k_w = np.nan  # no clean coarse run: no K_w, the target's predictions are NaN
         if np.isfinite(float(coarse.steps)) and kw_set.sizes["nprocs"]:
             pk = kw_set.nprocs.values
-            k_w = kw_from_coarse_run(np.full(pk.size, float(kw_set.cells)), pk, kw_set.steps.values,
-                                     np.where(pk > 1, 2 * int(kw_set.nx_cells), 0), kw_set.t_w_measured.values,
-                                     base.o_h, base.o_w)
+            halo_cells = np.where(pk > 1, 2 * int(kw_set.nx_cells), 0)
+            work = coarse_run_work(pk, kw_set.steps.values, halo_cells, kw_set.t_w_measured.values,
+                                   base.o_h, base.o_w)
+            if np.any(work <= 0):  # all overhead under the fitted O_h, O_w: says nothing of K_w
+                status += ("; coarse runs at " + ", ".join(str(int(q)) for q in pk[work <= 0])
+                           + " rank(s) left out of K_w: their compute time is all overhead under the fitted "
+                           "O_h and O_w")
+            ok = work > 0
+            kw_set = kw_set.isel(nprocs=ok)
+            if ok.any():
+                k_w = kw_from_coarse_run(np.full(int(ok.sum()), float(kw_set.cells)), pk[ok], kw_set.steps.values,
+                                         halo_cells[ok], kw_set.t_w_measured.values, base.o_h, base.o_w)
+            else:
+                status = "no K_w: " + status.split("; ", 1)[1]
         else:
             status = "no K_w: the coarse run of the target had no clean repetition"
         params = fit.params_for(k_w=k_w)
