@@ -486,7 +486,7 @@ def repetition_spread(runs: xr.Dataset) -> pd.DataFrame:
     return table[~over.reindex(table.index.get_level_values("nprocs")).to_numpy()]
 
 
-def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 384, nx: int = 384, dx: float = 5.0,
+def run(events: Sequence[str] = ("valley", "bowl", "plain", "hills"), ny: int = 320, nx: int = 320, dx: float = 5.0,
         factors: Sequence[int] = (2, 1), nprocs: Sequence[int] = (1, 2), t_end: float = 200.0, reps: int = 3,
         coarse_reps: int = 5, coarse_factor: int = 2, kw_runs: str = "coarse", step_scaling: str = "fitted",
         weights: str = "relative", nonneg: bool = False, seed: int = 0, raw_out: str = "",
