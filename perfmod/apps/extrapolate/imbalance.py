@@ -65,10 +65,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfmod.apps.extrapolate.training import Training
+from perfmod.apps.extrapolate.training import ExtrapolationError, Training
 from perfmod.trace.core import Call, code_set
 
-__all__ = ["Imbalance", "fit_imbalance", "draw_levels", "gap_events", "neighbours", "start_law", "start_spread_check",
+__all__ = ["Imbalance", "check_start_sd", "fit_imbalance", "draw_levels", "gap_events", "neighbours", "start_law", "start_spread_check",
            "ONE_DRAW_RANKS", "DRAWS", "START_TOLERANCE"]
 
 ONE_DRAW_RANKS = 4096
@@ -175,13 +175,19 @@ def fit_imbalance(tpl_tr: Training, site_of: Mapping[int, tuple[Training, np.nda
         spread[x.nprocs] = float(np.std(t.compute[t.rank_ptr[:-1] + 1], ddof=1))
     if start_sd is None:
         law = start_law(spread)
-    elif np.isfinite(start_sd) and start_sd >= 0:
-        law = (0.0, float(np.log(start_sd)) if start_sd > 0 else -np.inf)
     else:
-        raise ValueError(f"start_sd must be a standard deviation in seconds (>= 0), got {start_sd!r}")
+        law = (0.0, float(np.log(start_sd)) if check_start_sd(start_sd) > 0 else -np.inf)
     t = tpl_tr.trace
     sg = t.compute[t.rank_ptr[:-1] + 1] if np.all(np.diff(t.rank_ptr) > 1) else np.zeros(t.nprocs)
     return Imbalance(sites, slope, sigma, resid, nb, sg - sg.mean(), spread, law)
+
+
+def check_start_sd(start_sd: float) -> float:
+    """``start_sd`` as a float, or :class:`ExtrapolationError` where it is not a spread in seconds (finite, >= 0)."""
+    sd = float(start_sd)
+    if not (np.isfinite(sd) and sd >= 0):
+        raise ExtrapolationError(f"start_sd must be a standard deviation in seconds (>= 0), got {start_sd!r}")
+    return sd
 
 
 def start_law(start_sd: Mapping[int, float]) -> tuple[float, float]:

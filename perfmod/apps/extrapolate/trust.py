@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from perfmod.apps.extrapolate.generate import build_template, generate, sharing, site_models
-from perfmod.apps.extrapolate.imbalance import START_TOLERANCE, fit_imbalance, start_spread_check
+from perfmod.apps.extrapolate.imbalance import START_TOLERANCE, check_start_sd, fit_imbalance, start_spread_check
 from perfmod.apps.extrapolate.training import P2P, ExtrapolationError, Training, load_training
 from perfmod.trace.core import CALL_NAMES, COLLECTIVES, Call, Trace, code_set
 
@@ -196,8 +196,8 @@ def extrapolate_trace(traces: Sequence[Any], nprocs: int, params: Mapping[str, f
     nprocs = int(nprocs)
     if nprocs < 1:
         raise ExtrapolationError(f"nprocs must be a positive rank count, got {nprocs}")
-    if start_sd is not None and not (np.isfinite(start_sd) and start_sd >= 0):
-        raise ExtrapolationError(f"start_sd must be a standard deviation in seconds (>= 0), got {start_sd!r}")
+    if start_sd is not None:  # before the training traces are read
+        check_start_sd(start_sd)
     trs, ordering, periodic = load_training(traces, train_params)
     target = dict(params) if params is not None else _weak(trs[-1], nprocs)
     if trs[0].params and set(target) - set(trs[0].params):
