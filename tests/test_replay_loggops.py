@@ -237,3 +237,44 @@ def test_loggopsim_itself_agrees(tmp_path, name, trace, params):
                           "-S", "65535"], check=True, capture_output=True, text=True).stdout
     expect = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
     assert max(ns(replay(read_trace(goal), platform(*params), "loggp"))) == expect
+
+
+def _loggopsim_times(goal, L, o, g, G, S):
+    """LogGOPSim's finishing times of a GOAL file: ``{host: ns}`` where it prints every host (small runs), else
+    ``{None: ns}`` (its maximum)."""
+    txt2bin, sim = _loggopsim()
+    binary = goal.with_suffix(".bin")
+    subprocess.run([str(txt2bin), "-i", str(goal), "-o", str(binary)], check=True, capture_output=True)
+    out = subprocess.run([str(sim), "-f", str(binary), "-L", str(L), "-o", str(o), "-g", str(g), "-G", str(G),
+                          "-S", str(S)], check=True, capture_output=True, text=True).stdout
+    hosts = {int(h): int(t) for h, t in re.findall(r"^Host (\d+): (\d+)$", out, flags=re.M)}
+    return hosts or {None: int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))}
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_seeded_random_goal_schedules_agree_with_loggopsim_on_every_host(tmp_path, seed):
+    """Halos (periodic or not, with or without allreduces and computation, any-tag receives) and rooted
+    collectives, sizes on both sides of S, random L, o, g, G, S: every host's finishing time equal to the ns,
+    the GOAL file read as written (``goal_finish_times``).  Zero-byte messages are left out: LogGOPSim computes
+    their ``(0 - 1) G`` in unsigned arithmetic (module docstring of :mod:`perfmod.replay.loggops`)."""
+    from perfmod.replay.loggops import goal_finish_times
+    from perfmod.trace.formats.goal_halo import write_halo_goal
+
+    _loggopsim()
+    rnd = np.random.default_rng(seed)
+    L, o, g = (int(rnd.choice(v)) for v in ((2500, 700, 13, 0), (1500, 700, 1, 0), (1000, 700, 3000, 0)))
+    G, S = int(rnd.choice((6, 2, 1, 0))), int(rnd.choice((65535, 1024, 100000, 0)))
+    goal = tmp_path / "s.goal"
+    if seed % 3:
+        write_halo_goal(goal, int(rnd.integers(1, 10)), int(rnd.integers(1, 10)), int(rnd.integers(1, 4)),
+                        nbytes=int(rnd.choice((1, 1000, 1024, 1025, 65535, 65536, 99999))), periodic=bool(seed % 2),
+                        calc=int(rnd.choice((0, 500, 20000))), calc_spread=int(rnd.choice((0, 100, 3000))),
+                        allreduce=bool(rnd.random() < 0.7), allreduce_bytes=int(rnd.choice((8, 4096, 200000))),
+                        any_tag=bool(rnd.random() < 0.3))
+    else:
+        p = int(rnd.integers(2, 70))
+        write_goal(collective(str(rnd.choice(("bcast", "reduce", "allreduce"))), p, int(rnd.choice((8, 4096, 70000))),
+                            root=int(rnd.integers(p)), iterations=int(rnd.integers(1, 3))), goal)
+    want = _loggopsim_times(goal, L, o, g, G, S)
+    got = np.rint(goal_finish_times(goal, platform(L, o, g, G, S)).total_time / NS).astype(np.int64)
+    assert {h: int(got.max() if h is None else got[h]) for h in want} == want
