@@ -266,7 +266,7 @@ def test_seeded_random_goal_schedules_agree_with_loggopsim_on_every_host(tmp_pat
     G, S = int(rnd.choice((6, 2, 1, 0))), int(rnd.choice((65535, 1024, 100000, 0)))
     goal = tmp_path / "s.goal"
     if seed % 3:
-        write_halo_goal(goal, int(rnd.integers(1, 10)), int(rnd.integers(1, 10)), int(rnd.integers(1, 4)),
+        write_halo_goal(goal, int(rnd.integers(2, 10)), int(rnd.integers(1, 10)), int(rnd.integers(1, 4)),
                         nbytes=int(rnd.choice((1, 1000, 1024, 1025, 65535, 65536, 99999))), periodic=bool(seed % 2),
                         calc=int(rnd.choice((0, 500, 20000))), calc_spread=int(rnd.choice((0, 100, 3000))),
                         allreduce=bool(rnd.random() < 0.7), allreduce_bytes=int(rnd.choice((8, 4096, 200000))),

@@ -24,7 +24,7 @@ __all__ = ["replay", "sweep", "ReplayError", "DeadlockError", "ReplayWarning"]
 # engine and its dataset libraries.  No submodule is named like a name exported here: importing it would bind the
 # package attribute to the module and shadow the function (hence sweeps.py for sweep)
 _WHERE = {"replay": "perfmod.replay.engine", "ReplayError": "perfmod.replay.engine",
-          "DeadlockError": "perfmod.replay.engine", "ReplayWarning": "perfmod.replay.engine",
+          "DeadlockError": "perfmod.replay.engine", "ReplayWarning": "perfmod.replay.diagnostics",
           "sweep": "perfmod.replay.sweeps"}
 
 

@@ -30,6 +30,7 @@ from perfmod.core.memory import check_fits, index_dtype
 from perfmod.machine.platforms import MODES, Platform
 from perfmod.models.comm.network import Network, bind
 from perfmod.replay.costs import collective_costs, message_costs, per_mode
+from perfmod.replay.diagnostics import ReplayWarning
 from perfmod.replay.kernel import (
     ACC_COLL,
     ACC_COMPUTE,
@@ -77,10 +78,6 @@ _STAGES = ("checks", "matching", "costs", "collectives and requests", "event loo
 
 class DeadlockError(ReplayError):
     """The replay cannot go on: ranks wait for something no rank will do (``details``: one dict per rank)."""
-
-
-class ReplayWarning(UserWarning):
-    """Something in the trace MPI would tolerate but a replay should mention (unmatched eager sends, ...)."""
 
 
 def _compute_times(trace: Trace, compute: Any) -> np.ndarray:

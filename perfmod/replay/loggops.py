@@ -44,6 +44,7 @@ rank's last call, count in ``wait_time``, so ``comm_time + compute_time
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,6 +55,7 @@ from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
+from perfmod.replay.diagnostics import ReplayWarning
 from perfmod.replay.loggops_layout import _DONE, ROW, STATUS_EARLY, STATUS_OK
 from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, GoalGraph
 
@@ -172,6 +174,8 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
     k.fill_rows(rows, newpos, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, ndeps, float(calc_scale),
                 mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
     del mode, ndeps
+    if isinstance(graph, GoalGraph):
+        _warn_zero_byte_sends(graph, rows, newpos, gps)
     used = (np.flatnonzero(np.bincount(rows["cls"][rows["kind"] == SEND], minlength=len(par))) if (par < 0).any()
             else np.zeros(0, dtype=np.int64))
     for c in used.tolist():
@@ -183,6 +187,18 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
     eptr, edges = k.time_major_edges(order, newpos, graph.succ_ptr, graph.succ, ssp if starts else none,
                                      graph.ssucc if starts else none)
     return LoopInput(rows, eptr, edges, par, init, init_ptr, order)
+
+
+def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray, gps: np.ndarray) -> None:
+    """Say where a GOAL file's zero-byte messages will not take LogGOPSim's times: their G is not 0 (the module
+    docstring: perfmod costs them as one byte; LogGOPSim's unsigned ``(0 - 1) G`` wraps around)."""
+    z = np.flatnonzero((graph.kind == SEND) & (graph.size == 0))
+    z = z[gps[rows["cls"][newpos[z]]] > 0] if z.size else z
+    if z.size:
+        warnings.warn(f"{graph.source}:{int(graph.line[z[0]])}: {z.size:,} zero-byte message(s): perfmod costs each "
+                      "like a 1-byte one; LogGOPSim computes their (0 - 1) G in unsigned arithmetic, which wraps "
+                      "around, so its finishing times differ from perfmod's where they count (Schedgen writes its "
+                      "barriers as 1-byte messages)", ReplayWarning, stacklevel=3)
 
 
 def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) -> tuple:
