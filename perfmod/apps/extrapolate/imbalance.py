@@ -68,8 +68,8 @@ import numpy as np
 from perfmod.apps.extrapolate.training import ExtrapolationError, Training
 from perfmod.trace.core import Call, code_set
 
-__all__ = ["Imbalance", "check_start_sd", "fit_imbalance", "draw_levels", "gap_events", "neighbours", "start_law", "start_spread_check",
-           "ONE_DRAW_RANKS", "DRAWS", "START_TOLERANCE"]
+__all__ = ["Imbalance", "check_start_sd", "fit_imbalance", "draw_levels", "gap_events", "neighbours", "start_law",
+           "start_spread_check", "ONE_DRAW_RANKS", "DRAWS", "START_TOLERANCE"]
 
 ONE_DRAW_RANKS = 4096
 """Targets with more ranks use the first draw of the per-rank levels (module docstring)."""

@@ -23,6 +23,7 @@ import numpy as np
 from perfmod.apps.extrapolate.generate import build_template, generate, sharing, site_models
 from perfmod.apps.extrapolate.imbalance import START_TOLERANCE, check_start_sd, fit_imbalance, start_spread_check
 from perfmod.apps.extrapolate.training import P2P, ExtrapolationError, Training, load_training
+from perfmod.core.extrapolation import ExtrapolationWarning  # the one class (re-exported here)
 from perfmod.trace.core import CALL_NAMES, COLLECTIVES, Call, Trace, code_set
 
 __all__ = ["extrapolate_trace", "compare_traces", "ExtrapolationWarning", "FAR_FACTOR", "message_stats"]
@@ -32,10 +33,6 @@ FAR_FACTOR = 8
 
 _SENDS = code_set({Call.SEND, Call.ISEND, Call.SSEND, Call.ISSEND})
 _COLL = code_set(COLLECTIVES)
-
-
-class ExtrapolationWarning(UserWarning):
-    """An extrapolation that runs but should be trusted less (far beyond the training scales)."""
 
 
 def message_stats(trace: Trace) -> dict[str, Any]:

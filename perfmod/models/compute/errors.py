@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["ComputeModelError", "MissingParameterError", "TooFewPointsError", "UnknownParameterError",
-           "EigerModelFileError"]
+from perfmod.core.extrapolation import ExtrapolationWarning  # the one class (re-exported here)
+
+__all__ = ["ComputeModelError", "ExtrapolationWarning", "MissingParameterError", "TooFewPointsError",
+           "UnknownParameterError", "EigerModelFileError"]
 
 
 class ComputeModelError(ValueError):
@@ -31,6 +33,3 @@ class EigerModelFileError(ComputeModelError):
         super().__init__(f"{path}:{line}: {message}")
 
 
-class ExtrapolationWarning(UserWarning):
-    """A prediction the data do not support: at or below zero, or a term whose sign differs from its sign on the
-    training range (e.g. ``log2 x`` below ``x = 1``)."""
