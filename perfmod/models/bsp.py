@@ -404,7 +404,7 @@ def kw_from_coarse_run(C: Any, P: Any, I: Any, H: Any, t_w: Any, o_h: float, o_w
     ranks), pooled: ``K_w = sum(C) / sum(P t_w / I - P H O_h - P O_w)``, the
     ratio estimate that weighs each run by its cells.
     """
-    C = np.atleast_1d(np.asarray(C, dtype=float))  # noqa: E741
+    C = np.atleast_1d(np.asarray(C, dtype=float))
     t_w = np.atleast_1d(np.asarray(t_w, dtype=float))
     work = coarse_run_work(P, I, H, t_w, o_h, o_w)
     if np.any(work <= 0):

@@ -254,17 +254,16 @@ def predict_event(ds: xr.Dataset, target: str, coarse_factor: int | None = None,
             halo_cells = np.where(pk > 1, 2 * int(kw_set.nx_cells), 0)
             work = coarse_run_work(pk, kw_set.steps.values, halo_cells, kw_set.t_w_measured.values,
                                    base.o_h, base.o_w)
-            if np.any(work <= 0):  # all overhead under the fitted O_h, O_w: says nothing of K_w
-                status += ("; coarse runs at " + ", ".join(str(int(q)) for q in pk[work <= 0])
-                           + " rank(s) left out of K_w: their compute time is all overhead under the fitted "
-                           "O_h and O_w")
-            ok = work > 0
+            ok = work > 0  # a run all overhead under the fitted O_h, O_w says nothing of K_w
+            left_out = ("coarse runs at " + ", ".join(str(int(q)) for q in pk[~ok]) + " rank(s) left out of K_w: "
+                        "their compute time is all overhead under the fitted O_h and O_w")
             kw_set = kw_set.isel(nprocs=ok)
             if ok.any():
                 k_w = kw_from_coarse_run(np.full(int(ok.sum()), float(kw_set.cells)), pk[ok], kw_set.steps.values,
                                          halo_cells[ok], kw_set.t_w_measured.values, base.o_h, base.o_w)
+                status += "" if ok.all() else "; " + left_out
             else:
-                status = "no K_w: " + status.split("; ", 1)[1]
+                status = "no K_w: " + left_out
         else:
             status = "no K_w: the coarse run of the target had no clean repetition"
         params = fit.params_for(k_w=k_w)
