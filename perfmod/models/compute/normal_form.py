@@ -156,40 +156,57 @@ def _fold_ids(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:
     return ids
 
 
-def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray, relative: bool,
-              outer: np.ndarray | None = None, extrapolation: float = 0.0) -> float:
+@dataclass(frozen=True)
+class _CVPlan:
+    """The splits of a search's cross-validation, made once for all its hypotheses: the K folds' training rows,
+    then those beside ``outer`` (the extrapolation split), as row indices padded to one length with ``d`` (an
+    all-zero row appended to the design: a zero row changes no least-squares solution), so that every fold of a
+    hypothesis is fitted by one batched call."""
+
+    fold: np.ndarray  # per point, its fold
+    outer: np.ndarray  # per point, whether it is in the extrapolation split's held-out set
+    rows: np.ndarray  # (K + 1, n) training rows per split, padded with d
+    count: np.ndarray  # (K + 1,) training rows per split
+
+    @classmethod
+    def of(cls, folds: np.ndarray, outer: np.ndarray) -> _CVPlan:
+        d = folds.size
+        train = [np.flatnonzero(folds != f) for f in range(folds.max() + 1)] + [np.flatnonzero(~outer)]
+        rows = np.full((len(train), max(t.size for t in train)), d, dtype=np.intp)
+        for k, t in enumerate(train):
+            rows[k, :t.size] = t
+        return cls(folds, outer, rows, np.array([t.size for t in train]))
+
+
+def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, plan: _CVPlan, relative: bool,
+              extrapolation: float = 0.0) -> float:
     """K-fold mean relative (absolute) error of the weighted least-squares fit of ``y`` on ``D``.
 
-    With ``outer`` (the points at the largest value of some parameter) and ``extrapolation`` > 0
-    the score is ``(1 - extrapolation) * K-fold + extrapolation * (mean error on outer, fitted on the rest)``;
-    where the rest has fewer points than ``D`` has columns (:func:`extrapolation_weight`) the score is
-    the K-fold error alone.
+    With ``extrapolation`` > 0 the score is ``(1 - extrapolation) * K-fold + extrapolation * (mean error
+    on ``plan.outer`` (the points at the largest value of some parameter), fitted on the rest)``; where the rest
+    has fewer points than ``D`` has columns (:func:`extrapolation_weight`) the score is the K-fold error alone.
+    Each split's fit is the minimum-norm least-squares solution with ``np.linalg.lstsq``'s default cut-off
+    (singular values below ``eps * max(rows, columns)`` of the largest), all splits in one batched SVD.
     """
-    extrapolation = extrapolation_weight(outer, D.shape[1], extrapolation)
-    if extrapolation == 0:
-        outer = None
+    p = D.shape[1]
+    ex = extrapolation_weight(plan.outer, p, extrapolation)
+    n_splits = plan.rows.shape[0] - (0 if ex > 0 else 1)
+    if np.any(plan.count[:n_splits] < p):
+        return np.inf
     sw = np.sqrt(w)
-    A = D * sw[:, None]
-    b = y * sw
-    err = 0.0
-    splits = [folds != f for f in range(folds.max() + 1)]
-    if outer is not None and extrapolation > 0:
-        splits.append(~outer)
-    out_err = 0.0
-    for k, tr in enumerate(splits):
-        if tr.sum() < D.shape[1]:
-            return np.inf
-        coef, *_ = np.linalg.lstsq(A[tr], b[tr], rcond=None)
-        pred = D[~tr] @ coef
-        e = np.abs(pred - y[~tr])
-        e = e / np.abs(y[~tr]) if relative else e
-        if k < len(splits) - (outer is not None and extrapolation > 0):
-            err += float(np.sum(e))
-        else:
-            out_err = float(np.mean(e))
-    if outer is not None and extrapolation > 0:
-        return (1.0 - extrapolation) * err / len(y) + extrapolation * out_err
-    return err / len(y)
+    A = np.vstack([D * sw[:, None], np.zeros((1, p))])
+    b = np.append(y * sw, 0.0)
+    rows = plan.rows[:n_splits]
+    rtol = np.finfo(float).eps * np.maximum(plan.count[:n_splits], p)
+    coef = np.linalg.pinv(A[rows], rtol=rtol) @ b[rows][:, :, None]  # (splits, p, 1)
+    scale = np.abs(y) if relative else 1.0
+    e = np.abs(np.einsum("ij,ij->i", D, coef[plan.fold, :, 0]) - y) / scale  # each point predicted by its fold
+    err = float(np.sum(e)) / len(y)
+    if ex > 0:
+        o = plan.outer
+        out_err = float(np.mean(np.abs(D[o] @ coef[-1, :, 0] - y[o]) / (scale[o] if relative else 1.0)))
+        return (1.0 - ex) * err + ex * out_err
+    return err
 
 
 def outer_points(pts: np.ndarray) -> np.ndarray:
@@ -316,8 +333,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
             order.append(lin)
         per_param.append([(labels[c][0], labels[c][1], float(errs[c])) for c in order])
     # ---- step 3: combinations, scored by K-fold CV over the aggregated points
-    folds = _fold_ids(d, min(n_folds, d), rng)
-    outer = outer_points(pts)
+    plan = _CVPlan.of(_fold_ids(d, min(n_folds, d), rng), outer_points(pts))
     cols: dict[tuple[int, float, int], np.ndarray] = {}
 
     def col(q: int, e: float, k: int) -> np.ndarray:
@@ -341,7 +357,7 @@ def normal_form_search(X: np.ndarray, y: np.ndarray, *, exponents: Sequence[floa
                     D[:, 1 + t] *= col(q, *choice[q])
             if not np.all(np.isfinite(D)):
                 continue
-            s = _cv_score(D, ya, w, folds, relative, outer, extrapolation)
+            s = _cv_score(D, ya, w, plan, relative, extrapolation)
             terms = [Term("identity")] + [Term.product_of([(q, *choice[q]) for q in subset]) for subset in st]
             scored.append((s, len(st), terms))
     if not scored:
