@@ -108,7 +108,8 @@ def scale_table(traces: Mapping[int, Trace], models=("postal", "maxrate", "kmode
 
 def stamp(ds: xr.Dataset, loads: list[float] | None = None) -> None:
     """Set the attributes the docs' tables print: the date and host of the measurement, and the range of the
-    load averages taken while it ran (``loads``; "?" where none was taken)."""
+    load averages taken while it ran (``loads``: "?" where the list is empty; None leaves the attribute out, for a
+    dataset that keeps its loads as a variable, as :func:`loggopsim_side_by_side` does)."""
     if loads is not None:
         ds.attrs["load_average"] = f"{min(loads):.2f}-{max(loads):.2f}" if loads else "?"
     ds.attrs["measured"] = time.strftime("%Y-%m-%d", time.gmtime())

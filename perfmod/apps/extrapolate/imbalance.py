@@ -176,7 +176,8 @@ def fit_imbalance(tpl_tr: Training, site_of: Mapping[int, tuple[Training, np.nda
     if start_sd is None:
         law = start_law(spread)
     else:
-        law = (0.0, float(np.log(start_sd)) if check_start_sd(start_sd) > 0 else -np.inf)
+        sd = check_start_sd(start_sd)
+        law = (0.0, float(np.log(sd)) if sd > 0 else -np.inf)
     t = tpl_tr.trace
     sg = t.compute[t.rank_ptr[:-1] + 1] if np.all(np.diff(t.rank_ptr) > 1) else np.zeros(t.nprocs)
     return Imbalance(sites, slope, sigma, resid, nb, sg - sg.mean(), spread, law)

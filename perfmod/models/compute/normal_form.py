@@ -199,12 +199,12 @@ def _cv_score(D: np.ndarray, y: np.ndarray, w: np.ndarray, plan: _CVPlan, relati
     rows = plan.rows[:n_splits]
     rtol = np.finfo(float).eps * np.maximum(plan.count[:n_splits], p)
     coef = np.linalg.pinv(A[rows], rtol=rtol) @ b[rows][:, :, None]  # (splits, p, 1)
-    scale = np.abs(y) if relative else 1.0
+    scale = np.abs(y) if relative else np.ones_like(y)
     e = np.abs(np.einsum("ij,ij->i", D, coef[plan.fold, :, 0]) - y) / scale  # each point predicted by its fold
     err = float(np.sum(e)) / len(y)
     if ex > 0:
         o = plan.outer
-        out_err = float(np.mean(np.abs(D[o] @ coef[-1, :, 0] - y[o]) / (scale[o] if relative else 1.0)))
+        out_err = float(np.mean(np.abs(D[o] @ coef[-1, :, 0] - y[o]) / scale[o]))
         return (1.0 - ex) * err + ex * out_err
     return err
 
