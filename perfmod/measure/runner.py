@@ -5,7 +5,11 @@ measuring lock (:mod:`perfmod.measure.lock`), reads rank 0's last JSON
 line and classifies the run with the per-rank probe report the proxy
 prints under ``"interference"`` (:mod:`perfmod.measure.interference`).
 An interfered run is re-run, up to ``retries`` times; every attempt is
-kept in the result with its flag.
+kept in the result with its flag.  :func:`run_mpi_batch` runs several
+configurations in one launch (the proxies' ``--batch``), and
+:func:`run_mpi_jobs` a whole campaign in such batches, so that the launch
+(about 0.3 s of ``mpiexec`` and Python start-up per run on the development
+VM) is paid once per batch.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from perfmod.measure.host import mpiexec_path
@@ -23,7 +29,7 @@ from perfmod.measure.interference import classify, usable_cores
 from perfmod.measure.lock import measuring_lock
 
 __all__ = ["RETRIES_ENV", "BUDGET_ENV", "default_retries", "rerun_budget", "run_mpi", "run_mpi_once",
-           "rerun_while_interfered"]
+           "rerun_while_interfered", "run_mpi_batch", "run_mpi_jobs", "batch_order"]
 
 RETRIES_ENV = "PERFMOD_MEASURE_RETRIES"
 """Environment variable overriding the default number of re-runs of an interfered run."""
@@ -75,10 +81,16 @@ def run_mpi_once(module: str, nprocs: int, args: Sequence[str], timeout: float =
     a module that prints none gets ``interfered = False`` and a reason
     saying it was not probed.
     """
+    lines, over, cores = _launch(module, nprocs, list(map(str, args)), timeout)
+    return _classified(json.loads(lines[-1]), module, nprocs, args, over, cores)
+
+
+def _launch(module: str, nprocs: int, args: list[str], timeout: float) -> tuple[list[str], bool, int]:
+    """``mpiexec`` of ``python -m module args``: rank 0's JSON lines (at least one), oversubscribed, usable cores."""
     cores = usable_cores()
     over = nprocs > cores
     cmd = [str(mpiexec_path()), "-n", str(nprocs)] + ([] if over else ["-bind-to", "core"])
-    cmd += [sys.executable, "-m", module, *map(str, args)]
+    cmd += [sys.executable, "-m", module, *args]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -88,9 +100,15 @@ def run_mpi_once(module: str, nprocs: int, args: Sequence[str], timeout: float =
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         raise RuntimeError(f"{module} printed no result line:\n{proc.stdout[-1000:]}")
-    out = json.loads(lines[-1])
+    return lines, over, cores
+
+
+def _classified(out: dict[str, Any], module: str, nprocs: int, args: Sequence[Any], over: bool,
+                cores: int) -> dict[str, Any]:
+    """A run's result line with ``oversubscribed``, ``command`` and the verdict on its probe report."""
     out["oversubscribed"] = over
-    shown = ["mpiexec", *cmd[1:3], *(cmd[3:5] if not over else []), "python -m", module, *map(str, args)]
+    shown = ["mpiexec", "-n", str(nprocs), *([] if over else ["-bind-to", "core"]), "python -m", module,
+             *map(str, args)]
     out["command"] = " ".join(shown)
     report = out.get("interference")
     if report:
@@ -195,4 +213,122 @@ def rerun_while_interfered(attempt: Callable[[], dict[str, Any]], retries: int |
     out["attempts"] = attempts
     out["n_interfered"] = sum(bool(a["interfered"]) for a in attempts)
     out["rerun_budget_exhausted"] = exhausted
+    return out
+
+
+def run_mpi_batch(module: str, nprocs: int, arg_lists: Sequence[Sequence[Any]], timeout: float = 600.0,
+                  retries: int | None = None, retry_wait: float = 1.0, lock: bool = True) -> list[dict[str, Any]]:
+    """Run each argument list of ``arg_lists`` on ``nprocs`` ranks, all in one launch; re-run the disturbed ones.
+
+    The module's ``main`` must be :func:`perfmod.measure.proxies.ranks.serve`
+    (every MPI proxy's): it runs the batch's configurations one after
+    another, each probed and printed on its own, so the launch (``mpiexec``
+    and Python's start) is paid once per batch.  Each result is what
+    :func:`run_mpi` gives for that argument list: classified, ``command``
+    the single run's command line, plus ``batch_position`` (its place in the
+    launch that measured it).  The interfered runs are launched again
+    together, up to ``retries`` times and within :func:`rerun_budget`;
+    ``attempts``, ``n_interfered`` and ``rerun_budget_exhausted`` are
+    :func:`rerun_while_interfered`'s.  ``timeout`` is per run.
+    """
+    if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
+        raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
+    retries = default_retries() if retries is None else retries
+    if retries < 0:
+        raise ValueError(f"retries must be >= 0, got {retries}")
+    lists = [[str(a) for a in args] for args in arg_lists]
+    attempts: list[list[dict[str, Any]]] = [[] for _ in lists]
+    todo = list(range(len(lists)))
+    exhausted = False
+    for i in range(retries + 1):
+        if not todo:
+            break
+        if i:
+            if _spent[0] >= rerun_budget():
+                exhausted = True
+                break
+            time.sleep(retry_wait)
+        t0 = time.monotonic()
+        if lock:
+            with measuring_lock():
+                results = _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
+        else:
+            results = _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
+        if i:
+            _spent[0] += time.monotonic() - t0 + retry_wait
+        for k, res in zip(todo, results, strict=True):
+            res["attempt"] = i
+            attempts[k].append(res)
+        todo = [k for k in todo if attempts[k][-1]["interfered"]]
+    out = []
+    for k, runs in enumerate(attempts):
+        res = dict(runs[-1])
+        res.update(attempts=runs, n_interfered=sum(bool(a["interfered"]) for a in runs),
+                   rerun_budget_exhausted=exhausted and k in todo)
+        out.append(res)
+    return out
+
+
+def _batch_once(module: str, nprocs: int, lists: list[list[str]], timeout: float) -> list[dict[str, Any]]:
+    """One launch of ``module --batch FILE`` over ``lists``: each run's classified result, in order."""
+    from perfmod.measure.proxies.ranks import BATCH_FLAG
+
+    with tempfile.TemporaryDirectory(prefix="perfmod-batch-") as tmp:
+        path = Path(tmp) / "batch.json"
+        path.write_text(json.dumps({"runs": lists}), encoding="utf-8")
+        lines, over, cores = _launch(module, nprocs, [BATCH_FLAG, str(path)], timeout * len(lists))
+    got: dict[int, dict[str, Any]] = {}
+    for ln in lines:
+        rec = json.loads(ln)
+        k = rec.pop("batch_index", None)
+        if isinstance(k, int) and 0 <= k < len(lists):
+            got[k] = rec
+    missing = [k for k in range(len(lists)) if k not in got]
+    if missing:
+        raise RuntimeError(f"{module} --batch printed no result for run(s) {missing[:5]} of {len(lists)} "
+                           f"(first missing: {' '.join(lists[missing[0]])})")
+    out = []
+    for k, args in enumerate(lists):
+        res = _classified(got[k], module, nprocs, args, over, cores)
+        res["batch_position"] = k
+        out.append(res)
+    return out
+
+
+def batch_order(nprocs: Sequence[int], batch_size: int = 16) -> list[int]:
+    """A measurement order in batches: the positions of ``nprocs`` (each job's rank count, in a study's seeded
+    random order) regrouped so that the jobs of one rank count come in batches of at most ``batch_size``, in
+    their own order, the rank counts' batches taking turns (neither count is measured all in one stretch of the
+    session); :func:`run_mpi_jobs` of the jobs in this order launches each batch once."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    groups: dict[int, list[int]] = {}
+    for j, p in enumerate(nprocs):
+        groups.setdefault(int(p), []).append(j)
+    queues = [[idx[s:s + batch_size] for s in range(0, len(idx), batch_size)] for idx in groups.values()]
+    return [j for turn in range(max(map(len, queues), default=0)) for q in queues if turn < len(q) for j in q[turn]]
+
+
+def run_mpi_jobs(module: str, jobs: Sequence[tuple[int, Sequence[Any]]], batch_size: int = 16,
+                 progress: bool = True, desc: str = "", **kwargs: Any) -> list[dict[str, Any]]:
+    """Every ``(nprocs, args)`` job of a campaign, in the order given, consecutive jobs of one rank count
+    sharing a launch (at most ``batch_size`` per launch; :func:`batch_order` makes such an order).
+
+    Returns the results in the jobs' order (:func:`run_mpi_batch`'s; ``kwargs`` are its own).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    from tqdm.auto import tqdm
+
+    out: list[dict[str, Any]] = []
+    with tqdm(total=len(jobs), desc=desc or module, disable=not progress) as bar:
+        j = 0
+        while j < len(jobs):
+            p = int(jobs[j][0])
+            end = j + 1
+            while end < len(jobs) and end - j < batch_size and int(jobs[end][0]) == p:
+                end += 1
+            out += run_mpi_batch(module, p, [args for _, args in jobs[j:end]], **kwargs)
+            bar.update(end - j)
+            j = end
     return out

@@ -36,7 +36,6 @@ import xarray as xr
 
 import perfmod.campaign as campaign
 from perfmod.measure.proxies.sedov import run_shared
-from perfmod.measure.runner import run_mpi
 from perfmod.models.regression import NotNestedWarning, RegressionError, anova, compare_models
 from perfmod.models.regression.gam import compare_with_lm
 from perfmod.studies.papers import sasidharan as sc
@@ -126,19 +125,22 @@ def measure_distributed(configs: Sequence[dict[str, Any]], reps: int = 2, iterat
                         seed: int = 0, progress: bool = True) -> xr.Dataset:
     """Run the MPI proxy (``configs[i]["nprocs"]`` ranks of ``workers`` threads) for every configuration.
 
-    :func:`perfmod.measure.runner.run_mpi` flags and re-runs disturbed runs; the flags are in the dataset.
+    Runs of one process count share a launch, in batches
+    (:func:`perfmod.studies.papers.sasidharan.measure_mpi_runs`); disturbed runs are
+    flagged and re-run; the flags are in the dataset.
     """
     import os
 
-    def one(c: dict[str, Any], r: int, i: int) -> dict[str, Any]:
-        res = run_mpi("perfmod.measure.proxies.sedov_mpi", c["nprocs"],
-                      ["--nx", c["nx"], "--ny", c["ny"], "--nz", c["nz"], "--iterations", iterations,
-                       "--workers", workers, "--chunks", c["chunks"], "--node-axis", c["node_axis"]])
+    def args(c: dict[str, Any]) -> list[Any]:
+        return ["--nx", c["nx"], "--ny", c["ny"], "--nz", c["nz"], "--iterations", iterations,
+                "--workers", workers, "--chunks", c["chunks"], "--node-axis", c["node_axis"]]
+
+    def finish(c: dict[str, Any], res: dict[str, Any]) -> None:
         res["e_total_error"] = (res["e_internal"] + res["e_kinetic"] - res["e_initial"]) / res["e_initial"]
         res["oversubscribed"] = c["nprocs"] * workers > (os.cpu_count() or 1)
-        return res
 
-    return sc.measure_runs(configs, reps, seed, one, DIST_META, "Sedov MPI runs", progress, rerun=False)
+    return sc.measure_mpi_runs(configs, reps, seed, "perfmod.measure.proxies.sedov_mpi", args, finish, DIST_META,
+                               "Sedov MPI runs", progress)
 
 
 def model_frame(ds: xr.Dataset, response: str = "t_iter_min") -> pd.DataFrame:

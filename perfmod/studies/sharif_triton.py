@@ -37,11 +37,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
-from tqdm.auto import tqdm
 
 import perfmod.campaign as campaign
 from perfmod.measure.proxies.swe import EVENTS
-from perfmod.measure.runner import run_mpi
+from perfmod.measure.runner import batch_order, run_mpi_jobs
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.bsp import (
     BSPFit,
@@ -96,12 +95,18 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     halo = np.full((*shape, max(nprocs)), np.nan)
     order = campaign.interleaved_order([per_factor[f] for _ in events for f in range(len(factors)) for _ in nprocs],
                                        seed)
-    for k, r in tqdm(order, desc="flood runs", disable=not progress):
+    order = [order[q] for q in batch_order([nprocs[k % len(nprocs)] for k, _ in order])]
+
+    def job(k: int) -> tuple[int, list[object]]:
         e, rest = divmod(k, len(factors) * len(nprocs))
         f, p = divmod(rest, len(nprocs))
-        res = run_mpi("perfmod.measure.proxies.swe", int(nprocs[p]),
-                      ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
-                       "--t-end", t_end])
+        return int(nprocs[p]), ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
+                                "--t-end", t_end]
+
+    for (k, r), res in zip(order, run_mpi_jobs("perfmod.measure.proxies.swe", [job(k) for k, _ in order],
+                                               progress=progress, desc="flood runs"), strict=True):
+        e, rest = divmod(k, len(factors) * len(nprocs))
+        f, p = divmod(rest, len(nprocs))
         for q in data:
             data[q][e, f, p, r] = res[q]
         halo[e, f, p, r, :nprocs[p]] = res["t_halo_ranks"]

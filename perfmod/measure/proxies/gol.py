@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmod.measure.proxies.ranks import print_on_root, probed
+from perfmod.measure.proxies.ranks import probed, serve
 
 __all__ = ["STRIP_CELLS", "life_step", "LifeKernel", "life_serial", "row_block", "random_grid", "run_gol", "main"]
 
@@ -164,27 +164,27 @@ def run_gol(comm: Any, ny: int, nx: int, generations: int, seed: int = 0,
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """MPI entry point: prints ``{"t_w", "t_c", "t_o", "nprocs", "alive", ..., "interference"}`` as JSON on rank 0.
 
     ``interference`` holds every rank's probe report over the run
-    (:mod:`perfmod.measure.interference`).
+    (:mod:`perfmod.measure.interference`); ``--batch``: :func:`~perfmod.measure.proxies.ranks.serve`.
     """
-    from mpi4py import MPI
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ny", type=int, required=True)
     ap.add_argument("--nx", type=int, required=True)
     ap.add_argument("--generations", type=int, required=True)
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    comm = MPI.COMM_WORLD
-    res, total, reports = probed(comm, lambda: run_gol(comm, args.ny, args.nx, args.generations, args.seed))
-    if comm.Get_rank() == 0:
-        print_on_root(comm, {"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "total_time": total,
-                             "nprocs": comm.Get_size(), "alive": int(res["grid"].sum()),
-                             "ny": args.ny, "nx": args.nx, "generations": args.generations,
-                             "interference": reports})
+
+    def record(comm: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+        res, total, reports = probed(comm, lambda: run_gol(comm, args.ny, args.nx, args.generations, args.seed))
+        if comm.Get_rank() != 0:
+            return None
+        return {"t_w": res["t_w"], "t_c": res["t_c"], "t_o": res["t_o"], "total_time": total,
+                "nprocs": comm.Get_size(), "alive": int(res["grid"].sum()),
+                "ny": args.ny, "nx": args.nx, "generations": args.generations, "interference": reports}
+
+    serve(ap, record, argv)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import numpy as np
 from perfmod.core.checks import positive_int
 from perfmod.machine.cart import COMPASS, cart_coords, compass_neighbours, dims_create
 from perfmod.measure.bench.xp import array_module, backend_info, synchronize, to_host
-from perfmod.measure.proxies.ranks import print_on_root, probed
+from perfmod.measure.proxies.ranks import probed, serve
 
 __all__ = [
     "PHASES",
@@ -361,10 +361,9 @@ def kernel_times(block: int, backend: str = "numpy", reps: int = 10, halos: Any 
     return out
 
 
-def main() -> None:
-    """MPI entry point: rank 0 prints the timings and global sum as one JSON line."""
-    from mpi4py import MPI
-
+def main(argv: list[str] | None = None) -> None:
+    """MPI entry point: rank 0 prints the timings and global sum as one JSON line (``--batch``:
+    :func:`~perfmod.measure.proxies.ranks.serve`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--block", type=int, required=True, help="cells per side of each rank's block")
     ap.add_argument("--iters", type=int, required=True, help="timed iterations")
@@ -374,16 +373,20 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--checksum", action="store_true", help="also print the sum of squares of the final grid")
     ap.add_argument("--trace", help="record the MPI calls and write the run's trace (.npz) here")
-    args = ap.parse_args()
-    comm = MPI.COMM_WORLD
-    res, _, reports = probed(comm, lambda: run_jacobi(comm, args.block, args.iters, args.warmup, args.backend,
-                                                      args.init, args.seed, gather=args.checksum, trace=args.trace))
-    if comm.Get_rank() == 0:
+
+    def record(comm: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+        res, _, reports = probed(comm, lambda: run_jacobi(comm, args.block, args.iters, args.warmup, args.backend,
+                                                          args.init, args.seed, gather=args.checksum,
+                                                          trace=args.trace))
+        if comm.Get_rank() != 0:
+            return None
         grid = res.pop("grid", None)
         if grid is not None:
             res["sum_squares"] = float(np.sum(grid * grid))
-        print_on_root(comm, {**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
-                             "warmup": args.warmup, "backend": args.backend, "interference": reports})
+        return {**res, "nprocs": comm.Get_size(), "block": args.block, "iters": args.iters,
+                "warmup": args.warmup, "backend": args.backend, "interference": reports}
+
+    serve(ap, record, argv)
 
 
 if __name__ == "__main__":

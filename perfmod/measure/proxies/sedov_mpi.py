@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from perfmod.measure.proxies.gol import row_block
-from perfmod.measure.proxies.ranks import print_on_root, probed
+from perfmod.measure.proxies.ranks import probed, serve
 from perfmod.measure.proxies.sedov import DT_GROWTH, SedovState, corner_mass, physics_summary
 from perfmod.measure.proxies.sedov_mesh import HexMesh, edge_cut, node_blocks
 
@@ -179,10 +179,9 @@ def run_distributed(comm: Any, nx: int, ny: int, nz: int, iterations: int, worke
         state.close()
 
 
-def main() -> None:
-    """MPI entry point: rank 0 prints the :func:`run_distributed` result as one JSON line."""
-    from mpi4py import MPI
-
+def main(argv: list[str] | None = None) -> None:
+    """MPI entry point: rank 0 prints the :func:`run_distributed` result as one JSON line (``--batch``:
+    :func:`~perfmod.measure.proxies.ranks.serve`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nx", type=int, required=True)
     ap.add_argument("--ny", type=int, required=True)
@@ -191,12 +190,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--chunks", type=int, default=1)
     ap.add_argument("--node-axis", default="z", choices=["x", "y", "z"])
-    args = ap.parse_args()
-    comm = MPI.COMM_WORLD
-    res, _, reports = probed(comm, lambda: run_distributed(comm, args.nx, args.ny, args.nz, args.iterations,
-                                                           args.workers, args.chunks, args.node_axis))
-    if comm.Get_rank() == 0:
-        print_on_root(comm, {**res, "interference": {**reports, "threads": args.workers}})
+
+    def record(comm: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+        res, _, reports = probed(comm, lambda: run_distributed(comm, args.nx, args.ny, args.nz, args.iterations,
+                                                               args.workers, args.chunks, args.node_axis))
+        return {**res, "interference": {**reports, "threads": args.workers}} if comm.Get_rank() == 0 else None
+
+    serve(ap, record, argv)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from perfmod.measure.proxies.gol import row_block
-from perfmod.measure.proxies.ranks import print_on_root, probed
+from perfmod.measure.proxies.ranks import probed, serve
 
 __all__ = ["G", "DRY", "EPS_U", "MANNING", "STRIP_CELLS", "EVENTS", "base_flow", "velocity", "max_speed", "step_fluxes",
            "terrain", "coarsen", "scenario", "run_swe", "main"]
@@ -316,10 +316,9 @@ def run_swe(comm: Any, z: np.ndarray, dx: float, t_end: float, h0: np.ndarray | 
     return out
 
 
-def main() -> None:
-    """MPI entry point: a flood event on a synthetic terrain; prints one JSON line on rank 0."""
-    from mpi4py import MPI
-
+def main(argv: list[str] | None = None) -> None:
+    """MPI entry point: a flood event on a synthetic terrain; prints one JSON line on rank 0 (``--batch``:
+    :func:`~perfmod.measure.proxies.ranks.serve`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--event", choices=sorted(EVENTS), help="a flood event (sets terrain, seed, inflow, base)")
     ap.add_argument("--terrain", default="valley")
@@ -331,25 +330,28 @@ def main() -> None:
     ap.add_argument("--inflow", type=float, default=50.0, help="inflow (m^3/s) at the upstream centre")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--base", type=float, default=0.0, help="base flow: water level above each row's lowest ground (m)")
-    args = ap.parse_args()
-    if args.event:
-        vars(args).update(EVENTS[args.event])
-    comm = MPI.COMM_WORLD
 
-    def work() -> tuple[dict, Any, float]:
-        z, dx, cells = scenario(args.terrain, args.ny, args.nx, args.dx, args.coarsen, args.seed)
-        h0 = base_flow(z, args.base) if args.base > 0 else None
-        return run_swe(comm, z, dx, args.t_end, h0=h0, inflow=args.inflow, inflow_cells=cells), z.shape, dx
+    def record(comm: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+        if args.event:
+            vars(args).update(EVENTS[args.event])
 
-    (res, (ny, nx), dx), total, reports = probed(comm, work)
-    if comm.Get_rank() == 0:
+        def work() -> tuple[dict, Any, float]:
+            z, dx, cells = scenario(args.terrain, args.ny, args.nx, args.dx, args.coarsen, args.seed)
+            h0 = base_flow(z, args.base) if args.base > 0 else None
+            return run_swe(comm, z, dx, args.t_end, h0=h0, inflow=args.inflow, inflow_cells=cells), z.shape, dx
+
+        (res, (ny, nx), dx), total, reports = probed(comm, work)
+        if comm.Get_rank() != 0:
+            return None
         wet = float((res["h"] > DRY).mean())
         # T_o is everything but compute and communication (DEM, set-up, gathering), so T_w + T_c + T_o = total
         t_o = total - res["t_w"] - res["t_c"]
-        print_on_root(comm, {"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "total_time": total,
-                             "steps": res["steps"], "mass": res["mass"], "wet_fraction": wet,
-                             "nprocs": comm.Get_size(), "t_halo_ranks": res["t_halo_ranks"],
-                             "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain, "interference": reports})
+        return {"t_w": res["t_w"], "t_c": res["t_c"], "t_o": t_o, "total_time": total,
+                "steps": res["steps"], "mass": res["mass"], "wet_fraction": wet,
+                "nprocs": comm.Get_size(), "t_halo_ranks": res["t_halo_ranks"],
+                "ny": ny, "nx": nx, "dx": dx, "terrain": args.terrain, "interference": reports}
+
+    serve(ap, record, argv)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,13 @@ from tqdm.auto import tqdm
 import perfmod.campaign as campaign
 from perfmod.core.paths import host_name
 from perfmod.measure.lock import measuring_lock
-from perfmod.measure.runner import rerun_while_interfered
+from perfmod.measure.runner import batch_order, rerun_while_interfered, run_mpi_jobs
 from perfmod.measure.validity import FLAG_META, run_flags
 from perfmod.models.regression import LinearModel, lm
 from perfmod.viz.validation import plot_validation as viz_plot_validation
 
-__all__ = ["FLAG_COLUMNS", "run_order", "measure_runs", "split_sets", "clean_sets", "flag_record", "unfitted_table",
+__all__ = ["FLAG_COLUMNS", "run_order", "measure_runs", "measure_mpi_runs",
+           "split_sets", "clean_sets", "flag_record", "unfitted_table",
            "unfit_reason", "fitted", "runs_dataset", "fit_all", "model_table", "validation_table",
            "plot_fit_vs_measured", "plot_scatter", "plot_validation", "study_dataset", "add_table", "table",
            "validation_errors"]
@@ -100,17 +101,47 @@ def measure_runs(configs: Sequence[dict[str, Any]], reps: int, seed: int,
         :func:`runs_dataset` of the runs with ``rep``, ``set`` (the configuration's
         label) and the flags of :func:`perfmod.measure.validity.run_flags`.
     """
-    rows = []
-    for i, r in tqdm(run_order(configs, reps, seed), desc=desc, disable=not progress):
+    order, results = run_order(configs, reps, seed), []
+    for i, r in tqdm(order, desc=desc, disable=not progress):
         c = configs[i]
         if rerun:
             def attempt(c: dict[str, Any] = c, r: int = r, i: int = i) -> dict[str, Any]:
                 with measuring_lock():
                     return one_run(c, r, i)
-            res = rerun_while_interfered(attempt)
+            results.append(rerun_while_interfered(attempt))
         else:
-            res = one_run(c, r, i)
-        rows.append({"oversubscribed": False, **res, **run_flags(res), "rep": r, "set": c.get("set", "")})
+            results.append(one_run(c, r, i))
+    return _runs(configs, order, results, meta)
+
+
+def measure_mpi_runs(configs: Sequence[dict[str, Any]], reps: int, seed: int, module: str,
+                     args: Callable[[dict[str, Any]], list[Any]],
+                     finish: Callable[[dict[str, Any], dict[str, Any]], None],
+                     meta: Mapping[str, tuple[str, str]], desc: str, progress: bool = True,
+                     batch_size: int = 16) -> xr.Dataset:
+    """:func:`measure_runs` of an MPI proxy (``configs[i]["nprocs"]`` ranks, ``args(config)``), in batches.
+
+    The seeded random order of :func:`run_order` is regrouped by
+    :func:`perfmod.measure.runner.batch_order` (runs of one rank count in
+    batches of at most ``batch_size``, the counts taking turns) and measured
+    with :func:`perfmod.measure.runner.run_mpi_jobs`, which launches each batch
+    once and re-runs the disturbed runs; ``finish(config, result)`` adds the
+    study's own columns to each result.
+    """
+    order = run_order(configs, reps, seed)
+    order = [order[q] for q in batch_order([configs[i]["nprocs"] for i, _ in order], batch_size)]
+    results = run_mpi_jobs(module, [(configs[i]["nprocs"], args(configs[i])) for i, _ in order], batch_size,
+                           progress, desc)
+    for (i, _), res in zip(order, results, strict=True):
+        finish(configs[i], res)
+    return _runs(configs, order, results, meta)
+
+
+def _runs(configs: Sequence[dict[str, Any]], order: Sequence[tuple[int, int]], results: Sequence[dict[str, Any]],
+          meta: Mapping[str, tuple[str, str]]) -> xr.Dataset:
+    """:func:`runs_dataset` of the results of the runs ``order`` (configuration, repetition), flags added."""
+    rows = [{"oversubscribed": False, **res, **run_flags(res), "rep": r, "set": configs[i].get("set", "")}
+            for (i, r), res in zip(order, results, strict=True)]
     return runs_dataset(rows, {**meta, **FLAG_COLUMNS})
 
 
