@@ -187,32 +187,50 @@ def rerun_while_interfered(attempt: Callable[[], dict[str, Any]], retries: int |
         ``attempts`` (every attempt's result in order), ``n_interfered``
         and ``rerun_budget_exhausted``, as :func:`run_mpi` documents.
     """
+
+    def launch(todo: list[int]) -> list[dict[str, Any]]:
+        res = attempt()
+        if "interfered" not in res:
+            raise KeyError(f"rerun_while_interfered: the run's result has no 'interfered' verdict; "
+                           f"keys: {sorted(res)[:12]}")
+        return [res]
+
+    return _rerun_policy(1, launch, retries, retry_wait)[0]
+
+
+def _rerun_policy(n: int, launch: Callable[[list[int]], list[dict[str, Any]]], retries: int | None,
+                  retry_wait: float) -> list[dict[str, Any]]:
+    """Runs ``0 .. n - 1``: ``launch(todo)`` measures the runs ``todo`` (their results in order); the
+    interfered ones are measured again, at most ``retries`` more times and within :func:`rerun_budget`
+    (the results of :func:`rerun_while_interfered`, one per run)."""
     retries = default_retries() if retries is None else retries
     if retries < 0:
         raise ValueError(f"retries must be >= 0, got {retries}")
-    attempts: list[dict[str, Any]] = []
+    attempts: list[list[dict[str, Any]]] = [[] for _ in range(n)]
+    todo = list(range(n))
     exhausted = False
     for i in range(retries + 1):
+        if not todo:
+            break
         if i:
             if _spent[0] >= rerun_budget():
                 exhausted = True
                 break
             time.sleep(retry_wait)
         t0 = time.monotonic()
-        res = attempt()
-        if "interfered" not in res:
-            raise KeyError(f"rerun_while_interfered: the run's result has no 'interfered' verdict; "
-                           f"keys: {sorted(res)[:12]}")
+        results = launch(todo)
         if i:
             _spent[0] += time.monotonic() - t0 + retry_wait
-        res["attempt"] = i
-        attempts.append(res)
-        if not res["interfered"]:
-            break
-    out = dict(attempts[-1])
-    out["attempts"] = attempts
-    out["n_interfered"] = sum(bool(a["interfered"]) for a in attempts)
-    out["rerun_budget_exhausted"] = exhausted
+        for k, res in zip(todo, results, strict=True):
+            res["attempt"] = i
+            attempts[k].append(res)
+        todo = [k for k in todo if attempts[k][-1]["interfered"]]
+    out = []
+    for k, runs in enumerate(attempts):
+        res = dict(runs[-1])
+        res.update(attempts=runs, n_interfered=sum(bool(a["interfered"]) for a in runs),
+                   rerun_budget_exhausted=exhausted and k in todo)
+        out.append(res)
     return out
 
 
@@ -233,40 +251,15 @@ def run_mpi_batch(module: str, nprocs: int, arg_lists: Sequence[Sequence[Any]], 
     """
     if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
         raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
-    retries = default_retries() if retries is None else retries
-    if retries < 0:
-        raise ValueError(f"retries must be >= 0, got {retries}")
     lists = [[str(a) for a in args] for args in arg_lists]
-    attempts: list[list[dict[str, Any]]] = [[] for _ in lists]
-    todo = list(range(len(lists)))
-    exhausted = False
-    for i in range(retries + 1):
-        if not todo:
-            break
-        if i:
-            if _spent[0] >= rerun_budget():
-                exhausted = True
-                break
-            time.sleep(retry_wait)
-        t0 = time.monotonic()
+
+    def launch(todo: list[int]) -> list[dict[str, Any]]:
         if lock:
             with measuring_lock():
-                results = _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
-        else:
-            results = _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
-        if i:
-            _spent[0] += time.monotonic() - t0 + retry_wait
-        for k, res in zip(todo, results, strict=True):
-            res["attempt"] = i
-            attempts[k].append(res)
-        todo = [k for k in todo if attempts[k][-1]["interfered"]]
-    out = []
-    for k, runs in enumerate(attempts):
-        res = dict(runs[-1])
-        res.update(attempts=runs, n_interfered=sum(bool(a["interfered"]) for a in runs),
-                   rerun_budget_exhausted=exhausted and k in todo)
-        out.append(res)
-    return out
+                return _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
+        return _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
+
+    return _rerun_policy(len(lists), launch, retries, retry_wait)
 
 
 def _batch_once(module: str, nprocs: int, lists: list[list[str]], timeout: float) -> list[dict[str, Any]]:
