@@ -276,10 +276,7 @@ def test_coarse_runs_get_their_own_repetitions_and_only_runs_made_are_counted(mo
         return {"t_w": tt["t_w"], "t_c": tt["t_c"], "t_o": tt["t_o"], "total_time": tt["t_t"], "steps": 80 * factor,
                 "wet_fraction": 0.5, "mass": 1.0, "t_halo_ranks": [0.0] * nprocs, "interfered": False}
 
-    import perfmod.measure.runner as runner
-
-    monkeypatch.setattr(runner, "run_mpi_batch", lambda module, nprocs, lists, **kw: [
-        fake_run(module, nprocs, [str(a) for a in args]) for args in lists])
+    monkeypatch.setattr(st, "run_mpi", fake_run)
     runs = st.measure_events(["bowl", "hills", "plain"], 64, 64, 5.0, [2, 1], [1, 2], 1.0, reps=2, progress=False,
                              coarse_reps=4, coarse_factor=2)
     assert sorted(made) == sorted([(2, p) for p in (1, 2)] * 12 + [(1, p) for p in (1, 2)] * 6)

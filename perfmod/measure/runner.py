@@ -307,7 +307,9 @@ def run_mpi_jobs(module: str, jobs: Sequence[tuple[int, Sequence[Any]]], batch_s
     """Every ``(nprocs, args)`` job of a campaign, in the order given, consecutive jobs of one rank count
     sharing a launch (at most ``batch_size`` per launch; :func:`batch_order` makes such an order).
 
-    Returns the results in the jobs' order (:func:`run_mpi_batch`'s; ``kwargs`` are its own).
+    Returns the results in the jobs' order (:func:`run_mpi_batch`'s; ``kwargs`` are its own).  Batch
+    what the proxy times inside its loop: the first run of a launch pays first-touch costs (page faults,
+    first calls) that its successors do not, which a whole-run time or overhead includes.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")

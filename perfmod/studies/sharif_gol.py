@@ -26,9 +26,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
+from tqdm.auto import tqdm
 
 import perfmod.campaign as campaign
-from perfmod.measure.runner import batch_order, run_mpi_jobs
+from perfmod.measure.runner import run_mpi
 from perfmod.models.bsp import BSPFit, BSPParams, fit_bsp
 from perfmod.studies.papers.sharif import LONG, QUANTITIES
 from perfmod.viz.validation import plot_validation
@@ -67,13 +68,11 @@ def measure_gol(cases: Sequence[Sequence[int]], nprocs: Sequence[int], reps: int
     data = {q: np.full(shape, np.nan) for q in QUANTITIES}
     flags = campaign.new_flags(shape)
     order = campaign.interleaved_order([reps] * (len(cases) * len(nprocs)), seed)
-    order = [order[q] for q in batch_order([nprocs[k % len(nprocs)] for k, _ in order])]
-    jobs = [(int(nprocs[k % len(nprocs)]), ["--ny", cases[k // len(nprocs)][0], "--nx", cases[k // len(nprocs)][1],
-                                             "--generations", cases[k // len(nprocs)][2], "--seed", seed + r])
-            for k, r in order]
-    for (k, r), res in zip(order, run_mpi_jobs("perfmod.measure.proxies.gol", jobs, progress=progress,
-                                               desc="GOL runs"), strict=True):
+    for k, r in tqdm(order, desc="GOL runs", disable=not progress):
         i, j = divmod(k, len(nprocs))
+        ny, nx, gens = cases[i]
+        res = run_mpi("perfmod.measure.proxies.gol", int(nprocs[j]),
+                      ["--ny", ny, "--nx", nx, "--generations", gens, "--seed", seed + r])
         for q in QUANTITIES:
             data[q][i, j, r] = res[q]
         campaign.record_flags(flags, (i, j, r), res)

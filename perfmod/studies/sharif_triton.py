@@ -37,10 +37,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
+from tqdm.auto import tqdm
 
 import perfmod.campaign as campaign
 from perfmod.measure.proxies.swe import EVENTS
-from perfmod.measure.runner import batch_order, run_mpi_jobs
+from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.bsp import (
     BSPFit,
@@ -95,18 +96,12 @@ def measure_events(events: Sequence[str], ny: int, nx: int, dx: float, factors: 
     halo = np.full((*shape, max(nprocs)), np.nan)
     order = campaign.interleaved_order([per_factor[f] for _ in events for f in range(len(factors)) for _ in nprocs],
                                        seed)
-    order = [order[q] for q in batch_order([nprocs[k % len(nprocs)] for k, _ in order])]
-
-    def job(k: int) -> tuple[int, list[object]]:
+    for k, r in tqdm(order, desc="flood runs", disable=not progress):
         e, rest = divmod(k, len(factors) * len(nprocs))
         f, p = divmod(rest, len(nprocs))
-        return int(nprocs[p]), ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
-                                "--t-end", t_end]
-
-    for (k, r), res in zip(order, run_mpi_jobs("perfmod.measure.proxies.swe", [job(k) for k, _ in order],
-                                               progress=progress, desc="flood runs"), strict=True):
-        e, rest = divmod(k, len(factors) * len(nprocs))
-        f, p = divmod(rest, len(nprocs))
+        res = run_mpi("perfmod.measure.proxies.swe", int(nprocs[p]),
+                      ["--event", events[e], "--ny", ny, "--nx", nx, "--dx", dx, "--coarsen", factors[f],
+                       "--t-end", t_end])
         for q in data:
             data[q][e, f, p, r] = res[q]
         halo[e, f, p, r, :nprocs[p]] = res["t_halo_ranks"]
