@@ -73,6 +73,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
 import perfmod.campaign as campaign
 from perfmod.core.paths import host_name, platforms_dir, raw_dir
@@ -80,7 +81,7 @@ from perfmod.machine.devices import DEVICE_SI
 from perfmod.machine.platforms import Platform
 from perfmod.measure.bench.cachesize import effective_llc, probe_cache
 from perfmod.measure.bench.devicebench import device_row, measure_devices, write_device_csv
-from perfmod.measure.runner import batch_order, run_mpi_jobs
+from perfmod.measure.runner import run_mpi
 from perfmod.studies import jacobi2d_gpu as gpu
 from perfmod.studies.local_jacobi2d_model import (  # noqa: F401  (_comm, _qroof: used by the tests)
     COMPARED,
@@ -222,13 +223,11 @@ def measure_jacobi(blocks: Sequence[int], nprocs: Sequence[int], iters: int = 10
     data = {q: np.full(shape, np.nan) for q in names}
     flags = campaign.new_flags(shape)
     order = campaign.interleaved_order([reps] * (len(blocks) * len(nprocs)), seed)
-    order = [order[q] for q in batch_order([nprocs[k % len(nprocs)] for k, _ in order])]
-    jobs = [(nprocs[k % len(nprocs)], ["--block", blocks[k // len(nprocs)], "--iters", iters, "--warmup", warmup])
-            for k, _ in order]
     command = ""
-    for (k, r), res in zip(order, run_mpi_jobs("perfmod.measure.proxies.jacobi2d", jobs, progress=progress,
-                                               desc="Jacobi2D runs", timeout=timeout), strict=True):
+    for k, r in tqdm(order, desc="Jacobi2D runs", disable=not progress):
         i, j = divmod(k, len(nprocs))
+        res = run_mpi("perfmod.measure.proxies.jacobi2d", nprocs[j],
+                      ["--block", blocks[i], "--iters", iters, "--warmup", warmup], timeout=timeout)
         command = res["command"]
         for q in names:
             data[q][i, j, r] = res[f"t_{q}"]
