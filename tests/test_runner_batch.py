@@ -102,3 +102,30 @@ def test_a_malformed_batch_file_is_named_with_what_is_wrong(tmp_path, text: str,
     assert str(path) in str(e.value)
     path.write_text(json.dumps({"runs": [["--nx", "3"], []]}))
     assert read_batch(str(path)) == [["--nx", "3"], []]
+
+
+def test_measure_mpi_runs_puts_each_result_with_its_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sedov's MPI runs are measured in batches; each row of the dataset is the run of its own configuration
+    and repetition, every (configuration, repetition) once, the study's own columns added."""
+    from perfmod.studies.papers import sasidharan as sc
+
+    launches = []
+
+    def fake(module: str, nprocs: int, lists: list, **kw: object) -> list:
+        launches.append((nprocs, len(lists)))
+        return [{"nx": int(a[1]), "x5_processes": nprocs, "t_iter": 1e-3 * int(a[1]) * nprocs, "interfered": False}
+                for a in lists]
+
+    monkeypatch.setattr(runner, "run_mpi_batch", fake)
+    configs = [{"nx": nx, "nprocs": p, "set": s} for nx, s in ((4, "train"), (6, "test")) for p in (1, 2)]
+    meta = {"nx": ("1", "x"), "x5_processes": ("1", "p"), "t_iter": ("s", "t"), "twice": ("s", "2t"),
+            "rep": ("1", "repetition"), "set": ("1", "train or test")}
+    ds = sc.measure_mpi_runs(configs, 3, 0, "m", lambda c: ["--nx", c["nx"]],
+                             lambda c, res: res.update(twice=2 * res["t_iter"]), meta, "", progress=False,
+                             batch_size=4)
+    assert sorted(launches) == [(1, 2), (1, 4), (2, 2), (2, 4)]
+    got = sorted(zip(ds.nx.values.tolist(), ds.x5_processes.values.tolist(), ds.rep.values.tolist(),
+                     ds.set.values.tolist(), strict=True))
+    assert got == sorted((c["nx"], c["nprocs"], r, c["set"]) for c in configs for r in range(3))
+    assert (ds.twice.values == 2e-3 * ds.nx.values * ds.x5_processes.values).all()
+    assert not ds.interfered.values.any()
