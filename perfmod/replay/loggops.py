@@ -80,6 +80,7 @@ _KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
 #: the scale table of docs/library.md), about 160 per operation, and an allreduce alone at 9.3 GiB resident for
 #: the whole `perfmod replay` process (about 55 operations per rank by the 65,536-rank count: about 170)
 _REPLAY_BYTES_PER_NODE = 160
+_STREAM_BYTES_PER_RANK = 2000
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
@@ -124,22 +125,28 @@ def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple
     platform's table of the model, derived from the postal ones where it
     has none).
     """
-    par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
-    gps = np.zeros(3 * len(MODES))
     mode = np.zeros(len(graph), dtype=np.int8)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
-        return mode, par, gps
+        return mode, np.zeros((3 * len(MODES), 3), dtype=np.int64), np.zeros(3 * len(MODES))
     mode[sends] = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
+    return (mode, *_class_params(net))
+
+
+def _class_params(net: Network) -> tuple[np.ndarray, np.ndarray]:
+    """``(par, gps)`` of :func:`message_params`: per message class ``3 * mode + protocol`` its o, g, L (int64 ps;
+    -1 where the platform lacks the class: an error only where a send uses it) and its G (s per byte)."""
+    par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
+    gps = np.zeros(3 * len(MODES))
     for c in range(3 * len(MODES)):
         try:
             p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
-        except ParameterNotAvailable:  # a class the platform lacks: an error only where a send uses it
+        except ParameterNotAvailable:
             par[c] = -1
             continue
         par[c] = round(p["o"] * _PS), round(p["g"] * _PS), round(p["L"] * _PS)
         gps[c] = p["G"]
-    return mode, par, gps
+    return par, gps
 
 
 class LoopInput(NamedTuple):
@@ -389,42 +396,39 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
                    iteration: np.ndarray) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
-    with its own compute runs the file's graph as written (:func:`_replay_as_written`)."""
-    from perfmod.replay import loggops_kernel
-    from perfmod.replay.graph import build_graph
+    with its own compute runs the file's graph as written (:func:`_replay_as_written`), any other trace its
+    graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`)."""
+    from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
+    from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream
+    from perfmod.trace.formats.goal_graph import build_inputs
     from perfmod.trace.formats.goal_trace import as_written
 
     written = as_written(trace)
     if written is not None and compute is trace.compute:
         return _replay_as_written(trace, *written, net, n_iter)
-    check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
-    g = build_graph(trace, reqs, compute, lambda ub: check_fits(
-        _REPLAY_BYTES_PER_NODE * ub, f"the LogGOPS replay of {len(trace):,} events (up to {ub:,} graph operations)"))
-    inp = kernel_input(g, 0.0, net, trace.nprocs, False)
-    # what the accounting needs of the graph; the rest is let go before the loop runs
-    calc_size = np.where(g.kind == CALC, g.size, 0)
-    sends = np.flatnonzero((g.kind == SEND) & (g.event >= 0))
-    release, frontier, calc_of, event, node_ptr = g.release, g.frontier, g.calc_of, g.event, g.rank_ptr
-    nops = len(g)
-    del g
-    status, done, rr, mate, nexto, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
-    del inp
+    p, n = trace.nprocs, len(trace)
+    check_fits(_TRACE_BYTES_PER_EVENT * n + _STREAM_BYTES_PER_RANK * p, f"the LogGOPS replay of {n:,} events")
+    ps = np.rint(np.asarray(compute, dtype=np.float64) * _PS).astype(np.int64)
+    args, _ = build_inputs(trace, reqs, ps)
+    plat = net.platform
+    ranks = np.arange(p)
+    sock = socket_of(ranks, plat.ranks_per_node, plat.sockets_per_node, net.mapping, **net.nnodes_kw(p))
+    host = node_of(ranks, plat.ranks_per_node, net.mapping, **net.nnodes_kw(p))
+    del ranks
+    par, gps = _class_params(net)
+    with first_call("the LogGOPS event loop"):
+        status, nexto, cend, emax, sdone, pdst, blocked, nops, bad = run_stream(
+            args, sock.astype(np.int64), host.astype(np.int64), par, gps, int(plat.short_max_bytes),
+            int(plat.eager_max_bytes), CHUNK)
+    del args
+    if status == STATUS_CLASS:
+        net.loggp_params(MODES[bad // 3], PROTOCOLS[bad % 3])  # raises the network's own error
+    if status == STATUS_EARLY:
+        raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
+                           "cannot order (a bug: please report it with the schedule)")
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
-                                     n_iter, _SLOT, release, frontier, calc_of, calc_size, rr, nexto)
-    n = len(trace)
-    sdone = np.full(n, np.nan)
-    pdst = np.full(n, -1, dtype=np.int64)
-    ev = event[sends]
-    hit = done[sends] >= 0
-    sdone[ev[hit]] = done[sends[hit]] / _PS
-    m = mate[sends]
-    ok_m = (m >= 0) & (event[np.maximum(m, 0)] >= 0)
-    pdst[ev[ok_m]] = event[m[ok_m]]
-    blocked: dict[int, int] = {}
-    if status != STATUS_OK:
-        undone = np.flatnonzero(done < 0)
-        for v, r in zip(undone.tolist(), (np.searchsorted(node_ptr, undone, side="right") - 1).tolist(), strict=True):
-            if r not in blocked:  # a rank's first undone node is an operation: a join waits for an earlier one
-                blocked[r] = int(event[v])
-    return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm, blocked, sdone, pdst, nops)
+                                     n_iter, _SLOT, ps, cend, emax, nexto)
+    stuck = np.flatnonzero(blocked >= 0) if status != STATUS_OK else np.zeros(0, dtype=np.int64)
+    return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm,
+                         dict(zip(stuck.tolist(), blocked[stuck].tolist(), strict=True)), sdone, pdst, int(nops))

@@ -704,8 +704,12 @@ _SLOT[list(code_set(COLLECTIVES))] = ACC_COLL
 
 
 @njit(cache=True)
-def _account(rank_ptr, call, iteration, n_iter, slot_of, release, frontier, calc_of, calc_size, rr, nexto):
-    """Per rank and event: the program's clock after each event, split into the accumulator slots."""
+def _account(rank_ptr, call, iteration, n_iter, slot_of, units, cend, emax, nexto):
+    """Per rank and event: the program's clock after each event, split into the accumulator slots.
+
+    ``units``: the calc before each event (ps; none where not positive); ``cend``: the CPU time when that calc
+    was done; ``emax``: the latest CPU time at which a node the event adds to its rank's frontier was done
+    (-1: none; :func:`~perfmod.replay.loggops_stream.run_stream`)."""
     nprocs = rank_ptr.size - 1
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
@@ -715,18 +719,16 @@ def _account(rank_ptr, call, iteration, n_iter, slot_of, release, frontier, calc
         last_it = -1
         for i in range(rank_ptr[r], rank_ptr[r + 1]):
             prev = cur
-            c = calc_of[i]
             comm = 0.0
-            if c >= 0:
-                end = rr[c]
-                acc[r, ACC_COMPUTE] += calc_size[c] / 1e12
-                wait = (end - calc_size[c] - prev) / 1e12  # the calc waited for a busy CPU
+            if units[i] > 0:
+                end = cend[i]
+                acc[r, ACC_COMPUTE] += units[i] / 1e12
+                wait = (end - units[i] - prev) / 1e12  # the calc waited for a busy CPU
                 acc[r, ACC_WAIT] += wait
                 comm += wait
                 cur = max(cur, end)
             base = cur
-            for q in range(release[i], release[i + 1]):
-                cur = max(cur, rr[frontier[q]])
+            cur = max(cur, emax[i])
             s = slot_of[call[i]]
             if s >= 0:
                 acc[r, s] += (cur - base) / 1e12

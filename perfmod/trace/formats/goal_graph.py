@@ -470,22 +470,10 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
             kinds, xs, int(work.sum()))
 
 
-def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None] | None = None) -> OpGraph:
-    """The operation graph of ``trace`` (see the module docstring).
-
-    Parameters
-    ----------
-    trace : Trace
-        A validated trace.
-    reqs : Requests
-        :func:`perfmod.trace.requests.resolve_requests` of ``trace``.
-    units : numpy.ndarray of int64
-        The calc before each event in the caller's unit (nanoseconds for GOAL, picoseconds for the replay);
-        no calc where it is not positive.
-    check : callable, optional
-        Called with an upper bound of the graph's nodes before the graph is allocated (collectives expanded
-        into their rounds): a caller's memory check (the replay's), which raises to stop.
-    """
+def build_inputs(trace: Trace, reqs, units: np.ndarray) -> tuple[tuple, int]:
+    """What the compiled pass over the events takes (:func:`_build`, and the ``loggp`` replay's per-rank generator
+    :mod:`perfmod.replay.loggops_stream`): ``(args, ub)``, the per-event and template arrays in ``_build``'s order
+    and an upper bound of the graph's nodes (collectives expanded into their rounds)."""
     n = len(trace)
     call = trace.call.astype(np.int64)
     comm = trace.comm.astype(np.int64)
@@ -514,13 +502,33 @@ def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None]
     units = np.asarray(units, dtype=np.int64)
     ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
              + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
+    args = (trace.rank_ptr, cls, np.where(is_send, SEND, RECV), np.isin(call, _codes(_SYNC)).astype(np.int64), units,
+            wpeer, wtag, trace.nbytes.astype(np.int64), comm, ck, mem, mem_ptr, reqs.ref_ptr, reqs.created,
+            trace.aux.astype(np.int64), trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr,
+            rnd_optr, op_kind, op_x)
+    return args, ub
+
+
+def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None] | None = None) -> OpGraph:
+    """The operation graph of ``trace`` (see the module docstring).
+
+    Parameters
+    ----------
+    trace : Trace
+        A validated trace.
+    reqs : Requests
+        :func:`perfmod.trace.requests.resolve_requests` of ``trace``.
+    units : numpy.ndarray of int64
+        The calc before each event in the caller's unit (nanoseconds for GOAL, picoseconds for the replay);
+        no calc where it is not positive.
+    check : callable, optional
+        Called with an upper bound of the graph's nodes before the graph is allocated (collectives expanded
+        into their rounds): a caller's memory check (the replay's), which raises to stop.
+    """
+    args, ub = build_inputs(trace, reqs, units)
     if check is not None:
         check(ub)
-    nodes, nn, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(
-        trace.rank_ptr, cls, np.where(is_send, SEND, RECV), np.isin(call, _codes(_SYNC)).astype(np.int64), units,
-        wpeer, wtag, trace.nbytes.astype(np.int64), comm, ck, mem, mem_ptr, reqs.ref_ptr, reqs.created,
-        trace.aux.astype(np.int64), trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr,
-        rnd_optr, op_kind, op_x, ub)
+    nodes, nn, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(*args, ub)
     # each field one contiguous copy (views would keep the table, sized by the upper bound, about 1.4 x the nodes)
     rank, kind, size, peer, tag, sync, event = (nodes[0, :nn].copy(), nodes[1, :nn].astype(np.int8),
                                                 nodes[2, :nn].copy(), nodes[3, :nn].copy(), nodes[4, :nn].copy(),

@@ -1,0 +1,777 @@
+"""The ``loggp`` replay of a trace without its whole operation graph: each rank's operations made as they are needed.
+
+:mod:`perfmod.replay.loggops_kernel` runs LogGOPSim's event loop on a
+graph built whole (:func:`~perfmod.trace.formats.goal_graph.op_graph`),
+about 1 KB per trace event at its peak (issue 23).  Here the same loop
+runs on the same graph made rank by rank as the simulation reaches it:
+:func:`run_stream` resumes, per rank, the pass of
+:func:`~perfmod.trace.formats.goal_graph._build` over the rank's events (a
+cursor into them, the position inside a collective's rounds, the
+frontier, the pending requests), and the nodes live in a pool of slots
+(:data:`~perfmod.replay.loggops_layout.ROW` rows) recycled when done and
+no longer referenced; a node's successors are a linked list of cells,
+appended in creation order (the order LogGOPSim frees them in).
+
+Why the result is the full graph's, event for event: a node's
+predecessors are always the rank's frontier when it is made, and a node
+is freed when its last predecessor is done, the successors of one node
+in creation order.  A rank's next chunk of nodes is made when the first
+node of its current frontier is queued (before it can be done: a node is
+done only after it is queued), and a chunk ends only where no
+not-yet-done node of the frontier is already queued, so every node is made
+before its last predecessor is done and counts only those not done yet:
+it is freed at the same event and in the same place of that event's
+order as in the full graph.  The nodes that require nothing (a rank's
+first operations, before its frontier holds any) are all in the rank's
+first chunk, made before the loop starts, and queued as the full graph's
+``init``.  Slot numbers order nothing (sequences break every tie).
+
+The per-rank accounting of :func:`~perfmod.replay.loggops_kernel._account`
+takes two times per event, filled as nodes are done: the CPU time when
+the event's calc is done (``cend``) and the latest over the nodes the
+event adds to its rank's frontier (``emax``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from perfmod.replay.loggops_kernel import (
+    _BS,
+    _FAR,
+    _FREE,
+    _LAST,
+    _LIVE,
+    _NB,
+    _P_G,
+    _P_L,
+    _P_O,
+    _POS,
+    _END,
+    _EARLY,
+    _SHIFT,
+    _append,
+    _find,
+    _qpush,
+    _qrefill,
+    _queue,
+)
+from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, ROW, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
+from perfmod.trace.formats.goal_graph import _BLOCKING, _COLLECTIVE, _NONBLOCKING, _SENDRECV, _WAIT, COLLECTIVE_TAG
+
+__all__ = ["run_stream", "STATUS_CLASS", "CHUNK"]
+
+#: the loop stopped at a send whose message class the platform lacks (``run_stream``'s ``bad``: the class)
+STATUS_CLASS = 3
+#: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring)
+CHUNK = 8
+_MSG = np.int64(1) << 31  # an event's key: a message of the send in slot ``key - _MSG``, else a node's slot
+# the columns of a slot's int64 record ``sx``
+_X_HEAD, _X_TAIL, _X_EV, _X_REL, _X_TRIG, _X_FLAG, _X_RR, _X_ORD = range(8)
+_NX = 8
+# flags: in its rank's frontier, a pending request, its message not yet matched, the last send of its event
+_F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
+# the generator's global words ``gs``: free slots, free cells, nodes made, the bad message class
+_G_SFREE, _G_LFREE, _G_NODES, _G_BAD = range(4)
+_NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
+
+
+@njit(cache=True, _nrt=False)
+def _cell(gs, lstk, lval, lnext, x):
+    """A cell holding ``x`` from the free stack."""
+    gs[_G_LFREE] -= 1
+    c = lstk[gs[_G_LFREE]]
+    lval[c] = x
+    lnext[c] = -1
+    return c
+
+
+@njit(cache=True, _nrt=False)
+def _free_cell(gs, lstk, c):
+    lstk[gs[_G_LFREE]] = c
+    gs[_G_LFREE] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _maybe_free(v, nd, sx, cand, sstk, gs):
+    """Give slot ``v`` back if its node is done and nothing refers to it (frontier, request, message)."""
+    if nd[v].kind >= _DONE and sx[v, _X_FLAG] & (_F_FR | _F_PEND | _F_MSG) == 0:
+        if cand[nd[v].rank] == v:
+            cand[nd[v].rank] = -1
+        nd[v].kind = 0
+        sstk[gs[_G_SFREE]] = v
+        gs[_G_SFREE] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _requires_frontier(s, r, nd, sx, frh, gs, lstk, lval, lnext):
+    """Node ``s`` requires its rank's frontier: an edge from each member not done yet (those done count no
+    more; the module docstring says why one is always left)."""
+    c = frh[r]
+    k = 0
+    while c >= 0:
+        u = lval[c]
+        if nd[u].kind < _DONE:
+            e = _cell(gs, lstk, lval, lnext, s)
+            if sx[u, _X_HEAD] < 0:
+                sx[u, _X_HEAD] = e
+            else:
+                lnext[sx[u, _X_TAIL]] = e
+            sx[u, _X_TAIL] = e
+            k += 1
+        c = lnext[c]
+    nd[s].ndeps = k
+
+
+@njit(cache=True, _nrt=False)
+def _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext):
+    c = frh[r]
+    while c >= 0:
+        u = lval[c]
+        sx[u, _X_FLAG] &= ~_F_FR
+        _maybe_free(u, nd, sx, cand, sstk, gs)
+        nxt = lnext[c]
+        _free_cell(gs, lstk, c)
+        c = nxt
+    frh[r] = -1
+    frt[r] = -1
+    gnf[r] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _fr_push(r, u, sx, frh, frt, gnf, gs, lstk, lval, lnext):
+    c = _cell(gs, lstk, lval, lnext, u)
+    if frh[r] < 0:
+        frh[r] = c
+    else:
+        lnext[frt[r]] = c
+    frt[r] = c
+    gnf[r] += 1
+    sx[u, _X_FLAG] |= _F_FR
+
+
+@njit(cache=True, _nrt=False)
+def _node(r, kind, size, peer, tag, sync, ev, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host, par, gps,
+          short_max, eager_max):
+    """Make a node of rank ``r`` requiring its frontier (the row as :func:`~perfmod.replay.loggops_kernel.fill_rows`
+    fills it; a calc's ``size`` in ps); returns its slot."""
+    gs[_G_SFREE] -= 1
+    s = sstk[gs[_G_SFREE]]
+    row = nd[s]
+    row.rank = r
+    row.peer = peer
+    row.tag = np.int32(tag & 0xFFFFFFFF)
+    row.link = -1
+    row.kind = kind
+    row.rndv = 0
+    row.cls = 0
+    row.dur = 0
+    if kind == _CALC:
+        row.dur = size
+    elif kind == _SEND:
+        nb = max(size, 1)
+        pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
+        mode = 0 if sock[r] == sock[peer] else (1 if host[r] == host[peer] else 2)
+        c = 3 * mode + pc
+        if par[c, 0] < 0 and gs[_G_BAD] < 0:
+            gs[_G_BAD] = c
+        row.cls = c
+        row.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+        row.rndv = size > eager_max or sync != 0
+    x = sx[s]
+    x[_X_HEAD] = -1
+    x[_X_TAIL] = -1
+    x[_X_EV] = ev
+    x[_X_REL] = -1
+    x[_X_TRIG] = -1
+    x[_X_FLAG] = 0
+    x[_X_RR] = -1
+    x[_X_ORD] = ordc[r]
+    ordc[r] += 1
+    gs[_G_NODES] += 1
+    _requires_frontier(s, r, nd, sx, frh, gs, lstk, lval, lnext)
+    return s
+
+
+@njit(cache=True, _nrt=False)
+def _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps, short_max,
+          eager_max):
+    """A frontier of several nodes joined by one zero calc that requires them all, made the frontier
+    (:func:`~perfmod.trace.formats.goal_graph._join`); returns the nodes made (0 or 1)."""
+    if gnf[r] <= 1:
+        return 0
+    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host, par, gps,
+              short_max, eager_max)
+    _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+    _fr_push(r, s, sx, frh, frt, gnf, gs, lstk, lval, lnext)
+    return 1
+
+
+@njit(cache=True, _nrt=False)
+def _may_end(r, nd, frh, gnf, lval, lnext):
+    """A chunk may end here: the frontier holds nodes, and none not done is queued yet (``ndeps`` 0)."""
+    if gnf[r] == 0:
+        return False
+    c = frh[r]
+    while c >= 0:
+        u = lval[c]
+        if nd[u].kind < _DONE and nd[u].ndeps == 0:
+            return False
+        c = lnext[c]
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _new_frontier(r, head, tail, cnt, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext):
+    """The cells ``head`` .. ``tail`` (``cnt`` new nodes) become rank ``r``'s frontier, the old one let go."""
+    _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+    frh[r], frt[r], gnf[r] = head, tail, cnt
+    c = head
+    while c >= 0:
+        sx[lval[c], _X_FLAG] |= _F_FR
+        c = lnext[c]
+
+
+@njit(cache=True, _nrt=False)
+def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
+    """Make rank ``r``'s next operations, step by step (the rest of an event, or one round of a collective), as
+    :func:`~perfmod.trace.formats.goal_graph._build` does, until at least ``chunk`` are made (``made`` so far)
+    and the chunk may end (:func:`_may_end`), or the rank's events are spent.
+
+    Returns ``(status, made)``: ``_NEED`` when fewer than ``smax`` free slots or too few free cells are left
+    for a step (the caller grows the pools and calls again), ``_BAD`` at a message class the platform lacks,
+    else ``_OK``.  ``ev``: :func:`~perfmod.trace.formats.goal_graph.build_inputs`' arrays; ``st``: the
+    generator's per-rank state and the message parameters; ``pool``: the slots and cells; ``out``: the
+    per-event results.
+    """
+    (rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created, aux, aux_ptr,
+     raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
+    gcur, gq, grd, frh, frt, gnf, epoch, ordc, cand, pend, sock, host, par, gps, short_max, eager_max = st
+    nd, sx, sstk, gs, lstk, lval, lnext = pool
+    cend, emax, sdone, pdst = out
+    end = rank_ptr[r + 1]
+    while True:
+        i = gcur[r]
+        if i >= end:
+            return _OK, made
+        if made >= chunk and _may_end(r, nd, frh, gnf, lval, lnext):
+            epoch[r] += 1  # the frontier's nodes: the first of them queued makes the next chunk
+            c = frh[r]
+            while c >= 0:
+                sx[lval[c], _X_TRIG] = epoch[r]
+                c = lnext[c]
+            return _OK, made
+        if gs[_G_BAD] >= 0:
+            return _BAD, made
+        if gs[_G_SFREE] < smax or gs[_G_LFREE] < lmax + gnf[r] + ref_ptr[i + 1] - ref_ptr[i]:
+            return _NEED, made
+        if gq[r] >= 0:  # one round of the collective event i
+            q, rnd = gq[r], grd[r]
+            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
+                          short_max, eager_max)
+            base = mem_ptr[ck[i]]
+            a = aux_ptr[i]
+            ctag = COLLECTIVE_TAG + comm[i]
+            head = -1
+            tail = -1
+            last = -1
+            for o in range(rnd_optr[rnd], rnd_optr[rnd + 1]):  # they require the frontier, then become it
+                x = op_x[o]
+                nb = part_size[q]
+                if part_a2av[q]:
+                    nb = aux[a + x] if op_kind[o] == _SEND else raux[a + x]
+                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval,
+                          lnext, sock, host, par, gps, short_max, eager_max)
+                sx[s, _X_REL] = i
+                e = _cell(gs, lstk, lval, lnext, s)
+                if head < 0:
+                    head = e
+                else:
+                    lnext[tail] = e
+                tail = e
+                if op_kind[o] == _SEND:
+                    last = s
+            n_new = rnd_optr[rnd + 1] - rnd_optr[rnd]
+            made += n_new
+            if head >= 0:
+                _new_frontier(r, head, tail, n_new, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+            if last >= 0:  # the event's latest send reports it (the full graph's last send of an event wins)
+                if cand[r] >= 0:
+                    sx[cand[r], _X_FLAG] &= ~_F_LAST
+                sx[last, _X_FLAG] |= _F_LAST
+                cand[r] = last
+            rnd += 1  # the next round: of this part, else of the next part with rounds, else the next event
+            while q < part_ptr[i + 1] and rnd >= key_rptr[part_key[q] + 1]:
+                q += 1
+                if q < part_ptr[i + 1]:
+                    rnd = key_rptr[part_key[q]]
+            if q < part_ptr[i + 1]:
+                gq[r], grd[r] = q, rnd
+            else:
+                gq[r] = -1
+                cand[r] = -1
+                gcur[r] = i + 1
+            continue
+        if units[i] > 0:  # an event's start: its calc, then its operation
+            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
+                          short_max, eager_max)
+            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host,
+                      par, gps, short_max, eager_max)
+            made += 1
+            e = _cell(gs, lstk, lval, lnext, s)
+            _new_frontier(r, e, e, 1, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+        c = cls[i]
+        if c == _NONBLOCKING or c == _BLOCKING:
+            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
+                          short_max, eager_max)
+            s = _node(r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, nd, sx, ordc, gs, sstk, frh, lstk,
+                      lval, lnext, sock, host, par, gps, short_max, eager_max)
+            made += 1
+            if mkind[i] == _SEND:
+                sx[s, _X_FLAG] |= _F_LAST
+            if c == _BLOCKING:
+                sx[s, _X_REL] = i
+                e = _cell(gs, lstk, lval, lnext, s)
+                _new_frontier(r, e, e, 1, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+            else:
+                pend[i] = s
+                sx[s, _X_FLAG] |= _F_PEND
+        elif c == _WAIT:
+            for q in range(ref_ptr[i], ref_ptr[i + 1]):
+                x = created[q]
+                u = pend[x]
+                if u >= 0:
+                    pend[x] = -1
+                    sx[u, _X_FLAG] &= ~_F_PEND
+                    _fr_push(r, u, sx, frh, frt, gnf, gs, lstk, lval, lnext)
+                    if nd[u].kind >= _DONE:
+                        emax[i] = max(emax[i], sx[u, _X_RR])
+                    else:
+                        sx[u, _X_REL] = i
+        elif c == _SENDRECV:
+            a = aux_ptr[i]
+            src, rb, rt = aux[a], aux[a + 1], aux[a + 2]
+            if comm[i] != 0 and rt != ANY_TAG:
+                rt = rt * 1000 + comm[i]
+            if rt == ANY_TAG:
+                rt = _WILD
+            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
+                          short_max, eager_max)
+            head = -1
+            tail = -1
+            n_new = 0
+            if wpeer[i] != PROC_NULL:
+                s = _node(r, _SEND, nbytes[i], wpeer[i], wtag[i], 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval,
+                          lnext, sock, host, par, gps, short_max, eager_max)
+                sx[s, _X_FLAG] |= _F_LAST
+                sx[s, _X_REL] = i
+                head = tail = _cell(gs, lstk, lval, lnext, s)
+                n_new += 1
+            if src != PROC_NULL:
+                ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck[i]] + src])
+                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host,
+                          par, gps, short_max, eager_max)
+                sx[s, _X_REL] = i
+                e = _cell(gs, lstk, lval, lnext, s)
+                if head < 0:
+                    head = e
+                else:
+                    lnext[tail] = e
+                tail = e
+                n_new += 1
+            made += n_new
+            if n_new:
+                _new_frontier(r, head, tail, n_new, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+        elif c == _COLLECTIVE:
+            q = part_ptr[i]
+            while q < part_ptr[i + 1] and key_rptr[part_key[q]] == key_rptr[part_key[q] + 1]:
+                q += 1
+            if q < part_ptr[i + 1]:
+                gq[r], grd[r] = q, key_rptr[part_key[q]]
+                continue  # its rounds, a step each
+        gcur[r] = i + 1
+
+
+@njit(cache=True, _nrt=False)
+def _done(v, t, cpu_t, nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out):
+    """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``): its event's times, the nodes it frees
+    appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it."""
+    cend, emax, sdone, pdst = out
+    k = nd[v].kind
+    nd[v].kind = k + _DONE
+    x = sx[v]
+    e = x[_X_EV]
+    if k == _SEND and x[_X_FLAG] & _F_LAST:
+        sdone[e] = t / 1e12
+    elif k == _CALC and e >= 0:
+        cend[e] = cpu_t
+    if x[_X_REL] >= 0:
+        emax[x[_X_REL]] = max(emax[x[_X_REL]], cpu_t)
+    else:
+        x[_X_RR] = cpu_t
+    c = x[_X_HEAD]
+    while c >= 0:
+        w = lval[c]
+        d = nd[w].ndeps - 1
+        nd[w].ndeps = d
+        if d == 0:
+            fbuf[nfree] = w
+            nfree += 1
+        nxt = lnext[c]
+        _free_cell(gs, lstk, c)
+        c = nxt
+    x[_X_HEAD] = -1
+    x[_X_TAIL] = -1
+    _maybe_free(v, nd, sx, cand, sstk, gs)
+    return nfree
+
+
+@njit(cache=True, _nrt=False)
+def _matched(m, v, nd, sx, cand, sstk, gs, out):
+    """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``), and the message
+    no longer holds the send's slot."""
+    pdst = out[3]
+    x = sx[m]
+    if x[_X_FLAG] & _F_LAST:
+        pdst[x[_X_EV]] = sx[v, _X_EV]
+    x[_X_FLAG] &= ~_F_MSG
+
+
+@njit(cache=True)
+def _grow(cap, lneed, nd, sx, sstk, lstk, lval, lnext, gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
+    """The pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
+    event holds a slot) where fewer than ``cap`` are free, cells where fewer than ``lneed``.  New slots are
+    taken after those left, in increasing order (the first chunks' slots stay contiguous)."""
+    n = nd.shape[0]
+    if gs[_G_SFREE] < cap:
+        n2 = 2 * n + cap
+        nd2 = np.empty(n2, dtype=ROW)
+        nd2[:n] = nd
+        for s in range(n, n2):
+            nd2[s].kind = 0
+        sx2 = np.empty((n2, _NX), dtype=np.int64)
+        sx2[:n] = sx
+        f = gs[_G_SFREE]
+        sstk2 = np.empty(n2, dtype=np.int64)
+        for k in range(n2 - n):
+            sstk2[k] = n2 - 1 - k
+        sstk2[n2 - n:n2 - n + f] = sstk[:f]
+        gs[_G_SFREE] = f + n2 - n
+        nd, sx, sstk = nd2, sx2, sstk2
+        fbuf = np.empty(n2 + 2, dtype=np.int64)
+        sbuf = np.empty(n2 + 2, dtype=np.int64)
+        abuf = np.empty(n2 + 2, dtype=np.int64)
+        kbuf = np.empty(n2 + 2, dtype=np.int8)
+        nb0 = bnext.size
+        nb1 = n2 // _BS + 2 * _NB + 2
+        qpool2 = np.empty(2 * _BS * nb1, dtype=np.int64)
+        qpool2[:qpool.size] = qpool
+        bnext2 = np.full(nb1, -1, dtype=np.int64)
+        bnext2[:nb0] = bnext
+        fstk2 = np.empty(nb1, dtype=np.int64)
+        nf = qs[_FREE]
+        fstk2[:nf] = fstk[:nf]
+        for b in range(nb1 - 1, nb0 - 1, -1):
+            fstk2[nf] = b
+            nf += 1
+        qs[_FREE] = nf
+        cur2 = np.empty(n2 + 2, dtype=np.int64)
+        k = 0
+        p = qs[_POS]
+        while p != qs[_END]:
+            cur2[k] = cur[p]
+            k += 1
+            p = p + 1 if p + 1 < cur.size else 0
+        qs[_POS] = 0
+        qs[_END] = k
+        qpool, bnext, fstk, cur = qpool2, bnext2, fstk2, cur2
+    if gs[_G_LFREE] < lneed:
+        m = lval.size
+        m2 = 2 * m + lneed
+        lval2 = np.empty(m2, dtype=np.int64)
+        lnext2 = np.empty(m2, dtype=np.int64)
+        lval2[:m] = lval
+        lnext2[:m] = lnext
+        f = gs[_G_LFREE]
+        lstk2 = np.empty(m2, dtype=np.int64)
+        lstk2[:f] = lstk[:f]
+        for c in range(m, m2):
+            lstk2[f] = c
+            f += 1
+        gs[_G_LFREE] = f
+        lval, lnext, lstk = lval2, lnext2, lstk2
+    return nd, sx, sstk, lstk, lval, lnext, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
+
+
+@njit(cache=True)
+def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
+    """The LogGOPS event loop (:func:`~perfmod.replay.loggops_kernel.run_loggops`, for a trace: no start
+    successors, each send's own size decides its protocol) on the operation graph of the trace whose
+    :func:`~perfmod.trace.formats.goal_graph.build_inputs` are ``ev`` (a calc's units in ps), made rank by rank
+    as the loop reaches it (the module docstring).
+
+    ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L (ps) and G
+    (s per byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
+    ``(status, nexto, cend, emax, sdone, pdst, blocked, nodes, bad)``: each rank's CPU time at the end; per
+    event the CPU time when its calc was done and the latest over the nodes it adds to its rank's frontier
+    (ps, -1: none or never), when its send was done (s, NaN: never; of several, the last made) and the
+    receive event it matched (-1: none); on a deadlock each rank's first event not finished (-1: none); the
+    operations made; the message class the platform lacks (``STATUS_CLASS``; else -1).
+    """
+    rank_ptr, op_x = ev[0], ev[24]
+    nprocs = rank_ptr.size - 1
+    n = ev[1].size
+    maxops = 1
+    rnd_optr = ev[22]
+    for k in range(rnd_optr.size - 1):
+        maxops = max(maxops, rnd_optr[k + 1] - rnd_optr[k])
+    smax = maxops + 8  # slots a step makes at most (joins, a calc, its operations)
+    lmax = 2 * maxops + 16  # cells a step takes at most, but for the frontier's and the requests'
+    gcur = rank_ptr[:-1].copy()
+    gq = np.full(nprocs, -1, dtype=np.int64)
+    grd = np.zeros(nprocs, dtype=np.int64)
+    frh = np.full(nprocs, -1, dtype=np.int64)
+    frt = np.full(nprocs, -1, dtype=np.int64)
+    gnf = np.zeros(nprocs, dtype=np.int64)
+    epoch = np.zeros(nprocs, dtype=np.int64)
+    ordc = np.zeros(nprocs, dtype=np.int64)
+    cand = np.full(nprocs, -1, dtype=np.int64)
+    pend = np.full(n, -1, dtype=np.int64)
+    cend = np.full(n, -1, dtype=np.int64)
+    emax = np.full(n, -1, dtype=np.int64)
+    sdone = np.full(n, np.nan)
+    pdst = np.full(n, -1, dtype=np.int64)
+    out = (cend, emax, sdone, pdst)
+    st = (gcur, gq, grd, frh, frt, gnf, epoch, ordc, cand, pend, sock, host, par, gps, short_max, eager_max)
+    cap = max(1024, 2 * smax, nprocs * (chunk + 4))
+    nd = np.empty(cap, dtype=ROW)
+    for s in range(cap):
+        nd[s].kind = 0
+    sx = np.empty((cap, _NX), dtype=np.int64)
+    sstk = np.arange(cap)[::-1].copy()
+    lcap = 2 * cap + lmax
+    lval = np.empty(lcap, dtype=np.int64)
+    lnext = np.empty(lcap, dtype=np.int64)
+    lstk = np.arange(lcap)
+    gs = np.zeros(4, dtype=np.int64)
+    gs[_G_SFREE] = cap
+    gs[_G_LFREE] = lcap
+    gs[_G_BAD] = -1
+    fbuf = np.empty(cap + 2, dtype=np.int64)
+    sbuf = np.empty(cap + 2, dtype=np.int64)
+    abuf = np.empty(cap + 2, dtype=np.int64)
+    kbuf = np.empty(cap + 2, dtype=np.int8)
+    nblk = cap // _BS + 2 * _NB + 2
+    qpool = np.empty(2 * _BS * nblk, dtype=np.int64)
+    bnext = np.full(nblk, -1, dtype=np.int64)
+    fstk = np.arange(nblk)[::-1].copy()
+    bhead = np.full(_NB, -1, dtype=np.int64)
+    btail = np.full(_NB, -1, dtype=np.int64)
+    bfill = np.zeros(_NB, dtype=np.int64)
+    bmin = np.full(_NB, _FAR, dtype=np.int64)
+    cur = np.empty(cap + 2, dtype=np.int64)
+    qs = np.zeros(6, dtype=np.int64)
+    qs[_FREE] = nblk
+    stk = np.empty((3, 128), dtype=np.int64)
+    stats = np.zeros(1, dtype=np.int64)
+    nexto = np.zeros(nprocs, dtype=np.int64)
+    nextgs = np.zeros(nprocs, dtype=np.int64)
+    nextgr = np.zeros(nprocs, dtype=np.int64)
+    rq_head = np.full(nprocs, -1, dtype=np.int32)
+    rq_tail = np.full(nprocs, -1, dtype=np.int32)
+    uq_head = np.full(nprocs, -1, dtype=np.int32)
+    uq_tail = np.full(nprocs, -1, dtype=np.int32)
+    fhost = np.empty(4, dtype=np.int64)
+    gl = np.empty(4, dtype=np.int64)
+    blocked = np.full(nprocs, -1, dtype=np.int64)
+    aqtime = 0
+    mask = (np.int64(1) << _SHIFT) - 1
+    # each rank's first chunk, and the nodes in it that require nothing queued as the full graph's init: per
+    # rank, in the rank's order, sorted by type, at time 0 (made while nothing is done: their slots are
+    # contiguous and increasing)
+    for r in range(nprocs):
+        made = 0
+        while True:
+            pool = (nd, sx, sstk, gs, lstk, lval, lnext)
+            stt, made = _generate(r, made, chunk, smax, lmax, ev, st, pool, out)
+            if stt != _NEED:
+                break
+            nd, sx, sstk, lstk, lval, lnext, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                smax, lmax + gnf[r] + 2 * (ev[12][gcur[r] + 1] - ev[12][gcur[r]]), nd, sx, sstk, lstk, lval, lnext,
+                gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
+        if stt == _BAD:
+            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+    # the init nodes, those that require nothing, per rank in the order made: the first chunks' slots are
+    # contiguous, in rank order, as nothing was done while they were made
+    used = nd.shape[0] - gs[_G_SFREE]
+    s = 0
+    while s < used:
+        r = nd[s].rank
+        m = 0
+        while s < used and nd[s].rank == r:
+            if nd[s].ndeps == 0:
+                fbuf[m] = s
+                m += 1
+            s += 1
+        _queue(nd, fbuf, m, abuf, kbuf, 0, 0, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk,
+               qs)
+        aqtime += m
+    while qs[_LIVE] > 0:
+        if qs[_POS] == qs[_END]:
+            _qrefill(cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        t, sk = qs[_LAST], cur[qs[_POS]]
+        qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
+        qs[_LIVE] -= 1
+        key = sk & mask
+        nfree = 0
+        nh = 0
+        if key < _MSG:
+            v = key
+            h = nd[v].rank
+            ty = nd[v].kind
+            if ty == _CALC:
+                if nexto[h] <= t:
+                    nexto[h] = t + nd[v].dur
+                    nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _qpush(nexto[h], sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            elif ty == _SEND:
+                avail = max(nexto[h], nextgs[h])
+                if avail <= t:
+                    c = nd[v].cls
+                    nexto[h] = t + par[c, _P_O]
+                    nextgs[h] = t + par[c, _P_G] + nd[v].dur
+                    sx[v, _X_FLAG] |= _F_MSG
+                    _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (_MSG + v), cur, qpool, bnext,
+                           bhead, btail, bfill, bmin, fstk, qs)
+                    aqtime += 1
+                    if not nd[v].rndv:
+                        nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            else:  # receive: posted at once
+                fhost[nh] = h
+                nh += 1
+                m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
+                if m >= 0:
+                    _matched(m, v, nd, sx, cand, sstk, gs, out)
+                    if nd[m].rndv:
+                        s = nd[m].rank
+                        nexto[s] = max(nexto[s], t)
+                        nextgs[s] = max(nextgs[s], t)
+                        nfree = _done(m, t, nexto[s], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        fhost[nh] = s
+                        nh += 1
+                    else:
+                        _maybe_free(m, nd, sx, cand, sstk, gs)
+                    nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                else:
+                    _append(h, v, rq_head, rq_tail, nd)
+        else:  # a message arrives at its receiver
+            m = key - _MSG
+            h = nd[m].peer
+            avail = max(nexto[h], nextgr[h])
+            if avail <= t:
+                c = nd[m].cls
+                nexto[h] = t + par[c, _P_O] + nd[m].dur
+                nextgr[h] = t + par[c, _P_G] + nd[m].dur
+                v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
+                if v >= 0:
+                    _matched(m, v, nd, sx, cand, sstk, gs, out)
+                    if nd[m].rndv:
+                        s = nd[m].rank
+                        nexto[s] = max(nexto[s], t)
+                        nextgs[s] = max(nextgs[s], t)
+                        nfree = _done(m, t, nexto[s], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        fhost[nh] = s
+                        nh += 1
+                    else:
+                        _maybe_free(m, nd, sx, cand, sstk, gs)
+                    nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _append(h, m, uq_head, uq_tail, nd)
+            else:
+                _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        if nfree == 0:
+            continue
+        if nh == 1:  # one rank freed operations (the usual case): sort and queue them
+            h = fhost[0]
+            if nfree == 1:
+                w = fbuf[0]
+                tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
+                _qpush(tw, (aqtime << _SHIFT) | w, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+                aqtime += 1
+            else:
+                _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur,
+                       qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+                aqtime += nfree
+        else:  # ranks in increasing order, each sorted by type
+            lo = -1
+            for _ in range(nh):
+                nxt = -1
+                for q in range(nh):
+                    if fhost[q] > lo and (nxt < 0 or fhost[q] < nxt):
+                        nxt = fhost[q]
+                if nxt < 0:
+                    break
+                lo = nxt
+                m = 0
+                for q in range(nfree):
+                    if nd[fbuf[q]].rank == nxt:
+                        sbuf[m] = fbuf[q]
+                        m += 1
+                _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk,
+                       cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+                aqtime += m
+        # a queued node of its rank's frontier: the rank's next chunk, before that node can be done
+        ng = 0
+        for q in range(nfree):
+            w = fbuf[q]
+            r = nd[w].rank
+            if sx[w, _X_TRIG] == epoch[r]:
+                seen = False
+                for j in range(ng):
+                    seen = seen or gl[j] == r
+                if not seen:
+                    gl[ng] = r
+                    ng += 1
+        for j in range(ng):
+            r = gl[j]
+            made = 0
+            while True:
+                pool = (nd, sx, sstk, gs, lstk, lval, lnext)
+                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, pool, out)
+                if stt != _NEED:
+                    break
+                nd, sx, sstk, lstk, lval, lnext, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                    smax, lmax + gnf[r] + 2 * (ev[12][gcur[r] + 1] - ev[12][gcur[r]]), nd, sx, sstk, lstk, lval,
+                    lnext, gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
+            if stt == _BAD:
+                return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+    if qs[_EARLY] > 0:
+        return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
+    # a rank's first node not done (in the order it was made), from the slots still held
+    first = np.full(nprocs, -1, dtype=np.int64)
+    status = STATUS_OK
+    for s in range(nd.shape[0]):
+        k = nd[s].kind
+        if 0 < k < _DONE:
+            r = nd[s].rank
+            if first[r] < 0 or sx[s, _X_ORD] < first[r]:
+                first[r] = sx[s, _X_ORD]
+                blocked[r] = sx[s, _X_EV]
+            status = STATUS_DEADLOCK
+    for r in range(nprocs):
+        if gcur[r] < rank_ptr[r + 1]:
+            status = STATUS_DEADLOCK
+            if first[r] < 0:
+                blocked[r] = gcur[r]
+    return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
