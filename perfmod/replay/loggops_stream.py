@@ -39,6 +39,8 @@ from numba import njit
 
 from perfmod.replay.loggops_kernel import (
     _BS,
+    _EARLY,
+    _END,
     _FAR,
     _FREE,
     _LAST,
@@ -48,8 +50,6 @@ from perfmod.replay.loggops_kernel import (
     _P_L,
     _P_O,
     _POS,
-    _END,
-    _EARLY,
     _SHIFT,
     _append,
     _find,
@@ -57,83 +57,94 @@ from perfmod.replay.loggops_kernel import (
     _qrefill,
     _queue,
 )
-from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, ROW, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
+from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
 from perfmod.trace.formats.goal_graph import _BLOCKING, _COLLECTIVE, _NONBLOCKING, _SENDRECV, _WAIT, COLLECTIVE_TAG
 
-__all__ = ["run_stream", "STATUS_CLASS", "CHUNK"]
+__all__ = ["CHUNK", "SLOT", "STATUS_CLASS", "run_stream"]
 
 #: the loop stopped at a send whose message class the platform lacks (``run_stream``'s ``bad``: the class)
 STATUS_CLASS = 3
-#: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring)
-CHUNK = 8
-_MSG = np.int64(1) << 31  # an event's key: a message of the send in slot ``key - _MSG``, else a node's slot
-# the columns of a slot's int64 record ``sx``
-_X_HEAD, _X_TAIL, _X_EV, _X_REL, _X_TRIG, _X_FLAG, _X_RR, _X_ORD = range(8)
-_NX = 8
-# flags: in its rank's frontier, a pending request, its message not yet matched, the last send of its event
+#: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring); the
+#: first chunks of all ranks are held at once, so small (16,384-rank Jacobi2D: 2, 8 as fast; 32 slower)
+CHUNK = 4
+#: a node in its slot (64 bytes, one cache line): the event loop's :data:`~perfmod.replay.loggops_layout.ROW`,
+#: then ``head``/``tail`` of its successors' cells (a free slot: ``head`` the next free one), the trace ``event``
+#: that made it (-1 a join), the event whose frontier it joins (``rel``, -1 none yet), the chunk mark ``trig``,
+#: ``flag`` (:data:`_F_FR` ...), and ``rr`` the CPU time when it was done (kept for a request not yet waited for)
+SLOT = np.dtype([("dur", np.int64), ("rank", np.int32), ("peer", np.int32), ("tag", np.int32), ("link", np.int32),
+                 ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16), ("head", np.int32),
+                 ("tail", np.int32), ("event", np.int32), ("rel", np.int32), ("trig", np.int32), ("flag", np.int32),
+                 ("rr", np.int64)], align=True)
+assert SLOT.itemsize == 64
+_MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``key - _MSG``, else a node's slot
+# flags: in its rank's frontier, a pending request, its message not yet matched, the send its event reports
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
-# the generator's global words ``gs``: free slots, free cells, nodes made, the bad message class
-_G_SFREE, _G_LFREE, _G_NODES, _G_BAD = range(4)
+# the pools' words ``gs``: free slots (count, first), free cells (count, first), nodes made, the bad message class
+_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD = range(6)
 _NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
 
 
 @njit(cache=True, _nrt=False)
-def _cell(gs, lstk, lval, lnext, x):
-    """A cell holding ``x`` from the free stack."""
+def _cell(gs, cells, x):
+    """A cell holding ``x`` (``cells[2 c]``; ``cells[2 c + 1]`` the next cell of its list, -1 none)."""
+    c = gs[_G_LHEAD]
+    gs[_G_LHEAD] = cells[2 * c + 1]
     gs[_G_LFREE] -= 1
-    c = lstk[gs[_G_LFREE]]
-    lval[c] = x
-    lnext[c] = -1
+    cells[2 * c] = x
+    cells[2 * c + 1] = -1
     return c
 
 
 @njit(cache=True, _nrt=False)
-def _free_cell(gs, lstk, c):
-    lstk[gs[_G_LFREE]] = c
+def _free_cell(gs, cells, c):
+    cells[2 * c + 1] = gs[_G_LHEAD]
+    gs[_G_LHEAD] = c
     gs[_G_LFREE] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _maybe_free(v, nd, sx, cand, sstk, gs):
+def _maybe_free(v, nd, cand, gs):
     """Give slot ``v`` back if its node is done and nothing refers to it (frontier, request, message)."""
-    if nd[v].kind >= _DONE and sx[v, _X_FLAG] & (_F_FR | _F_PEND | _F_MSG) == 0:
-        if cand[nd[v].rank] == v:
-            cand[nd[v].rank] = -1
-        nd[v].kind = 0
-        sstk[gs[_G_SFREE]] = v
+    x = nd[v]
+    if x.kind >= _DONE and x.flag & (_F_FR | _F_PEND | _F_MSG) == 0:
+        if cand[x.rank] == v:
+            cand[x.rank] = -1
+        x.kind = 0
+        x.head = gs[_G_SHEAD]
+        gs[_G_SHEAD] = v
         gs[_G_SFREE] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _requires_frontier(s, r, nd, sx, frh, gs, lstk, lval, lnext):
+def _requires_frontier(s, r, nd, frh, gs, cells):
     """Node ``s`` requires its rank's frontier: an edge from each member not done yet (those done count no
     more; the module docstring says why one is always left)."""
     c = frh[r]
     k = 0
     while c >= 0:
-        u = lval[c]
+        u = cells[2 * c]
         if nd[u].kind < _DONE:
-            e = _cell(gs, lstk, lval, lnext, s)
-            if sx[u, _X_HEAD] < 0:
-                sx[u, _X_HEAD] = e
+            e = _cell(gs, cells, s)
+            if nd[u].head < 0:
+                nd[u].head = e
             else:
-                lnext[sx[u, _X_TAIL]] = e
-            sx[u, _X_TAIL] = e
+                cells[2 * nd[u].tail + 1] = e
+            nd[u].tail = e
             k += 1
-        c = lnext[c]
+        c = cells[2 * c + 1]
     nd[s].ndeps = k
 
 
 @njit(cache=True, _nrt=False)
-def _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext):
+def _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells):
     c = frh[r]
     while c >= 0:
-        u = lval[c]
-        sx[u, _X_FLAG] &= ~_F_FR
-        _maybe_free(u, nd, sx, cand, sstk, gs)
-        nxt = lnext[c]
-        _free_cell(gs, lstk, c)
+        u = cells[2 * c]
+        nd[u].flag &= ~_F_FR
+        _maybe_free(u, nd, cand, gs)
+        nxt = cells[2 * c + 1]
+        _free_cell(gs, cells, c)
         c = nxt
     frh[r] = -1
     frt[r] = -1
@@ -141,25 +152,36 @@ def _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext):
 
 
 @njit(cache=True, _nrt=False)
-def _fr_push(r, u, sx, frh, frt, gnf, gs, lstk, lval, lnext):
-    c = _cell(gs, lstk, lval, lnext, u)
+def _fr_push(r, u, nd, frh, frt, gnf, gs, cells):
+    c = _cell(gs, cells, u)
     if frh[r] < 0:
         frh[r] = c
     else:
-        lnext[frt[r]] = c
+        cells[2 * frt[r] + 1] = c
     frt[r] = c
     gnf[r] += 1
-    sx[u, _X_FLAG] |= _F_FR
+    nd[u].flag |= _F_FR
 
 
 @njit(cache=True, _nrt=False)
-def _node(r, kind, size, peer, tag, sync, ev, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host, par, gps,
-          short_max, eager_max):
-    """Make a node of rank ``r`` requiring its frontier (the row as :func:`~perfmod.replay.loggops_kernel.fill_rows`
+def _new_frontier(r, head, tail, cnt, nd, frh, frt, gnf, cand, gs, cells):
+    """The cells ``head`` .. ``tail`` (``cnt`` new nodes) become rank ``r``'s frontier, the old one let go."""
+    _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
+    frh[r], frt[r], gnf[r] = head, tail, cnt
+    c = head
+    while c >= 0:
+        nd[cells[2 * c]].flag |= _F_FR
+        c = cells[2 * c + 1]
+
+
+@njit(cache=True, _nrt=False)
+def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max):
+    """Make a node of rank ``r`` requiring its frontier (its row as :func:`~perfmod.replay.loggops_kernel.fill_rows`
     fills it; a calc's ``size`` in ps); returns its slot."""
-    gs[_G_SFREE] -= 1
-    s = sstk[gs[_G_SFREE]]
+    s = gs[_G_SHEAD]
     row = nd[s]
+    gs[_G_SHEAD] = row.head
+    gs[_G_SFREE] -= 1
     row.rank = r
     row.peer = peer
     row.tag = np.int32(tag & 0xFFFFFFFF)
@@ -180,62 +202,46 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, sx, ordc, gs, sstk, frh, lstk,
         row.cls = c
         row.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
         row.rndv = size > eager_max or sync != 0
-    x = sx[s]
-    x[_X_HEAD] = -1
-    x[_X_TAIL] = -1
-    x[_X_EV] = ev
-    x[_X_REL] = -1
-    x[_X_TRIG] = -1
-    x[_X_FLAG] = 0
-    x[_X_RR] = -1
-    x[_X_ORD] = ordc[r]
-    ordc[r] += 1
+    row.head = -1
+    row.tail = -1
+    row.event = ev
+    row.rel = -1
+    row.trig = -1
+    row.flag = 0
+    row.rr = -1
     gs[_G_NODES] += 1
-    _requires_frontier(s, r, nd, sx, frh, gs, lstk, lval, lnext)
+    _requires_frontier(s, r, nd, frh, gs, cells)
     return s
 
 
 @njit(cache=True, _nrt=False)
-def _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps, short_max,
-          eager_max):
+def _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max):
     """A frontier of several nodes joined by one zero calc that requires them all, made the frontier
     (:func:`~perfmod.trace.formats.goal_graph._join`); returns the nodes made (0 or 1)."""
     if gnf[r] <= 1:
         return 0
-    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host, par, gps,
-              short_max, eager_max)
-    _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
-    _fr_push(r, s, sx, frh, frt, gnf, gs, lstk, lval, lnext)
+    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max)
+    _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
+    _fr_push(r, s, nd, frh, frt, gnf, gs, cells)
     return 1
 
 
 @njit(cache=True, _nrt=False)
-def _may_end(r, nd, frh, gnf, lval, lnext):
+def _may_end(r, nd, frh, gnf, cells):
     """A chunk may end here: the frontier holds nodes, and none not done is queued yet (``ndeps`` 0)."""
     if gnf[r] == 0:
         return False
     c = frh[r]
     while c >= 0:
-        u = lval[c]
+        u = cells[2 * c]
         if nd[u].kind < _DONE and nd[u].ndeps == 0:
             return False
-        c = lnext[c]
+        c = cells[2 * c + 1]
     return True
 
 
 @njit(cache=True, _nrt=False)
-def _new_frontier(r, head, tail, cnt, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext):
-    """The cells ``head`` .. ``tail`` (``cnt`` new nodes) become rank ``r``'s frontier, the old one let go."""
-    _fr_clear(r, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
-    frh[r], frt[r], gnf[r] = head, tail, cnt
-    c = head
-    while c >= 0:
-        sx[lval[c], _X_FLAG] |= _F_FR
-        c = lnext[c]
-
-
-@njit(cache=True, _nrt=False)
-def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
+def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out):
     """Make rank ``r``'s next operations, step by step (the rest of an event, or one round of a collective), as
     :func:`~perfmod.trace.formats.goal_graph._build` does, until at least ``chunk`` are made (``made`` so far)
     and the chunk may end (:func:`_may_end`), or the rank's events are spent.
@@ -243,25 +249,23 @@ def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
     Returns ``(status, made)``: ``_NEED`` when fewer than ``smax`` free slots or too few free cells are left
     for a step (the caller grows the pools and calls again), ``_BAD`` at a message class the platform lacks,
     else ``_OK``.  ``ev``: :func:`~perfmod.trace.formats.goal_graph.build_inputs`' arrays; ``st``: the
-    generator's per-rank state and the message parameters; ``pool``: the slots and cells; ``out``: the
-    per-event results.
+    generator's per-rank state and the message parameters; ``out``: the per-event results.
     """
     (rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created, aux, aux_ptr,
      raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
-    gcur, gq, grd, frh, frt, gnf, epoch, ordc, cand, pend, sock, host, par, gps, short_max, eager_max = st
-    nd, sx, sstk, gs, lstk, lval, lnext = pool
-    cend, emax, sdone, pdst = out
+    gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max = st
+    emax = out[1]
     end = rank_ptr[r + 1]
     while True:
         i = gcur[r]
         if i >= end:
             return _OK, made
-        if made >= chunk and _may_end(r, nd, frh, gnf, lval, lnext):
+        if made >= chunk and _may_end(r, nd, frh, gnf, cells):
             epoch[r] += 1  # the frontier's nodes: the first of them queued makes the next chunk
             c = frh[r]
             while c >= 0:
-                sx[lval[c], _X_TRIG] = epoch[r]
-                c = lnext[c]
+                nd[cells[2 * c]].trig = epoch[r]
+                c = cells[2 * c + 1]
             return _OK, made
         if gs[_G_BAD] >= 0:
             return _BAD, made
@@ -269,8 +273,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
             return _NEED, made
         if gq[r] >= 0:  # one round of the collective event i
             q, rnd = gq[r], grd[r]
-            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
-                          short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
             base = mem_ptr[ck[i]]
             a = aux_ptr[i]
             ctag = COLLECTIVE_TAG + comm[i]
@@ -282,25 +285,25 @@ def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
                 nb = part_size[q]
                 if part_a2av[q]:
                     nb = aux[a + x] if op_kind[o] == _SEND else raux[a + x]
-                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval,
-                          lnext, sock, host, par, gps, short_max, eager_max)
-                sx[s, _X_REL] = i
-                e = _cell(gs, lstk, lval, lnext, s)
+                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, frh, cells, sock, host, par, gps,
+                          short_max, eager_max)
+                nd[s].rel = i
+                e = _cell(gs, cells, s)
                 if head < 0:
                     head = e
                 else:
-                    lnext[tail] = e
+                    cells[2 * tail + 1] = e
                 tail = e
                 if op_kind[o] == _SEND:
                     last = s
             n_new = rnd_optr[rnd + 1] - rnd_optr[rnd]
             made += n_new
             if head >= 0:
-                _new_frontier(r, head, tail, n_new, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+                _new_frontier(r, head, tail, n_new, nd, frh, frt, gnf, cand, gs, cells)
             if last >= 0:  # the event's latest send reports it (the full graph's last send of an event wins)
                 if cand[r] >= 0:
-                    sx[cand[r], _X_FLAG] &= ~_F_LAST
-                sx[last, _X_FLAG] |= _F_LAST
+                    nd[cand[r]].flag &= ~_F_LAST
+                nd[last].flag |= _F_LAST
                 cand[r] = last
             rnd += 1  # the next round: of this part, else of the next part with rounds, else the next event
             while q < part_ptr[i + 1] and rnd >= key_rptr[part_key[q] + 1]:
@@ -315,41 +318,38 @@ def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
                 gcur[r] = i + 1
             continue
         if units[i] > 0:  # an event's start: its calc, then its operation
-            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
-                          short_max, eager_max)
-            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host,
-                      par, gps, short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max)
             made += 1
-            e = _cell(gs, lstk, lval, lnext, s)
-            _new_frontier(r, e, e, 1, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+            e = _cell(gs, cells, s)
+            _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
         c = cls[i]
         if c == _NONBLOCKING or c == _BLOCKING:
-            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
-                          short_max, eager_max)
-            s = _node(r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, nd, sx, ordc, gs, sstk, frh, lstk,
-                      lval, lnext, sock, host, par, gps, short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, nd, gs, frh, cells, sock, host, par,
+                      gps, short_max, eager_max)
             made += 1
             if mkind[i] == _SEND:
-                sx[s, _X_FLAG] |= _F_LAST
+                nd[s].flag |= _F_LAST
             if c == _BLOCKING:
-                sx[s, _X_REL] = i
-                e = _cell(gs, lstk, lval, lnext, s)
-                _new_frontier(r, e, e, 1, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+                nd[s].rel = i
+                e = _cell(gs, cells, s)
+                _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
             else:
                 pend[i] = s
-                sx[s, _X_FLAG] |= _F_PEND
+                nd[s].flag |= _F_PEND
         elif c == _WAIT:
             for q in range(ref_ptr[i], ref_ptr[i + 1]):
                 x = created[q]
                 u = pend[x]
                 if u >= 0:
                     pend[x] = -1
-                    sx[u, _X_FLAG] &= ~_F_PEND
-                    _fr_push(r, u, sx, frh, frt, gnf, gs, lstk, lval, lnext)
+                    nd[u].flag &= ~_F_PEND
+                    _fr_push(r, u, nd, frh, frt, gnf, gs, cells)
                     if nd[u].kind >= _DONE:
-                        emax[i] = max(emax[i], sx[u, _X_RR])
+                        emax[i] = max(emax[i], nd[u].rr)
                     else:
-                        sx[u, _X_REL] = i
+                        nd[u].rel = i
         elif c == _SENDRECV:
             a = aux_ptr[i]
             src, rb, rt = aux[a], aux[a + 1], aux[a + 2]
@@ -357,33 +357,31 @@ def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
                 rt = rt * 1000 + comm[i]
             if rt == ANY_TAG:
                 rt = _WILD
-            made += _join(r, nd, sx, ordc, gs, sstk, frh, frt, gnf, cand, lstk, lval, lnext, sock, host, par, gps,
-                          short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
             head = -1
             tail = -1
             n_new = 0
             if wpeer[i] != PROC_NULL:
-                s = _node(r, _SEND, nbytes[i], wpeer[i], wtag[i], 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval,
-                          lnext, sock, host, par, gps, short_max, eager_max)
-                sx[s, _X_FLAG] |= _F_LAST
-                sx[s, _X_REL] = i
-                head = tail = _cell(gs, lstk, lval, lnext, s)
+                s = _node(r, _SEND, nbytes[i], wpeer[i], wtag[i], 0, i, nd, gs, frh, cells, sock, host, par, gps,
+                          short_max, eager_max)
+                nd[s].flag |= _F_LAST
+                nd[s].rel = i
+                head = tail = _cell(gs, cells, s)
                 n_new += 1
             if src != PROC_NULL:
                 ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck[i]] + src])
-                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, sx, ordc, gs, sstk, frh, lstk, lval, lnext, sock, host,
-                          par, gps, short_max, eager_max)
-                sx[s, _X_REL] = i
-                e = _cell(gs, lstk, lval, lnext, s)
+                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max)
+                nd[s].rel = i
+                e = _cell(gs, cells, s)
                 if head < 0:
                     head = e
                 else:
-                    lnext[tail] = e
+                    cells[2 * tail + 1] = e
                 tail = e
                 n_new += 1
             made += n_new
             if n_new:
-                _new_frontier(r, head, tail, n_new, nd, sx, frh, frt, gnf, cand, sstk, gs, lstk, lval, lnext)
+                _new_frontier(r, head, tail, n_new, nd, frh, frt, gnf, cand, gs, cells)
         elif c == _COLLECTIVE:
             q = part_ptr[i]
             while q < part_ptr[i + 1] and key_rptr[part_key[q]] == key_rptr[part_key[q] + 1]:
@@ -395,74 +393,74 @@ def _generate(r, made, chunk, smax, lmax, ev, st, pool, out):
 
 
 @njit(cache=True, _nrt=False)
-def _done(v, t, cpu_t, nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out):
+def _done(v, t, cpu_t, nd, cand, gs, cells, fbuf, nfree, out):
     """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``): its event's times, the nodes it frees
     appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it."""
-    cend, emax, sdone, pdst = out
-    k = nd[v].kind
-    nd[v].kind = k + _DONE
-    x = sx[v]
-    e = x[_X_EV]
-    if k == _SEND and x[_X_FLAG] & _F_LAST:
+    cend, emax, sdone = out[0], out[1], out[2]
+    x = nd[v]
+    k = x.kind
+    x.kind = k + _DONE
+    e = x.event
+    if k == _SEND and x.flag & _F_LAST:
         sdone[e] = t / 1e12
     elif k == _CALC and e >= 0:
         cend[e] = cpu_t
-    if x[_X_REL] >= 0:
-        emax[x[_X_REL]] = max(emax[x[_X_REL]], cpu_t)
+    if x.rel >= 0:
+        emax[x.rel] = max(emax[x.rel], cpu_t)
     else:
-        x[_X_RR] = cpu_t
-    c = x[_X_HEAD]
+        x.rr = cpu_t
+    c = x.head
     while c >= 0:
-        w = lval[c]
+        w = cells[2 * c]
         d = nd[w].ndeps - 1
         nd[w].ndeps = d
         if d == 0:
             fbuf[nfree] = w
             nfree += 1
-        nxt = lnext[c]
-        _free_cell(gs, lstk, c)
+        nxt = cells[2 * c + 1]
+        _free_cell(gs, cells, c)
         c = nxt
-    x[_X_HEAD] = -1
-    x[_X_TAIL] = -1
-    _maybe_free(v, nd, sx, cand, sstk, gs)
+    x.head = -1
+    x.tail = -1
+    _maybe_free(v, nd, cand, gs)
     return nfree
 
 
 @njit(cache=True, _nrt=False)
-def _matched(m, v, nd, sx, cand, sstk, gs, out):
+def _matched(m, v, nd, out):
     """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``), and the message
-    no longer holds the send's slot."""
+    holds the send's slot no more."""
     pdst = out[3]
-    x = sx[m]
-    if x[_X_FLAG] & _F_LAST:
-        pdst[x[_X_EV]] = sx[v, _X_EV]
-    x[_X_FLAG] &= ~_F_MSG
+    if nd[m].flag & _F_LAST:
+        pdst[nd[m].event] = nd[v].event
+    nd[m].flag &= ~_F_MSG
 
 
 @njit(cache=True)
-def _grow(cap, lneed, nd, sx, sstk, lstk, lval, lnext, gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
+def _grow(smax, lneed, first, nd, cells, gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
     """The pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
-    event holds a slot) where fewer than ``cap`` are free, cells where fewer than ``lneed``.  New slots are
-    taken after those left, in increasing order (the first chunks' slots stay contiguous)."""
+    event holds a slot) where fewer than ``smax`` are free, cells where fewer than ``lneed``.  ``first``: the
+    ranks' first chunks are being made, nothing done yet: the free slots are the last ones in increasing
+    order, and the new ones go after them, so that each first chunk's slots are contiguous."""
     n = nd.shape[0]
-    if gs[_G_SFREE] < cap:
-        n2 = 2 * n + cap
-        nd2 = np.empty(n2, dtype=ROW)
+    if gs[_G_SFREE] < smax:
+        n2 = 2 * n + smax
+        nd2 = np.empty(n2, dtype=SLOT)
         nd2[:n] = nd
         for s in range(n, n2):
             nd2[s].kind = 0
-        sx2 = np.empty((n2, _NX), dtype=np.int64)
-        sx2[:n] = sx
-        f = gs[_G_SFREE]
-        sstk2 = np.empty(n2, dtype=np.int64)
-        for k in range(n2 - n):
-            sstk2[k] = n2 - 1 - k
-        sstk2[n2 - n:n2 - n + f] = sstk[:f]
-        gs[_G_SFREE] = f + n2 - n
-        nd, sx, sstk = nd2, sx2, sstk2
-        fbuf = np.empty(n2 + 2, dtype=np.int64)
-        sbuf = np.empty(n2 + 2, dtype=np.int64)
-        abuf = np.empty(n2 + 2, dtype=np.int64)
+            nd2[s].head = s + 1
+        if first and gs[_G_SFREE] > 0:
+            nd2[n2 - 1].head = -1
+            nd2[n - 1].head = n
+        else:
+            nd2[n2 - 1].head = gs[_G_SHEAD]
+            gs[_G_SHEAD] = n
+        gs[_G_SFREE] += n2 - n
+        nd = nd2
+        fbuf = np.empty(n2 + 2, dtype=np.int32)
+        sbuf = np.empty(n2 + 2, dtype=np.int32)
+        abuf = np.empty(n2 + 2, dtype=np.int32)
         kbuf = np.empty(n2 + 2, dtype=np.int8)
         nb0 = bnext.size
         nb1 = n2 // _BS + 2 * _NB + 2
@@ -488,21 +486,17 @@ def _grow(cap, lneed, nd, sx, sstk, lstk, lval, lnext, gs, fbuf, sbuf, abuf, kbu
         qs[_END] = k
         qpool, bnext, fstk, cur = qpool2, bnext2, fstk2, cur2
     if gs[_G_LFREE] < lneed:
-        m = lval.size
+        m = cells.size // 2
         m2 = 2 * m + lneed
-        lval2 = np.empty(m2, dtype=np.int64)
-        lnext2 = np.empty(m2, dtype=np.int64)
-        lval2[:m] = lval
-        lnext2[:m] = lnext
-        f = gs[_G_LFREE]
-        lstk2 = np.empty(m2, dtype=np.int64)
-        lstk2[:f] = lstk[:f]
+        cells2 = np.empty(2 * m2, dtype=np.int32)
+        cells2[:2 * m] = cells
         for c in range(m, m2):
-            lstk2[f] = c
-            f += 1
-        gs[_G_LFREE] = f
-        lval, lnext, lstk = lval2, lnext2, lstk2
-    return nd, sx, sstk, lstk, lval, lnext, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
+            cells2[2 * c + 1] = c + 1
+        cells2[2 * m2 - 1] = gs[_G_LHEAD]
+        gs[_G_LHEAD] = m
+        gs[_G_LFREE] += m2 - m
+        cells = cells2
+    return nd, cells, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
 
 
 @njit(cache=True)
@@ -520,48 +514,49 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     receive event it matched (-1: none); on a deadlock each rank's first event not finished (-1: none); the
     operations made; the message class the platform lacks (``STATUS_CLASS``; else -1).
     """
-    rank_ptr, op_x = ev[0], ev[24]
+    rank_ptr, ref_ptr, rnd_optr = ev[0], ev[12], ev[22]
     nprocs = rank_ptr.size - 1
     n = ev[1].size
     maxops = 1
-    rnd_optr = ev[22]
     for k in range(rnd_optr.size - 1):
         maxops = max(maxops, rnd_optr[k + 1] - rnd_optr[k])
     smax = maxops + 8  # slots a step makes at most (joins, a calc, its operations)
     lmax = 2 * maxops + 16  # cells a step takes at most, but for the frontier's and the requests'
-    gcur = rank_ptr[:-1].copy()
+    gcur = rank_ptr[:-1].astype(np.int64)
     gq = np.full(nprocs, -1, dtype=np.int64)
     grd = np.zeros(nprocs, dtype=np.int64)
-    frh = np.full(nprocs, -1, dtype=np.int64)
-    frt = np.full(nprocs, -1, dtype=np.int64)
-    gnf = np.zeros(nprocs, dtype=np.int64)
-    epoch = np.zeros(nprocs, dtype=np.int64)
-    ordc = np.zeros(nprocs, dtype=np.int64)
-    cand = np.full(nprocs, -1, dtype=np.int64)
-    pend = np.full(n, -1, dtype=np.int64)
+    frh = np.full(nprocs, -1, dtype=np.int32)
+    frt = np.full(nprocs, -1, dtype=np.int32)
+    gnf = np.zeros(nprocs, dtype=np.int32)
+    epoch = np.zeros(nprocs, dtype=np.int32)
+    cand = np.full(nprocs, -1, dtype=np.int32)
+    pend = np.full(n, -1, dtype=np.int32)
     cend = np.full(n, -1, dtype=np.int64)
     emax = np.full(n, -1, dtype=np.int64)
     sdone = np.full(n, np.nan)
     pdst = np.full(n, -1, dtype=np.int64)
     out = (cend, emax, sdone, pdst)
-    st = (gcur, gq, grd, frh, frt, gnf, epoch, ordc, cand, pend, sock, host, par, gps, short_max, eager_max)
-    cap = max(1024, 2 * smax, nprocs * (chunk + 4))
-    nd = np.empty(cap, dtype=ROW)
+    st = (gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max)
+    cap = max(1024, 2 * smax, nprocs * 2)  # grown as needed
+    nd = np.empty(cap, dtype=SLOT)
     for s in range(cap):
         nd[s].kind = 0
-    sx = np.empty((cap, _NX), dtype=np.int64)
-    sstk = np.arange(cap)[::-1].copy()
-    lcap = 2 * cap + lmax
-    lval = np.empty(lcap, dtype=np.int64)
-    lnext = np.empty(lcap, dtype=np.int64)
-    lstk = np.arange(lcap)
-    gs = np.zeros(4, dtype=np.int64)
+        nd[s].head = s + 1
+    nd[cap - 1].head = -1
+    lcap = cap + lmax
+    cells = np.empty(2 * lcap, dtype=np.int32)
+    for c in range(lcap):
+        cells[2 * c + 1] = c + 1
+    cells[2 * lcap - 1] = -1
+    gs = np.zeros(6, dtype=np.int64)
     gs[_G_SFREE] = cap
+    gs[_G_SHEAD] = 0
     gs[_G_LFREE] = lcap
+    gs[_G_LHEAD] = 0
     gs[_G_BAD] = -1
-    fbuf = np.empty(cap + 2, dtype=np.int64)
-    sbuf = np.empty(cap + 2, dtype=np.int64)
-    abuf = np.empty(cap + 2, dtype=np.int64)
+    fbuf = np.empty(cap + 2, dtype=np.int32)
+    sbuf = np.empty(cap + 2, dtype=np.int32)
+    abuf = np.empty(cap + 2, dtype=np.int32)
     kbuf = np.empty(cap + 2, dtype=np.int8)
     nblk = cap // _BS + 2 * _NB + 2
     qpool = np.empty(2 * _BS * nblk, dtype=np.int64)
@@ -589,23 +584,20 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     aqtime = 0
     mask = (np.int64(1) << _SHIFT) - 1
     # each rank's first chunk, and the nodes in it that require nothing queued as the full graph's init: per
-    # rank, in the rank's order, sorted by type, at time 0 (made while nothing is done: their slots are
-    # contiguous and increasing)
+    # rank, in the rank's order, sorted by type, at time 0; made while nothing is done, the first chunks' slots
+    # are contiguous and increasing, ranks in order (see _grow)
     for r in range(nprocs):
         made = 0
         while True:
-            pool = (nd, sx, sstk, gs, lstk, lval, lnext)
-            stt, made = _generate(r, made, chunk, smax, lmax, ev, st, pool, out)
+            stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out)
             if stt != _NEED:
                 break
-            nd, sx, sstk, lstk, lval, lnext, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                smax, lmax + gnf[r] + 2 * (ev[12][gcur[r] + 1] - ev[12][gcur[r]]), nd, sx, sstk, lstk, lval, lnext,
-                gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
+            nd, cells, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), True, nd, cells, gs, fbuf, sbuf,
+                abuf, kbuf, qpool, bnext, fstk, cur, qs)
         if stt == _BAD:
             return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
-    # the init nodes, those that require nothing, per rank in the order made: the first chunks' slots are
-    # contiguous, in rank order, as nothing was done while they were made
-    used = nd.shape[0] - gs[_G_SFREE]
+    used = gs[_G_NODES]
     s = 0
     while s < used:
         r = nd[s].rank
@@ -634,7 +626,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
             if ty == _CALC:
                 if nexto[h] <= t:
                     nexto[h] = t + nd[v].dur
-                    nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
                     fhost[nh] = h
                     nh += 1
                 else:
@@ -645,12 +637,12 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
                     c = nd[v].cls
                     nexto[h] = t + par[c, _P_O]
                     nextgs[h] = t + par[c, _P_G] + nd[v].dur
-                    sx[v, _X_FLAG] |= _F_MSG
+                    nd[v].flag |= _F_MSG
                     _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (_MSG + v), cur, qpool, bnext,
                            bhead, btail, bfill, bmin, fstk, qs)
                     aqtime += 1
                     if not nd[v].rndv:
-                        nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
                     fhost[nh] = h
                     nh += 1
                 else:
@@ -660,17 +652,17 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
                 nh += 1
                 m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
                 if m >= 0:
-                    _matched(m, v, nd, sx, cand, sstk, gs, out)
+                    _matched(m, v, nd, out)
                     if nd[m].rndv:
                         s = nd[m].rank
                         nexto[s] = max(nexto[s], t)
                         nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, nexto[s], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
                         fhost[nh] = s
                         nh += 1
                     else:
-                        _maybe_free(m, nd, sx, cand, sstk, gs)
-                    nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        _maybe_free(m, nd, cand, gs)
+                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
                 else:
                     _append(h, v, rq_head, rq_tail, nd)
         else:  # a message arrives at its receiver
@@ -683,17 +675,17 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
                 nextgr[h] = t + par[c, _P_G] + nd[m].dur
                 v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
                 if v >= 0:
-                    _matched(m, v, nd, sx, cand, sstk, gs, out)
+                    _matched(m, v, nd, out)
                     if nd[m].rndv:
                         s = nd[m].rank
                         nexto[s] = max(nexto[s], t)
                         nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, nexto[s], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
                         fhost[nh] = s
                         nh += 1
                     else:
-                        _maybe_free(m, nd, sx, cand, sstk, gs)
-                    nfree = _done(v, t, nexto[h], nd, sx, cand, sstk, gs, lstk, lval, lnext, fbuf, nfree, out)
+                        _maybe_free(m, nd, cand, gs)
+                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
                     fhost[nh] = h
                     nh += 1
                 else:
@@ -736,7 +728,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
         for q in range(nfree):
             w = fbuf[q]
             r = nd[w].rank
-            if sx[w, _X_TRIG] == epoch[r]:
+            if nd[w].trig == epoch[r]:
                 seen = False
                 for j in range(ng):
                     seen = seen or gl[j] == r
@@ -747,31 +739,29 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
             r = gl[j]
             made = 0
             while True:
-                pool = (nd, sx, sstk, gs, lstk, lval, lnext)
-                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, pool, out)
+                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out)
                 if stt != _NEED:
                     break
-                nd, sx, sstk, lstk, lval, lnext, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                    smax, lmax + gnf[r] + 2 * (ev[12][gcur[r] + 1] - ev[12][gcur[r]]), nd, sx, sstk, lstk, lval,
-                    lnext, gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
+                nd, cells, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                    smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), False, nd, cells, gs, fbuf,
+                    sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
             if stt == _BAD:
                 return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
     if qs[_EARLY] > 0:
         return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
-    # a rank's first node not done (in the order it was made), from the slots still held
-    first = np.full(nprocs, -1, dtype=np.int64)
+    # each rank's first node not done is an operation (a join waits for an earlier one), of its earliest event
     status = STATUS_OK
     for s in range(nd.shape[0]):
         k = nd[s].kind
         if 0 < k < _DONE:
             r = nd[s].rank
-            if first[r] < 0 or sx[s, _X_ORD] < first[r]:
-                first[r] = sx[s, _X_ORD]
-                blocked[r] = sx[s, _X_EV]
+            e = nd[s].event
+            if e >= 0 and (blocked[r] < 0 or e < blocked[r]):
+                blocked[r] = e
             status = STATUS_DEADLOCK
     for r in range(nprocs):
         if gcur[r] < rank_ptr[r + 1]:
             status = STATUS_DEADLOCK
-            if first[r] < 0:
+            if blocked[r] < 0:
                 blocked[r] = gcur[r]
     return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
