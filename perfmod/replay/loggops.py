@@ -410,7 +410,9 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     p, n = trace.nprocs, len(trace)
     check_fits(_TRACE_BYTES_PER_EVENT * n + _STREAM_BYTES_PER_RANK * p, f"the LogGOPS replay of {n:,} events")
     ps = np.rint(np.asarray(compute, dtype=np.float64) * _PS).astype(np.int64)
-    args, _ = build_inputs(trace, reqs, ps)
+    if n >= 1 << 31:
+        raise ValueError(f"the LogGOPS replay takes fewer than 2**31 events, not {n:,}")
+    args, _ = build_inputs(trace, reqs, ps, narrow=True)
     plat = net.platform
     ranks = np.arange(p)
     sock = socket_of(ranks, plat.ranks_per_node, plat.sockets_per_node, net.mapping, **net.nnodes_kw(p))

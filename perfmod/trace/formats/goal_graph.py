@@ -470,42 +470,82 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
             kinds, xs, int(work.sum()))
 
 
-def build_inputs(trace: Trace, reqs, units: np.ndarray) -> tuple[tuple, int]:
+@njit(cache=True)
+def _event_fields(call, comm, peer, tag, ck, mem, mem_ptr, tables, cls, mkind, sync, wpeer, wtag):
+    """Per event, in one pass: its class for :func:`_build`, its node kind (a message), synchronous send, world
+    peer (:data:`WILD`: any source) and GOAL tag (``tag * 1000 + comm`` on communicator ``comm != 0``, WILD any;
+    ``wtag``'s dtype keeps what it can: int32 the low 32 bits, as the replay's rows do)."""
+    is_send, is_recv, blocking, waits, coll, syncs = tables
+    for i in range(call.size):
+        c = call[i]
+        pr = np.int64(peer[i])
+        msg = (is_send[c] or is_recv[c]) and pr != PROC_NULL
+        k = _NONE
+        if msg:
+            k = _BLOCKING if blocking[c] else _NONBLOCKING
+        if waits[c]:
+            k = _WAIT
+        if c == _C_SENDRECV:
+            k = _SENDRECV
+        if coll[c]:
+            k = _COLLECTIVE
+        cls[i] = k
+        tg = np.int64(tag[i])
+        cm = np.int64(comm[i])
+        wt = tg if cm == 0 or tg == ANY_TAG else tg * 1000 + cm
+        if is_recv[c] and wt == ANY_TAG:
+            wt = WILD
+        wtag[i] = wt if wtag.itemsize == 8 else np.int32(wt & 0xFFFFFFFF)
+        if pr >= 0 and (k == _SENDRECV or msg):
+            pr = mem[mem_ptr[ck[i]] + pr]
+        elif msg and is_recv[c] and pr == ANY_SOURCE:
+            pr = WILD
+        wpeer[i] = pr
+        mkind[i] = SEND if is_send[c] else RECV
+        sync[i] = syncs[c]
+
+
+def _table(calls: list[Call]) -> np.ndarray:
+    t = np.zeros(256, dtype=np.bool_)
+    t[_codes(calls)] = True
+    return t
+
+
+_TABLES = (_table(_SENDS), _table(_RECVS), _table(_BLOCKING_CALLS), _table(_WAIT_CALLS),
+           _table([*_EXPANDED, Call.REDUCE_SCATTER]), _table(_SYNC))
+_C_SENDRECV = int(Call.SENDRECV)
+
+
+def build_inputs(trace: Trace, reqs, units: np.ndarray, narrow: bool = False) -> tuple[tuple, int]:
     """What the compiled pass over the events takes (:func:`_build`, and the ``loggp`` replay's per-rank generator
     :mod:`perfmod.replay.loggops_stream`): ``(args, ub)``, the per-event and template arrays in ``_build``'s order
-    and an upper bound of the graph's nodes (collectives expanded into their rounds)."""
+    and an upper bound of the graph's nodes (collectives expanded into their rounds).  ``narrow``: the per-event
+    arrays as small as they go (classes int8, peers and tags int32: a tag's low 32 bits, what the replay keeps),
+    else int64 (``write_goal`` writes tags whole)."""
     n = len(trace)
-    call = trace.call.astype(np.int64)
-    comm = trace.comm.astype(np.int64)
-    peer = trace.peer.astype(np.int64)
-    tag = trace.tag.astype(np.int64)
     ck, mem, mem_ptr = _members(trace)
-    is_send, is_recv = np.isin(call, _codes(_SENDS)), np.isin(call, _codes(_RECVS))
-    msg = (is_send | is_recv) & (peer != PROC_NULL)
-    cls = np.full(n, _NONE, dtype=np.int64)
-    cls[msg] = _NONBLOCKING
-    cls[msg & np.isin(call, _codes(_BLOCKING_CALLS))] = _BLOCKING
-    cls[np.isin(call, _codes(_WAIT_CALLS))] = _WAIT
-    cls[call == int(Call.SENDRECV)] = _SENDRECV
-    cls[np.isin(call, _codes(_EXPANDED)) | (call == int(Call.REDUCE_SCATTER))] = _COLLECTIVE
-    wtag = np.where((comm == 0) | (tag == ANY_TAG), tag, tag * 1000 + comm)
-    wtag = np.where(is_recv & (wtag == ANY_TAG), WILD, wtag)
-    direct = (cls == _SENDRECV) & (peer >= 0) | msg & (peer >= 0)
-    wpeer = peer.copy()
-    wpeer[direct] = mem[mem_ptr[ck[direct]] + peer[direct]]
-    wpeer[msg & is_recv & (peer == ANY_SOURCE)] = WILD
-    raux = np.zeros_like(trace.aux, dtype=np.int64)
+    small, wide = (np.int8, np.int32) if narrow else (np.int64, np.int64)
+    cls, mkind, sync = np.empty(n, dtype=small), np.empty(n, dtype=small), np.empty(n, dtype=small)
+    wpeer, wtag = np.empty(n, dtype=wide), np.empty(n, dtype=wide)
+    _event_fields(trace.call, trace.comm, trace.peer, trace.tag, ck, mem, mem_ptr, _TABLES, cls, mkind, sync, wpeer,
+                  wtag)
+    raux = np.zeros(trace.aux.size, dtype=np.int64)
     for i, recv in alltoallv_recv_bytes(trace).items():
         raux[trace.aux_ptr[i]:trace.aux_ptr[i + 1]] = recv
     part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, work = _templates(
-        trace, call, ck, mem, mem_ptr)
+        trace, trace.call.astype(np.int64), ck, mem, mem_ptr)
     units = np.asarray(units, dtype=np.int64)
     ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
              + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
-    args = (trace.rank_ptr, cls, np.where(is_send, SEND, RECV), np.isin(call, _codes(_SYNC)).astype(np.int64), units,
-            wpeer, wtag, trace.nbytes.astype(np.int64), comm, ck, mem, mem_ptr, reqs.ref_ptr, reqs.created,
-            trace.aux.astype(np.int64), trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr,
-            rnd_optr, op_kind, op_x)
+    if narrow:
+        ck = ck.astype(np.int32)
+        args = (trace.rank_ptr, cls, mkind, sync, units, wpeer, wtag, trace.nbytes, trace.comm, ck, mem, mem_ptr,
+                reqs.ref_ptr, reqs.created, trace.aux, trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av,
+                key_rptr, rnd_optr, op_kind, op_x)
+    else:
+        args = (trace.rank_ptr, cls, mkind, sync, units, wpeer, wtag, trace.nbytes.astype(np.int64),
+                trace.comm.astype(np.int64), ck, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux.astype(np.int64),
+                trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
     return args, ub
 
 
