@@ -80,17 +80,29 @@ assert SLOT.itemsize == 64
 _MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``key - _MSG``, else a node's slot
 # flags: in its rank's frontier, a pending request, its message not yet matched, the send its event reports
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
-# the pools' words ``gs``: free slots (count, first), free cells (count, first), nodes made, the bad message class
-_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD = range(6)
+# the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
+# message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells; then each rank's
+# first free home slot, then each rank's first free home cell
+_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_BASE = range(11)
+#: slots and cells of each rank's own (its "home": rank r's are r * _HOME .. (r + 1) * _HOME - 1, the shared pool
+#: after all homes): the nodes the ranks run at one simulated moment lie together in memory, as in the full
+#: graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M operations/s; 16,384: 1.0)
+_HOME, _HOME_CELLS = 8, 16
 _NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
 
 
 @njit(cache=True, _nrt=False)
-def _cell(gs, cells, x):
-    """A cell holding ``x`` (``cells[2 c]``; ``cells[2 c + 1]`` the next cell of its list, -1 none)."""
-    c = gs[_G_LHEAD]
-    gs[_G_LHEAD] = cells[2 * c + 1]
-    gs[_G_LFREE] -= 1
+def _cell(r, gs, cells, x):
+    """A cell of rank ``r`` holding ``x`` (``cells[2 c]``; ``cells[2 c + 1]`` the next cell of its list, -1
+    none): from its home, else from the shared pool."""
+    h = _G_BASE + gs[_G_P] + r
+    c = gs[h]
+    if c >= 0:
+        gs[h] = cells[2 * c + 1]
+    else:
+        c = gs[_G_LHEAD]
+        gs[_G_LHEAD] = cells[2 * c + 1]
+        gs[_G_LFREE] -= 1
     cells[2 * c] = x
     cells[2 * c + 1] = -1
     return c
@@ -98,9 +110,14 @@ def _cell(gs, cells, x):
 
 @njit(cache=True, _nrt=False)
 def _free_cell(gs, cells, c):
-    cells[2 * c + 1] = gs[_G_LHEAD]
-    gs[_G_LHEAD] = c
-    gs[_G_LFREE] += 1
+    if c < gs[_G_HC]:
+        h = _G_BASE + gs[_G_P] + c // _HOME_CELLS
+        cells[2 * c + 1] = gs[h]
+        gs[h] = c
+    else:
+        cells[2 * c + 1] = gs[_G_LHEAD]
+        gs[_G_LHEAD] = c
+        gs[_G_LFREE] += 1
 
 
 @njit(cache=True, _nrt=False)
@@ -111,9 +128,14 @@ def _maybe_free(v, nd, cand, gs):
         if cand[x.rank] == v:
             cand[x.rank] = -1
         x.kind = 0
-        x.head = gs[_G_SHEAD]
-        gs[_G_SHEAD] = v
-        gs[_G_SFREE] += 1
+        if v < gs[_G_HS]:
+            h = _G_BASE + v // _HOME
+            x.head = gs[h]
+            gs[h] = v
+        else:
+            x.head = gs[_G_SHEAD]
+            gs[_G_SHEAD] = v
+            gs[_G_SFREE] += 1
 
 
 @njit(cache=True, _nrt=False)
@@ -125,7 +147,7 @@ def _requires_frontier(s, r, nd, frh, gs, cells):
     while c >= 0:
         u = cells[2 * c]
         if nd[u].kind < _DONE:
-            e = _cell(gs, cells, s)
+            e = _cell(r, gs, cells, s)
             if nd[u].head < 0:
                 nd[u].head = e
             else:
@@ -153,7 +175,7 @@ def _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells):
 
 @njit(cache=True, _nrt=False)
 def _fr_push(r, u, nd, frh, frt, gnf, gs, cells):
-    c = _cell(gs, cells, u)
+    c = _cell(r, gs, cells, u)
     if frh[r] < 0:
         frh[r] = c
     else:
@@ -175,13 +197,18 @@ def _new_frontier(r, head, tail, cnt, nd, frh, frt, gnf, cand, gs, cells):
 
 
 @njit(cache=True, _nrt=False)
-def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max):
+def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max):
     """Make a node of rank ``r`` requiring its frontier (its row as :func:`~perfmod.replay.loggops_kernel.fill_rows`
     fills it; a calc's ``size`` in ps); returns its slot."""
-    s = gs[_G_SHEAD]
-    row = nd[s]
-    gs[_G_SHEAD] = row.head
-    gs[_G_SFREE] -= 1
+    s = gs[_G_BASE + r]
+    if s >= 0:
+        row = nd[s]
+        gs[_G_BASE + r] = row.head
+    else:
+        s = gs[_G_SHEAD]
+        row = nd[s]
+        gs[_G_SHEAD] = row.head
+        gs[_G_SFREE] -= 1
     row.rank = r
     row.peer = peer
     row.tag = np.int32(tag & 0xFFFFFFFF)
@@ -211,16 +238,19 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, sock, host, pa
     row.rr = -1
     gs[_G_NODES] += 1
     _requires_frontier(s, r, nd, frh, gs, cells)
+    if gs[_G_NI] >= 0 and row.ndeps == 0:  # the first chunks: an init node
+        ibuf[gs[_G_NI]] = s
+        gs[_G_NI] += 1
     return s
 
 
 @njit(cache=True, _nrt=False)
-def _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max):
+def _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max):
     """A frontier of several nodes joined by one zero calc that requires them all, made the frontier
     (:func:`~perfmod.trace.formats.goal_graph._join`); returns the nodes made (0 or 1)."""
     if gnf[r] <= 1:
         return 0
-    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max)
+    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
     _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
     _fr_push(r, s, nd, frh, frt, gnf, gs, cells)
     return 1
@@ -241,7 +271,7 @@ def _may_end(r, nd, frh, gnf, cells):
 
 
 @njit(cache=True, _nrt=False)
-def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out):
+def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
     """Make rank ``r``'s next operations, step by step (the rest of an event, or one round of a collective), as
     :func:`~perfmod.trace.formats.goal_graph._build` does, until at least ``chunk`` are made (``made`` so far)
     and the chunk may end (:func:`_may_end`), or the rank's events are spent.
@@ -273,7 +303,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out):
             return _NEED, made
         if gq[r] >= 0:  # one round of the collective event i
             q, rnd = gq[r], grd[r]
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
             base = mem_ptr[ck[i]]
             a = aux_ptr[i]
             ctag = COLLECTIVE_TAG + comm[i]
@@ -285,10 +315,10 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out):
                 nb = part_size[q]
                 if part_a2av[q]:
                     nb = aux[a + x] if op_kind[o] == _SEND else raux[a + x]
-                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, frh, cells, sock, host, par, gps,
+                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
                           short_max, eager_max)
                 nd[s].rel = i
-                e = _cell(gs, cells, s)
+                e = _cell(r, gs, cells, s)
                 if head < 0:
                     head = e
                 else:
@@ -318,22 +348,22 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out):
                 gcur[r] = i + 1
             continue
         if units[i] > 0:  # an event's start: its calc, then its operation
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
             made += 1
-            e = _cell(gs, cells, s)
+            e = _cell(r, gs, cells, s)
             _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
         c = cls[i]
         if c == _NONBLOCKING or c == _BLOCKING:
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, nd, gs, frh, cells, sock, host, par,
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, nd, gs, frh, cells, ibuf, sock, host, par,
                       gps, short_max, eager_max)
             made += 1
             if mkind[i] == _SEND:
                 nd[s].flag |= _F_LAST
             if c == _BLOCKING:
                 nd[s].rel = i
-                e = _cell(gs, cells, s)
+                e = _cell(r, gs, cells, s)
                 _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
             else:
                 pend[i] = s
@@ -357,22 +387,22 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out):
                 rt = rt * 1000 + comm[i]
             if rt == ANY_TAG:
                 rt = _WILD
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, sock, host, par, gps, short_max, eager_max)
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
             head = -1
             tail = -1
             n_new = 0
             if wpeer[i] != PROC_NULL:
-                s = _node(r, _SEND, nbytes[i], wpeer[i], wtag[i], 0, i, nd, gs, frh, cells, sock, host, par, gps,
+                s = _node(r, _SEND, nbytes[i], wpeer[i], wtag[i], 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
                           short_max, eager_max)
                 nd[s].flag |= _F_LAST
                 nd[s].rel = i
-                head = tail = _cell(gs, cells, s)
+                head = tail = _cell(r, gs, cells, s)
                 n_new += 1
             if src != PROC_NULL:
                 ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck[i]] + src])
-                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, sock, host, par, gps, short_max, eager_max)
+                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
                 nd[s].rel = i
-                e = _cell(gs, cells, s)
+                e = _cell(r, gs, cells, s)
                 if head < 0:
                     head = e
                 else:
@@ -437,27 +467,25 @@ def _matched(m, v, nd, out):
 
 
 @njit(cache=True)
-def _grow(smax, lneed, first, nd, cells, gs, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
-    """The pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
-    event holds a slot) where fewer than ``smax`` are free, cells where fewer than ``lneed``.  ``first``: the
-    ranks' first chunks are being made, nothing done yet: the free slots are the last ones in increasing
-    order, and the new ones go after them, so that each first chunk's slots are contiguous."""
+def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
+    """The shared pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
+    event holds a slot) where fewer than ``smax`` are free, cells where fewer than ``lneed``."""
     n = nd.shape[0]
     if gs[_G_SFREE] < smax:
-        n2 = 2 * n + smax
+        n2 = n + max(n - gs[_G_HS], smax, 1024)
         nd2 = np.empty(n2, dtype=SLOT)
         nd2[:n] = nd
         for s in range(n, n2):
             nd2[s].kind = 0
             nd2[s].head = s + 1
-        if first and gs[_G_SFREE] > 0:
-            nd2[n2 - 1].head = -1
-            nd2[n - 1].head = n
-        else:
-            nd2[n2 - 1].head = gs[_G_SHEAD]
-            gs[_G_SHEAD] = n
+        nd2[n2 - 1].head = gs[_G_SHEAD]
+        gs[_G_SHEAD] = n
         gs[_G_SFREE] += n2 - n
         nd = nd2
+        if gs[_G_NI] >= 0:  # the first chunks are being made
+            ibuf2 = np.empty(n2 + 2, dtype=np.int32)
+            ibuf2[:gs[_G_NI]] = ibuf[:gs[_G_NI]]
+            ibuf = ibuf2
         fbuf = np.empty(n2 + 2, dtype=np.int32)
         sbuf = np.empty(n2 + 2, dtype=np.int32)
         abuf = np.empty(n2 + 2, dtype=np.int32)
@@ -487,7 +515,7 @@ def _grow(smax, lneed, first, nd, cells, gs, fbuf, sbuf, abuf, kbuf, qpool, bnex
         qpool, bnext, fstk, cur = qpool2, bnext2, fstk2, cur2
     if gs[_G_LFREE] < lneed:
         m = cells.size // 2
-        m2 = 2 * m + lneed
+        m2 = m + max(m - gs[_G_HC], lneed, 1024)
         cells2 = np.empty(2 * m2, dtype=np.int32)
         cells2[:2 * m] = cells
         for c in range(m, m2):
@@ -496,7 +524,7 @@ def _grow(smax, lneed, first, nd, cells, gs, fbuf, sbuf, abuf, kbuf, qpool, bnex
         gs[_G_LHEAD] = m
         gs[_G_LFREE] += m2 - m
         cells = cells2
-    return nd, cells, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
+    return nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
 
 
 @njit(cache=True)
@@ -537,23 +565,32 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     pdst = np.full(n, -1, dtype=np.int64)
     out = (cend, emax, sdone, pdst)
     st = (gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max)
-    cap = max(1024, 2 * smax, nprocs * 2)  # grown as needed
+    # the slots: each rank's home (its free ones chained from gs[_G_BASE + r]), then the shared pool (grown as
+    # needed); the cells likewise
+    hs, hc = nprocs * _HOME, nprocs * _HOME_CELLS
+    cap = hs + max(1024, 2 * smax)
     nd = np.empty(cap, dtype=SLOT)
+    gs = np.zeros(_G_BASE + 2 * nprocs, dtype=np.int64)
     for s in range(cap):
         nd[s].kind = 0
-        nd[s].head = s + 1
-    nd[cap - 1].head = -1
-    lcap = cap + lmax
+        nd[s].head = s + 1 if s + 1 < cap and (s >= hs or (s + 1) % _HOME) else -1
+    for r in range(nprocs):
+        gs[_G_BASE + r] = r * _HOME
+    lcap = hc + max(1024, 2 * lmax)
     cells = np.empty(2 * lcap, dtype=np.int32)
     for c in range(lcap):
-        cells[2 * c + 1] = c + 1
-    cells[2 * lcap - 1] = -1
-    gs = np.zeros(6, dtype=np.int64)
-    gs[_G_SFREE] = cap
-    gs[_G_SHEAD] = 0
-    gs[_G_LFREE] = lcap
-    gs[_G_LHEAD] = 0
+        cells[2 * c + 1] = c + 1 if c + 1 < lcap and (c >= hc or (c + 1) % _HOME_CELLS) else -1
+    for r in range(nprocs):
+        gs[_G_BASE + nprocs + r] = r * _HOME_CELLS
+    gs[_G_SFREE] = cap - hs
+    gs[_G_SHEAD] = hs
+    gs[_G_LFREE] = lcap - hc
+    gs[_G_LHEAD] = hc
     gs[_G_BAD] = -1
+    gs[_G_P] = nprocs
+    gs[_G_HS] = hs
+    gs[_G_HC] = hc
+    ibuf = np.empty(cap + 2, dtype=np.int32)
     fbuf = np.empty(cap + 2, dtype=np.int32)
     sbuf = np.empty(cap + 2, dtype=np.int32)
     abuf = np.empty(cap + 2, dtype=np.int32)
@@ -583,33 +620,26 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     blocked = np.full(nprocs, -1, dtype=np.int64)
     aqtime = 0
     mask = (np.int64(1) << _SHIFT) - 1
-    # each rank's first chunk, and the nodes in it that require nothing queued as the full graph's init: per
-    # rank, in the rank's order, sorted by type, at time 0; made while nothing is done, the first chunks' slots
-    # are contiguous and increasing, ranks in order (see _grow)
+    # each rank's first chunk, and the nodes in it that require nothing (recorded in ibuf as they are made)
+    # queued as the full graph's init: per rank, in the rank's order, sorted by type, at time 0
     for r in range(nprocs):
         made = 0
+        gs[_G_NI] = 0
         while True:
-            stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out)
+            stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out)
             if stt != _NEED:
                 break
-            nd, cells, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), True, nd, cells, gs, fbuf, sbuf,
+            nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf, sbuf,
                 abuf, kbuf, qpool, bnext, fstk, cur, qs)
         if stt == _BAD:
             return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
-    used = gs[_G_NODES]
-    s = 0
-    while s < used:
-        r = nd[s].rank
-        m = 0
-        while s < used and nd[s].rank == r:
-            if nd[s].ndeps == 0:
-                fbuf[m] = s
-                m += 1
-            s += 1
-        _queue(nd, fbuf, m, abuf, kbuf, 0, 0, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk,
+        m = gs[_G_NI]
+        _queue(nd, ibuf, m, abuf, kbuf, 0, 0, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk,
                qs)
         aqtime += m
+    gs[_G_NI] = -1
+    ibuf = np.empty(0, dtype=np.int32)  # no more init nodes
     while qs[_LIVE] > 0:
         if qs[_POS] == qs[_END]:
             _qrefill(cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
@@ -739,11 +769,11 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
             r = gl[j]
             made = 0
             while True:
-                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, out)
+                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out)
                 if stt != _NEED:
                     break
-                nd, cells, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                    smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), False, nd, cells, gs, fbuf,
+                nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                    smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf,
                     sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
             if stt == _BAD:
                 return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
