@@ -69,18 +69,16 @@ __all__ = ["GoalTimes", "LogGOPSResult", "LoopInput", "goal_finish_times", "kern
            "replay_goal", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
-#: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, a successor about 4, the
-#: order of the rows 4, the event queue's blocks 16 and current-time ring 8, per-node results 24 where asked and 24
-#: more while they are put back in node order), and what the graph built from a trace takes per event at most (a
-#: measured peak of about 1,170 bytes; issue 23), for the check before allocating
-_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
-#: the whole replay's peak per node of the graph's upper bound (collectives expanded: an allreduce is 2 log2 p
-#: operations per rank, so the events alone say little), for the check before the graph is allocated: at 1,048,576
-#: ranks (2026-11-27) Jacobi2D peaked at 1,093 NumPy bytes per event for 6.8 operations per event (tracemalloc,
-#: the scale table of docs/library.md), about 160 per operation, and an allreduce alone at 9.3 GiB resident for
-#: the whole `perfmod replay` process (about 55 operations per rank by the 65,536-rank count: about 170)
-_REPLAY_BYTES_PER_NODE = 160
-_STREAM_BYTES_PER_RANK = 2000
+#: what the event loop allocates per node of a GOAL file, by its layout (rows 32, successor ranges 16, a successor
+#: about 4, the order of the rows 4, the event queue's blocks 16 and current-time ring 8, per-node results 24 where
+#: asked and 24 more while they are put back in node order), for the check before allocating
+_KERNEL_BYTES_PER_NODE = 120
+#: what the replay of a trace (:mod:`perfmod.replay.loggops_stream`) allocates per event and per rank beyond the
+#: trace, for the check before allocating (the graph is never held whole): per event its inputs (23 bytes), its
+#: calc in ps (8), its pending request's slot (4), its two times (16) and send results (16), and room for the
+#: other stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
+#: event queue and buffers (about 300) and its state (about 150). Nodes beyond the homes grow the shared pool.
+_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK = 100, 1100
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)

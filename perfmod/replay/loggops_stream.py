@@ -67,7 +67,7 @@ __all__ = ["CHUNK", "SLOT", "STATUS_CLASS", "run_stream"]
 STATUS_CLASS = 3
 #: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring); the
 #: first chunks of all ranks are held at once, so small (16,384-rank Jacobi2D: 2, 8 as fast; 32 slower)
-CHUNK = 4
+CHUNK = 1
 #: a node in its slot (64 bytes, one cache line): the event loop's :data:`~perfmod.replay.loggops_layout.ROW`,
 #: then ``head``/``tail`` of its successors' cells (a free slot: ``head`` the next free one), the trace ``event``
 #: that made it (-1 a join), the event whose frontier it joins (``rel``, -1 none yet), the chunk mark ``trig``,
