@@ -8,8 +8,11 @@ and a NIC per rank, and so does this replay for every model whose
 registry entry says ``replay="loggops"`` (``loggp``):
 
 - the trace becomes LogGOPSim's operation graph, the graph ``write_goal``
-  writes for it (:mod:`perfmod.replay.graph`; collectives expanded by
-  MPICH's algorithms into point-to-point rounds);
+  writes for it (:mod:`perfmod.replay.graph` builds it whole; collectives
+  expanded by MPICH's algorithms into point-to-point rounds), made rank by
+  rank as the event loop reaches it and never held whole
+  (:mod:`perfmod.replay.loggops_stream`); a GOAL file read as written runs
+  its own graph, whole;
 - a send holds its CPU ``o`` and its NIC ``g + (n - 1) G``, so one rank
   injects messages every ``max(o, g + (n - 1) G)``; the message reaches
   the receiver ``o + L`` after the send started;

@@ -351,6 +351,43 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, seq, stats, stk, cur, pool, bne
         _qpush(tw, ((seq + q) << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
 
 
+@njit(cache=True, _nrt=False)
+def _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur, pool, bnext,
+                 bhead, btail, bfill, bmin, fstk, qs):
+    """Queue the ``nfree`` operations one event freed (``fbuf``, of the ``nh`` ranks ``fhost``): ranks in
+    increasing order, each rank's sorted by type (:func:`_queue`), at its CPU's time (a send: the later of CPU
+    and send NIC), with sequences from ``aqtime``; returns the next sequence.  (The event loops of
+    :func:`run_loggops` and :func:`~perfmod.replay.loggops_stream.run_stream`.)"""
+    if nh == 1:  # one rank freed operations (the usual case): sort and queue them
+        h = fhost[0]
+        if nfree == 1:
+            w = fbuf[0]
+            tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
+            _qpush(tw, (aqtime << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            return aqtime + 1
+        _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur, pool,
+               bnext, bhead, btail, bfill, bmin, fstk, qs)
+        return aqtime + nfree
+    lo = -1
+    for _ in range(nh):
+        nxt = -1
+        for q in range(nh):
+            if fhost[q] > lo and (nxt < 0 or fhost[q] < nxt):
+                nxt = fhost[q]
+        if nxt < 0:
+            break
+        lo = nxt
+        m = 0
+        for q in range(nfree):
+            if nd[fbuf[q]].rank == nxt:
+                sbuf[m] = fbuf[q]
+                m += 1
+        _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk, cur, pool,
+               bnext, bhead, btail, bfill, bmin, fstk, qs)
+        aqtime += m
+    return aqtime
+
+
 @njit(cache=True)
 def time_major(rank, ndeps, nprocs, band):
     """The loop's node order: ``(order, newpos, init, init_ptr)``.
@@ -654,38 +691,9 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
                     _append(h, m, uq_head, uq_tail, nd)
             else:
                 _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        if nfree == 0:
-            continue
-        if nh == 1:  # one rank freed operations (the usual case): sort and queue them
-            h = fhost[0]
-            if nfree == 1:
-                w = fbuf[0]
-                tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
-                _qpush(tw, (aqtime << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-                aqtime += 1
-                continue
-            _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur, pool,
-                   bnext, bhead, btail, bfill, bmin, fstk, qs)
-            aqtime += nfree
-            continue
-        # queue the freed operations: ranks in increasing order, each sorted by type
-        lo = -1
-        for _ in range(nh):
-            nxt = -1
-            for q in range(nh):
-                if fhost[q] > lo and (nxt < 0 or fhost[q] < nxt):
-                    nxt = fhost[q]
-            if nxt < 0:
-                break
-            lo = nxt
-            m = 0
-            for q in range(nfree):
-                if nd[fbuf[q]].rank == nxt:
-                    sbuf[m] = fbuf[q]
-                    m += 1
-            _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk,
-                   cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-            aqtime += m
+        if nfree:
+            aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
+                                  pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
     status = STATUS_OK
     if qs[_EARLY] > 0:
         return STATUS_EARLY, done, rr, mate, nexto, stats[0]

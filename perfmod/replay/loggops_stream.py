@@ -7,9 +7,12 @@ runs on the same graph made rank by rank as the simulation reaches it:
 :func:`run_stream` resumes, per rank, the pass of
 :func:`~perfmod.trace.formats.goal_graph._build` over the rank's events (a
 cursor into them, the position inside a collective's rounds, the
-frontier, the pending requests), and the nodes live in a pool of slots
-(:data:`~perfmod.replay.loggops_layout.ROW` rows) recycled when done and
-no longer referenced; a node's successors are a linked list of cells,
+frontier, the pending requests), and the nodes live in 64-byte slots
+(:data:`SLOT`: the loop's :data:`~perfmod.replay.loggops_layout.ROW` and
+the stream's own fields) recycled when done and no longer referenced, 8
+of each rank's own (so that the ranks running at one simulated moment
+touch memory together, as the full graph's time-major rows did) and a
+shared pool beyond; a node's successors are a linked list of cells,
 appended in creation order (the order LogGOPSim frees them in).
 
 Why the result is the full graph's, event for event: a node's
@@ -56,6 +59,7 @@ from perfmod.replay.loggops_kernel import (
     _qpush,
     _qrefill,
     _queue,
+    _queue_freed,
 )
 from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
@@ -349,7 +353,8 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
             continue
         if units[i] > 0:  # an event's start: its calc, then its operation
             made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+                      eager_max)
             made += 1
             e = _cell(r, gs, cells, s)
             _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
@@ -400,7 +405,8 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 n_new += 1
             if src != PROC_NULL:
                 ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck[i]] + src])
-                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+                          eager_max)
                 nd[s].rel = i
                 e = _cell(r, gs, cells, s)
                 if head < 0:
@@ -724,35 +730,8 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
                 _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
         if nfree == 0:
             continue
-        if nh == 1:  # one rank freed operations (the usual case): sort and queue them
-            h = fhost[0]
-            if nfree == 1:
-                w = fbuf[0]
-                tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
-                _qpush(tw, (aqtime << _SHIFT) | w, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-                aqtime += 1
-            else:
-                _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur,
-                       qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-                aqtime += nfree
-        else:  # ranks in increasing order, each sorted by type
-            lo = -1
-            for _ in range(nh):
-                nxt = -1
-                for q in range(nh):
-                    if fhost[q] > lo and (nxt < 0 or fhost[q] < nxt):
-                        nxt = fhost[q]
-                if nxt < 0:
-                    break
-                lo = nxt
-                m = 0
-                for q in range(nfree):
-                    if nd[fbuf[q]].rank == nxt:
-                        sbuf[m] = fbuf[q]
-                        m += 1
-                _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk,
-                       cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-                aqtime += m
+        aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
+                              qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
         # a queued node of its rank's frontier: the rank's next chunk, before that node can be done
         ng = 0
         for q in range(nfree):
