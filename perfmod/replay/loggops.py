@@ -401,7 +401,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`)."""
     from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
-    from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream
+    from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream, stream_inputs
     from perfmod.trace.formats.goal_graph import build_inputs
     from perfmod.trace.formats.goal_trace import as_written
 
@@ -413,7 +413,8 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     ps = np.rint(np.asarray(compute, dtype=np.float64) * _PS).astype(np.int64)
     if n >= 1 << 31:
         raise ValueError(f"the LogGOPS replay takes fewer than 2**31 events, not {n:,}")
-    args, _ = build_inputs(trace, reqs, ps, narrow=True)
+    ev = stream_inputs(build_inputs(trace, reqs, ps, narrow=True)[0])
+    del ps  # in the events' records
     plat = net.platform
     ranks = np.arange(p)
     sock = socket_of(ranks, plat.ranks_per_node, plat.sockets_per_node, net.mapping, **net.nnodes_kw(p))
@@ -422,16 +423,17 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     par, gps = _class_params(net)
     with first_call("the LogGOPS event loop"):
         status, nexto, cend, emax, sdone, pdst, blocked, nops, bad = run_stream(
-            args, sock.astype(np.int64), host.astype(np.int64), par, gps, int(plat.short_max_bytes),
+            ev, sock.astype(np.int64), host.astype(np.int64), par, gps, int(plat.short_max_bytes),
             int(plat.eager_max_bytes), CHUNK)
-    del args
+    units = ev[1]["units"]
+    del ev
     if status == STATUS_CLASS:
         net.loggp_params(MODES[bad // 3], PROTOCOLS[bad % 3])  # raises the network's own error
     if status == STATUS_EARLY:
         raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
                            "cannot order (a bug: please report it with the schedule)")
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
-                                     n_iter, _SLOT, ps, cend, emax, nexto)
+                                     n_iter, _SLOT, units, cend, emax, nexto)
     stuck = np.flatnonzero(blocked >= 0) if status != STATUS_OK else np.zeros(0, dtype=np.int64)
     return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm,
                          dict(zip(stuck.tolist(), blocked[stuck].tolist(), strict=True)), sdone, pdst, int(nops))

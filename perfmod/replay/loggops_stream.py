@@ -65,13 +65,18 @@ from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STA
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
 from perfmod.trace.formats.goal_graph import _BLOCKING, _COLLECTIVE, _NONBLOCKING, _SENDRECV, _WAIT, COLLECTIVE_TAG
 
-__all__ = ["CHUNK", "SLOT", "STATUS_CLASS", "run_stream"]
+__all__ = ["CHUNK", "EVENT", "SLOT", "STATUS_CLASS", "run_stream", "stream_inputs"]
 
 #: the loop stopped at a send whose message class the platform lacks (``run_stream``'s ``bad``: the class)
 STATUS_CLASS = 3
 #: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring); the
 #: first chunks of all ranks are held at once, so small (16,384-rank Jacobi2D: 2, 8 as fast; 32 slower)
 CHUNK = 1
+#: a trace event as the generator reads it (24 bytes, one read where seven arrays took a cache line each): its
+#: calc in ps (none where not positive), world peer, GOAL tag's low 32 bits, communicator (compact index), class
+#: (:func:`~perfmod.trace.formats.goal_graph._build`'s), node kind and synchronous send
+EVENT = np.dtype([("units", np.int64), ("peer", np.int32), ("tag", np.int32), ("ck", np.int32), ("cls", np.int8),
+                  ("kind", np.int8), ("sync", np.int8)], align=True)
 #: a node in its slot (64 bytes, one cache line): the event loop's :data:`~perfmod.replay.loggops_layout.ROW`,
 #: then ``head``/``tail`` of its successors' cells (a free slot: ``head`` the next free one), the trace ``event``
 #: that made it (-1 a join), the event whose frontier it joins (``rel``, -1 none yet), the chunk mark ``trig``,
@@ -285,8 +290,8 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
     else ``_OK``.  ``ev``: :func:`~perfmod.trace.formats.goal_graph.build_inputs`' arrays; ``st``: the
     generator's per-rank state and the message parameters; ``out``: the per-event results.
     """
-    (rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created, aux, aux_ptr,
-     raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
+    (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key, part_size,
+     part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
     gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max = st
     emax = out[1]
     end = rank_ptr[r + 1]
@@ -308,7 +313,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
         if gq[r] >= 0:  # one round of the collective event i
             q, rnd = gq[r], grd[r]
             made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-            base = mem_ptr[ck[i]]
+            base = mem_ptr[evr[i].ck]
             a = aux_ptr[i]
             ctag = COLLECTIVE_TAG + comm[i]
             head = -1
@@ -351,20 +356,21 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 cand[r] = -1
                 gcur[r] = i + 1
             continue
-        if units[i] > 0:  # an event's start: its calc, then its operation
+        e_i = evr[i]
+        if e_i.units > 0:  # an event's start: its calc, then its operation
             made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, _CALC, units[i], 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+            s = _node(r, _CALC, e_i.units, 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
                       eager_max)
             made += 1
             e = _cell(r, gs, cells, s)
             _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
-        c = cls[i]
+        c = e_i.cls
         if c == _NONBLOCKING or c == _BLOCKING:
             made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, mkind[i], nbytes[i], wpeer[i], wtag[i], sync[i], i, nd, gs, frh, cells, ibuf, sock, host, par,
+            s = _node(r, e_i.kind, nbytes[i], e_i.peer, e_i.tag, e_i.sync, i, nd, gs, frh, cells, ibuf, sock, host, par,
                       gps, short_max, eager_max)
             made += 1
-            if mkind[i] == _SEND:
+            if e_i.kind == _SEND:
                 nd[s].flag |= _F_LAST
             if c == _BLOCKING:
                 nd[s].rel = i
@@ -396,15 +402,15 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
             head = -1
             tail = -1
             n_new = 0
-            if wpeer[i] != PROC_NULL:
-                s = _node(r, _SEND, nbytes[i], wpeer[i], wtag[i], 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
+            if e_i.peer != PROC_NULL:
+                s = _node(r, _SEND, nbytes[i], e_i.peer, e_i.tag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
                           short_max, eager_max)
                 nd[s].flag |= _F_LAST
                 nd[s].rel = i
                 head = tail = _cell(r, gs, cells, s)
                 n_new += 1
             if src != PROC_NULL:
-                ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck[i]] + src])
+                ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[e_i.ck] + src])
                 s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
                           eager_max)
                 nd[s].rel = i
@@ -548,7 +554,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     receive event it matched (-1: none); on a deadlock each rank's first event not finished (-1: none); the
     operations made; the message class the platform lacks (``STATUS_CLASS``; else -1).
     """
-    rank_ptr, ref_ptr, rnd_optr = ev[0], ev[12], ev[22]
+    rank_ptr, ref_ptr, rnd_optr = ev[0], ev[6], ev[16]
     nprocs = rank_ptr.size - 1
     n = ev[1].size
     maxops = 1
@@ -774,3 +780,16 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
             if blocked[r] < 0:
                 blocked[r] = gcur[r]
     return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
+
+
+def stream_inputs(args: tuple) -> tuple:
+    """:func:`run_stream`'s ``ev`` from :func:`~perfmod.trace.formats.goal_graph.build_inputs`' ``args`` (built
+    ``narrow``): the per-event fields packed into :data:`EVENT` records, the rest as they are."""
+    (rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created, aux, aux_ptr,
+     raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x) = args
+    evr = np.empty(cls.size, dtype=EVENT)
+    for name, a in (("units", units), ("peer", wpeer), ("tag", wtag), ("ck", ck), ("cls", cls), ("kind", mkind),
+                    ("sync", sync)):
+        evr[name] = a
+    return (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key,
+            part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
