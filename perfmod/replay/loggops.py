@@ -402,7 +402,6 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
     from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream, stream_inputs
-    from perfmod.trace.formats.goal_graph import build_inputs
     from perfmod.trace.formats.goal_trace import as_written
 
     written = as_written(trace)
@@ -410,11 +409,9 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
         return _replay_as_written(trace, *written, net, n_iter)
     p, n = trace.nprocs, len(trace)
     check_fits(_TRACE_BYTES_PER_EVENT * n + _STREAM_BYTES_PER_RANK * p, f"the LogGOPS replay of {n:,} events")
-    ps = np.rint(np.asarray(compute, dtype=np.float64) * _PS).astype(np.int64)
     if n >= 1 << 31:
         raise ValueError(f"the LogGOPS replay takes fewer than 2**31 events, not {n:,}")
-    ev = stream_inputs(build_inputs(trace, reqs, ps, narrow=True)[0])
-    del ps  # in the events' records
+    ev = stream_inputs(trace, reqs, compute)
     plat = net.platform
     ranks = np.arange(p)
     sock = socket_of(ranks, plat.ranks_per_node, plat.sockets_per_node, net.mapping, **net.nnodes_kw(p))

@@ -287,7 +287,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
 
     Returns ``(status, made)``: ``_NEED`` when fewer than ``smax`` free slots or too few free cells are left
     for a step (the caller grows the pools and calls again), ``_BAD`` at a message class the platform lacks,
-    else ``_OK``.  ``ev``: :func:`~perfmod.trace.formats.goal_graph.build_inputs`' arrays; ``st``: the
+    else ``_OK``.  ``ev``: :func:`stream_inputs`' arrays; ``st``: the
     generator's per-rank state and the message parameters; ``out``: the per-event results.
     """
     (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key, part_size,
@@ -543,7 +543,7 @@ def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext
 def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     """The LogGOPS event loop (:func:`~perfmod.replay.loggops_kernel.run_loggops`, for a trace: no start
     successors, each send's own size decides its protocol) on the operation graph of the trace whose
-    :func:`~perfmod.trace.formats.goal_graph.build_inputs` are ``ev`` (a calc's units in ps), made rank by rank
+    :func:`stream_inputs` are ``ev`` (a calc's units in ps), made rank by rank
     as the loop reaches it (the module docstring).
 
     ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L (ps) and G
@@ -782,14 +782,27 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
 
 
-def stream_inputs(args: tuple) -> tuple:
-    """:func:`run_stream`'s ``ev`` from :func:`~perfmod.trace.formats.goal_graph.build_inputs`' ``args`` (built
-    ``narrow``): the per-event fields packed into :data:`EVENT` records, the rest as they are."""
-    (rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem, mem_ptr, ref_ptr, created, aux, aux_ptr,
-     raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x) = args
-    evr = np.empty(cls.size, dtype=EVENT)
-    for name, a in (("units", units), ("peer", wpeer), ("tag", wtag), ("ck", ck), ("cls", cls), ("kind", mkind),
-                    ("sync", sync)):
-        evr[name] = a
-    return (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key,
-            part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
+
+@njit(cache=True)
+def _picoseconds(compute, out):
+    """``out[i] = rint(compute[i] * 1e12)``: seconds to whole picoseconds, as NumPy's ``rint`` and ``astype``."""
+    for i in range(compute.size):
+        out[i] = np.int64(np.rint(compute[i] * 1e12))
+
+
+def stream_inputs(trace, reqs, compute: np.ndarray) -> tuple:
+    """:func:`run_stream`'s ``ev`` for ``trace`` with ``compute`` (s before each event): the per-event fields of
+    :func:`~perfmod.trace.formats.goal_graph.build_inputs` written straight into :data:`EVENT` records (no
+    per-field array), the trace's own arrays and the collectives' templates as they are."""
+    from perfmod.trace.formats.goal_graph import _members, collective_inputs, event_fields
+
+    ck, mem, mem_ptr = _members(trace)
+    evr = np.empty(len(trace), dtype=EVENT)
+    event_fields(trace, ck, mem, mem_ptr, evr["cls"], evr["kind"], evr["sync"], evr["peer"], evr["tag"])
+    evr["ck"] = ck
+    del ck
+    _picoseconds(np.asarray(compute, dtype=np.float64), evr["units"])
+    raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, _ = collective_inputs(
+        trace, evr["ck"], mem, mem_ptr)
+    return (trace.rank_ptr, evr, trace.nbytes, trace.comm, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux,
+            trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)

@@ -30,7 +30,7 @@ from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, Trac
 from perfmod.trace.formats.textio import alltoallv_recv_bytes
 
 __all__ = ["SEND", "RECV", "CALC", "WILD", "COLLECTIVE_TAG", "LINE_BYTES", "RANK_BYTES", "REQUIRES_BYTES", "OpGraph",
-           "collective_rounds", "format_ranks", "op_graph"]
+           "build_inputs", "collective_inputs", "collective_rounds", "event_fields", "format_ranks", "op_graph"]
 
 SEND, RECV, CALC = 1, 2, 3  #: node types, LogGOPSim's order (its free operations are sorted by type)
 WILD = -1  #: any source / any tag in :attr:`OpGraph.peer` and :attr:`OpGraph.tag`
@@ -404,12 +404,16 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
 
 def _members(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(compact index of each event's communicator, members CSR values, CSR offsets)``."""
-    ids, ck = np.unique(trace.comm, return_inverse=True)
+    comm = trace.comm
+    if comm.size and comm.min() == comm.max():  # one communicator (the usual case): no sort of every event
+        ids, ck = comm[:1].copy(), np.zeros(comm.size, dtype=np.int32)
+    else:
+        ids, ck = np.unique(comm, return_inverse=True)
     lists = [trace.comm_ranks(int(c)) for c in ids.tolist()]
     mem_ptr = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum(np.array([m.size for m in lists], dtype=np.int64), out=mem_ptr[1:])
     mem = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
-    return ck.reshape(-1).astype(np.int64), mem, mem_ptr
+    return ck.reshape(-1).astype(np.int32, copy=False), mem, mem_ptr
 
 
 def _positions(trace: Trace, ev: np.ndarray, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray) -> np.ndarray:
@@ -516,36 +520,40 @@ _TABLES = (_table(_SENDS), _table(_RECVS), _table(_BLOCKING_CALLS), _table(_WAIT
 _C_SENDRECV = int(Call.SENDRECV)
 
 
-def build_inputs(trace: Trace, reqs, units: np.ndarray, narrow: bool = False) -> tuple[tuple, int]:
-    """What the compiled pass over the events takes (:func:`_build`, and the ``loggp`` replay's per-rank generator
-    :mod:`perfmod.replay.loggops_stream`): ``(args, ub)``, the per-event and template arrays in ``_build``'s order
-    and an upper bound of the graph's nodes (collectives expanded into their rounds).  ``narrow``: the per-event
-    arrays as small as they go (classes int8, peers and tags int32: a tag's low 32 bits, what the replay keeps),
-    else int64 (``write_goal`` writes tags whole)."""
-    n = len(trace)
-    ck, mem, mem_ptr = _members(trace)
-    small, wide = (np.int8, np.int32) if narrow else (np.int64, np.int64)
-    cls, mkind, sync = np.empty(n, dtype=small), np.empty(n, dtype=small), np.empty(n, dtype=small)
-    wpeer, wtag = np.empty(n, dtype=wide), np.empty(n, dtype=wide)
-    _event_fields(trace.call, trace.comm, trace.peer, trace.tag, ck, mem, mem_ptr, _TABLES, cls, mkind, sync, wpeer,
-                  wtag)
+def collective_inputs(trace: Trace, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray) -> tuple:
+    """The collectives' part of :func:`build_inputs`: ``(raux, part_ptr, part_key, part_size, part_a2av,
+    key_rptr, rnd_optr, op_kind, op_x, work)``: each alltoallv's received bytes, the collective parts of each
+    event and the rounds of each distinct ``(call, rank, size, root)``, and the operations they expand into."""
     raux = np.zeros(trace.aux.size, dtype=np.int64)
     for i, recv in alltoallv_recv_bytes(trace).items():
         raux[trace.aux_ptr[i]:trace.aux_ptr[i + 1]] = recv
-    part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, work = _templates(
-        trace, trace.call.astype(np.int64), ck, mem, mem_ptr)
+    return raux, *_templates(trace, trace.call.astype(np.int64), ck, mem, mem_ptr)
+
+
+def event_fields(trace: Trace, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray, cls: np.ndarray,
+                 mkind: np.ndarray, sync: np.ndarray, wpeer: np.ndarray, wtag: np.ndarray) -> None:
+    """Fill each event's class, node kind, synchronous send, world peer and GOAL tag (:func:`_event_fields`)
+    into the given arrays (any integer dtypes; int32 ``wtag``: the tag's low 32 bits)."""
+    _event_fields(trace.call, trace.comm, trace.peer, trace.tag, ck, mem, mem_ptr, _TABLES, cls, mkind, sync, wpeer,
+                  wtag)
+
+
+def build_inputs(trace: Trace, reqs, units: np.ndarray) -> tuple[tuple, int]:
+    """What the compiled pass over the events (:func:`_build`) takes: ``(args, ub)``, the per-event and template
+    arrays in ``_build``'s order and an upper bound of the graph's nodes (collectives expanded into their
+    rounds).  (The ``loggp`` replay's generator takes the same fields: :mod:`perfmod.replay.loggops_stream`.)"""
+    n = len(trace)
+    ck, mem, mem_ptr = _members(trace)
+    cls, mkind, sync, wpeer, wtag = (np.empty(n, dtype=np.int64) for _ in range(5))
+    event_fields(trace, ck, mem, mem_ptr, cls, mkind, sync, wpeer, wtag)
+    raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, work = collective_inputs(
+        trace, ck, mem, mem_ptr)
     units = np.asarray(units, dtype=np.int64)
     ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
              + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
-    if narrow:
-        ck = ck.astype(np.int32)
-        args = (trace.rank_ptr, cls, mkind, sync, units, wpeer, wtag, trace.nbytes, trace.comm, ck, mem, mem_ptr,
-                reqs.ref_ptr, reqs.created, trace.aux, trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av,
-                key_rptr, rnd_optr, op_kind, op_x)
-    else:
-        args = (trace.rank_ptr, cls, mkind, sync, units, wpeer, wtag, trace.nbytes.astype(np.int64),
-                trace.comm.astype(np.int64), ck, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux.astype(np.int64),
-                trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
+    args = (trace.rank_ptr, cls, mkind, sync, units, wpeer, wtag, trace.nbytes.astype(np.int64),
+            trace.comm.astype(np.int64), ck, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux.astype(np.int64),
+            trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
     return args, ub
 
 
