@@ -69,8 +69,9 @@ __all__ = ["CHUNK", "EVENT", "SLOT", "STATUS_CLASS", "run_stream", "stream_input
 
 #: the loop stopped at a send whose message class the platform lacks (``run_stream``'s ``bad``: the class)
 STATUS_CLASS = 3
-#: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring); the
-#: first chunks of all ranks are held at once, so small (16,384-rank Jacobi2D: 2, 8 as fast; 32 slower)
+#: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring): one
+#: step, so that a rank's live nodes stay within its home of 8 slots (1,048,576-rank allreduce: 2.24 GB resident
+#: with 1, 2.98 GB with 4, which overflowed the homes; 16,384-rank Jacobi2D: 1, 2, 4 within 5 %, 32 slower)
 CHUNK = 1
 #: a trace event as the generator reads it (24 bytes, one read where seven arrays took a cache line each): its
 #: calc in ps (none where not positive), world peer, GOAL tag's low 32 bits, communicator (compact index), class
