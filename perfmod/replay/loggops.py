@@ -81,7 +81,9 @@ _KERNEL_BYTES_PER_NODE = 120
 #: calc in ps (8), its pending request's slot (4), its two times (16) and send results (16), and room for the
 #: other stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
 #: event queue and buffers (about 300) and its state (about 150). Nodes beyond the homes grow the shared pool.
-_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK = 100, 1100
+#: Measured whole-job peaks beyond the trace (2026-11-27): 1,048,576 x 10 Jacobi2D 12.7 GB for 104.8 M events and
+#: 1 M ranks; an 8,388,608-rank allreduce 15.8 GB (about 1,900 bytes per rank, one event each)
+_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK = 110, 1900
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
