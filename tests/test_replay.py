@@ -611,18 +611,16 @@ def test_a_replay_too_large_for_the_memory_says_so_before_allocating(model, monk
     assert replay(tr, SUMMIT, model).total_time.max() > 0
 
 
-def test_a_loggp_replay_counts_the_collectives_rounds_before_allocating_its_graph(monkeypatch):
+def test_a_loggp_replay_checks_its_memory_per_event_and_per_rank_before_allocating(monkeypatch):
     from perfmod.apps.traces import collective
     from perfmod.core.memory import MemoryShortError
     from perfmod.replay import loggops
 
-    tr = collective("allreduce", 4096)  # one event per rank, 2 log2 p graph operations per rank
-    ops = replay(tr, SUMMIT, "loggp").attrs["operations"]
-    assert ops > 20 * len(tr)
-    events_only = loggops._TRACE_BYTES_PER_EVENT * len(tr)  # what the events alone say it needs: it fits
-    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(2 * events_only))
-    assert 2 * events_only < loggops._REPLAY_BYTES_PER_NODE * ops
-    with pytest.raises(MemoryShortError, match=r"the LogGOPS replay of 4,096 events \(up to [\d,]+ graph operations\)"):
+    tr = collective("allreduce", 4096)  # one event per rank, 2 log2 p graph operations per rank, never held whole
+    assert replay(tr, SUMMIT, "loggp").attrs["operations"] > 20 * len(tr)
+    need = loggops._TRACE_BYTES_PER_EVENT * len(tr) + loggops._STREAM_BYTES_PER_RANK * tr.nprocs
+    monkeypatch.setenv("PERFMOD_MEMORY_BYTES", str(need - 1))
+    with pytest.raises(MemoryShortError, match=r"the LogGOPS replay of 4,096 events needs about"):
         replay(tr, SUMMIT, "loggp")
 
 

@@ -2,12 +2,16 @@
 
 The ``loggp`` replay (:mod:`perfmod.replay.loggops`) runs each rank as a
 graph of ``send``, ``recv`` and ``calc`` operations with "requires"
-dependencies, as LogGOPSim does.  :func:`build_graph` makes that graph from
-a :class:`~perfmod.trace.core.Trace` with
+dependencies, as LogGOPSim does.  :func:`build_graph` makes that graph whole
+from a :class:`~perfmod.trace.core.Trace` with
 :func:`~perfmod.trace.formats.goal_graph.op_graph`, the compiled builder
 that ``write_goal`` formats too (the rules are in the ``goal`` module
-docstring), so the replay of a trace and LogGOPSim's run of ``write_goal``'s
-schedule of it simulate the same graph, node for node:
+docstring); the replay makes the same graph rank by rank as its event loop
+reaches it (:mod:`perfmod.replay.loggops_stream`, from the same per-event
+inputs, :func:`~perfmod.trace.formats.goal_graph.build_inputs`), so the
+replay of a trace and LogGOPSim's run of ``write_goal``'s schedule of it
+simulate the same graph, node for node (the tests compare the operations
+counted and LogGOPSim's times):
 
 - compute before a call: a ``calc`` node requiring the frontier (the
   operations the next step waits for), which becomes the frontier;

@@ -8,8 +8,11 @@ and a NIC per rank, and so does this replay for every model whose
 registry entry says ``replay="loggops"`` (``loggp``):
 
 - the trace becomes LogGOPSim's operation graph, the graph ``write_goal``
-  writes for it (:mod:`perfmod.replay.graph`; collectives expanded by
-  MPICH's algorithms into point-to-point rounds);
+  writes for it (:mod:`perfmod.replay.graph` builds it whole; collectives
+  expanded by MPICH's algorithms into point-to-point rounds), made rank by
+  rank as the event loop reaches it and never held whole
+  (:mod:`perfmod.replay.loggops_stream`); a GOAL file read as written runs
+  its own graph, whole;
 - a send holds its CPU ``o`` and its NIC ``g + (n - 1) G``, so one rank
   injects messages every ``max(o, g + (n - 1) G)``; the message reaches
   the receiver ``o + L`` after the send started;
@@ -69,17 +72,18 @@ __all__ = ["GoalTimes", "LogGOPSResult", "LoopInput", "goal_finish_times", "kern
            "replay_goal", "replay_loggops", "run_goal_graph"]
 
 _PS = 1e12  # picoseconds per second: the kernel's time unit
-#: what the event loop allocates per node, by its layout (rows 32, successor ranges 16, a successor about 4, the
-#: order of the rows 4, the event queue's blocks 16 and current-time ring 8, per-node results 24 where asked and 24
-#: more while they are put back in node order), and what the graph built from a trace takes per event at most (a
-#: measured peak of about 1,170 bytes; issue 23), for the check before allocating
-_KERNEL_BYTES_PER_NODE, _TRACE_BYTES_PER_EVENT = 120, 1200
-#: the whole replay's peak per node of the graph's upper bound (collectives expanded: an allreduce is 2 log2 p
-#: operations per rank, so the events alone say little), for the check before the graph is allocated: at 1,048,576
-#: ranks (2026-11-27) Jacobi2D peaked at 1,093 NumPy bytes per event for 6.8 operations per event (tracemalloc,
-#: the scale table of docs/library.md), about 160 per operation, and an allreduce alone at 9.3 GiB resident for
-#: the whole `perfmod replay` process (about 55 operations per rank by the 65,536-rank count: about 170)
-_REPLAY_BYTES_PER_NODE = 160
+#: what the event loop allocates per node of a GOAL file, by its layout (rows 32, successor ranges 16, a successor
+#: about 4, the order of the rows 4, the event queue's blocks 16 and current-time ring 8, per-node results 24 where
+#: asked and 24 more while they are put back in node order), for the check before allocating
+_KERNEL_BYTES_PER_NODE = 120
+#: what the replay of a trace (:mod:`perfmod.replay.loggops_stream`) allocates per event and per rank beyond the
+#: trace, for the check before allocating (the graph is never held whole): per event its inputs (23 bytes), its
+#: calc in ps (8), its pending request's slot (4), its two times (16) and send results (16), and room for the
+#: other stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
+#: event queue and buffers (about 300) and its state (about 150). Nodes beyond the homes grow the shared pool.
+#: Measured whole-job peaks beyond the trace (2026-11-27): 1,048,576 x 10 Jacobi2D 12.7 GB for 104.8 M events and
+#: 1 M ranks; an 8,388,608-rank allreduce 15.8 GB (about 1,900 bytes per rank, one event each)
+_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK = 110, 1900
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
@@ -124,22 +128,28 @@ def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple
     platform's table of the model, derived from the postal ones where it
     has none).
     """
-    par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
-    gps = np.zeros(3 * len(MODES))
     mode = np.zeros(len(graph), dtype=np.int8)
     sends = np.flatnonzero(graph.kind == SEND)
     if sends.size == 0:
-        return mode, par, gps
+        return mode, np.zeros((3 * len(MODES), 3), dtype=np.int64), np.zeros(3 * len(MODES))
     mode[sends] = net.modes(graph.rank[sends], graph.peer[sends], nprocs)
+    return (mode, *_class_params(net))
+
+
+def _class_params(net: Network) -> tuple[np.ndarray, np.ndarray]:
+    """``(par, gps)`` of :func:`message_params`: per message class ``3 * mode + protocol`` its o, g, L (int64 ps;
+    -1 where the platform lacks the class: an error only where a send uses it) and its G (s per byte)."""
+    par = np.zeros((3 * len(MODES), 3), dtype=np.int64)
+    gps = np.zeros(3 * len(MODES))
     for c in range(3 * len(MODES)):
         try:
             p = net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])
-        except ParameterNotAvailable:  # a class the platform lacks: an error only where a send uses it
+        except ParameterNotAvailable:
             par[c] = -1
             continue
         par[c] = round(p["o"] * _PS), round(p["g"] * _PS), round(p["L"] * _PS)
         gps[c] = p["G"]
-    return mode, par, gps
+    return par, gps
 
 
 class LoopInput(NamedTuple):
@@ -389,42 +399,40 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
                    iteration: np.ndarray) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
-    with its own compute runs the file's graph as written (:func:`_replay_as_written`)."""
-    from perfmod.replay import loggops_kernel
-    from perfmod.replay.graph import build_graph
+    with its own compute runs the file's graph as written (:func:`_replay_as_written`), any other trace its
+    graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`)."""
+    from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
+    from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream, stream_inputs
     from perfmod.trace.formats.goal_trace import as_written
 
     written = as_written(trace)
     if written is not None and compute is trace.compute:
         return _replay_as_written(trace, *written, net, n_iter)
-    check_fits(_TRACE_BYTES_PER_EVENT * len(trace), f"the LogGOPS replay of {len(trace):,} events")
-    g = build_graph(trace, reqs, compute, lambda ub: check_fits(
-        _REPLAY_BYTES_PER_NODE * ub, f"the LogGOPS replay of {len(trace):,} events (up to {ub:,} graph operations)"))
-    inp = kernel_input(g, 0.0, net, trace.nprocs, False)
-    # what the accounting needs of the graph; the rest is let go before the loop runs
-    calc_size = np.where(g.kind == CALC, g.size, 0)
-    sends = np.flatnonzero((g.kind == SEND) & (g.event >= 0))
-    release, frontier, calc_of, event, node_ptr = g.release, g.frontier, g.calc_of, g.event, g.rank_ptr
-    nops = len(g)
-    del g
-    status, done, rr, mate, nexto, _ = _run(loggops_kernel, trace.nprocs, inp, False, True)
-    del inp
+    p, n = trace.nprocs, len(trace)
+    check_fits(_TRACE_BYTES_PER_EVENT * n + _STREAM_BYTES_PER_RANK * p, f"the LogGOPS replay of {n:,} events")
+    if n >= 1 << 31:
+        raise ValueError(f"the LogGOPS replay takes fewer than 2**31 events, not {n:,}")
+    ev = stream_inputs(trace, reqs, compute)
+    plat = net.platform
+    ranks = np.arange(p)
+    sock = socket_of(ranks, plat.ranks_per_node, plat.sockets_per_node, net.mapping, **net.nnodes_kw(p))
+    host = node_of(ranks, plat.ranks_per_node, net.mapping, **net.nnodes_kw(p))
+    del ranks
+    par, gps = _class_params(net)
+    with first_call("the LogGOPS event loop"):
+        status, nexto, cend, emax, sdone, pdst, blocked, nops, bad = run_stream(
+            ev, sock.astype(np.int64), host.astype(np.int64), par, gps, int(plat.short_max_bytes),
+            int(plat.eager_max_bytes), CHUNK)
+    units = ev[1]["units"]
+    del ev
+    if status == STATUS_CLASS:
+        net.loggp_params(MODES[bad // 3], PROTOCOLS[bad % 3])  # raises the network's own error
+    if status == STATUS_EARLY:
+        raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
+                           "cannot order (a bug: please report it with the schedule)")
     acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
-                                     n_iter, _SLOT, release, frontier, calc_of, calc_size, rr, nexto)
-    n = len(trace)
-    sdone = np.full(n, np.nan)
-    pdst = np.full(n, -1, dtype=np.int64)
-    ev = event[sends]
-    hit = done[sends] >= 0
-    sdone[ev[hit]] = done[sends[hit]] / _PS
-    m = mate[sends]
-    ok_m = (m >= 0) & (event[np.maximum(m, 0)] >= 0)
-    pdst[ev[ok_m]] = event[m[ok_m]]
-    blocked: dict[int, int] = {}
-    if status != STATUS_OK:
-        undone = np.flatnonzero(done < 0)
-        for v, r in zip(undone.tolist(), (np.searchsorted(node_ptr, undone, side="right") - 1).tolist(), strict=True):
-            if r not in blocked:  # a rank's first undone node is an operation: a join waits for an earlier one
-                blocked[r] = int(event[v])
-    return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm, blocked, sdone, pdst, nops)
+                                     n_iter, _SLOT, units, cend, emax, nexto)
+    stuck = np.flatnonzero(blocked >= 0) if status != STATUS_OK else np.zeros(0, dtype=np.int64)
+    return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm,
+                         dict(zip(stuck.tolist(), blocked[stuck].tolist(), strict=True)), sdone, pdst, int(nops))

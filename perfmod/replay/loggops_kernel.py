@@ -351,6 +351,43 @@ def _queue(nd, fbuf, m, abuf, kbuf, tcpu, tsend, seq, stats, stk, cur, pool, bne
         _qpush(tw, ((seq + q) << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
 
 
+@njit(cache=True, _nrt=False)
+def _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur, pool, bnext,
+                 bhead, btail, bfill, bmin, fstk, qs):
+    """Queue the ``nfree`` operations one event freed (``fbuf``, of the ``nh`` ranks ``fhost``): ranks in
+    increasing order, each rank's sorted by type (:func:`_queue`), at its CPU's time (a send: the later of CPU
+    and send NIC), with sequences from ``aqtime``; returns the next sequence.  (The event loops of
+    :func:`run_loggops` and :func:`~perfmod.replay.loggops_stream.run_stream`.)"""
+    if nh == 1:  # one rank freed operations (the usual case): sort and queue them
+        h = fhost[0]
+        if nfree == 1:
+            w = fbuf[0]
+            tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
+            _qpush(tw, (aqtime << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            return aqtime + 1
+        _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur, pool,
+               bnext, bhead, btail, bfill, bmin, fstk, qs)
+        return aqtime + nfree
+    lo = -1
+    for _ in range(nh):
+        nxt = -1
+        for q in range(nh):
+            if fhost[q] > lo and (nxt < 0 or fhost[q] < nxt):
+                nxt = fhost[q]
+        if nxt < 0:
+            break
+        lo = nxt
+        m = 0
+        for q in range(nfree):
+            if nd[fbuf[q]].rank == nxt:
+                sbuf[m] = fbuf[q]
+                m += 1
+        _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk, cur, pool,
+               bnext, bhead, btail, bfill, bmin, fstk, qs)
+        aqtime += m
+    return aqtime
+
+
 @njit(cache=True)
 def time_major(rank, ndeps, nprocs, band):
     """The loop's node order: ``(order, newpos, init, init_ptr)``.
@@ -654,38 +691,9 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
                     _append(h, m, uq_head, uq_tail, nd)
             else:
                 _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        if nfree == 0:
-            continue
-        if nh == 1:  # one rank freed operations (the usual case): sort and queue them
-            h = fhost[0]
-            if nfree == 1:
-                w = fbuf[0]
-                tw = max(nexto[h], nextgs[h]) if nd[w].kind == _SEND else nexto[h]
-                _qpush(tw, (aqtime << _SHIFT) | w, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-                aqtime += 1
-                continue
-            _queue(nd, fbuf, nfree, abuf, kbuf, nexto[h], max(nexto[h], nextgs[h]), aqtime, stats, stk, cur, pool,
-                   bnext, bhead, btail, bfill, bmin, fstk, qs)
-            aqtime += nfree
-            continue
-        # queue the freed operations: ranks in increasing order, each sorted by type
-        lo = -1
-        for _ in range(nh):
-            nxt = -1
-            for q in range(nh):
-                if fhost[q] > lo and (nxt < 0 or fhost[q] < nxt):
-                    nxt = fhost[q]
-            if nxt < 0:
-                break
-            lo = nxt
-            m = 0
-            for q in range(nfree):
-                if nd[fbuf[q]].rank == nxt:
-                    sbuf[m] = fbuf[q]
-                    m += 1
-            _queue(nd, sbuf, m, abuf, kbuf, nexto[nxt], max(nexto[nxt], nextgs[nxt]), aqtime, stats, stk,
-                   cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-            aqtime += m
+        if nfree:
+            aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
+                                  pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
     status = STATUS_OK
     if qs[_EARLY] > 0:
         return STATUS_EARLY, done, rr, mate, nexto, stats[0]
@@ -704,8 +712,12 @@ _SLOT[list(code_set(COLLECTIVES))] = ACC_COLL
 
 
 @njit(cache=True)
-def _account(rank_ptr, call, iteration, n_iter, slot_of, release, frontier, calc_of, calc_size, rr, nexto):
-    """Per rank and event: the program's clock after each event, split into the accumulator slots."""
+def _account(rank_ptr, call, iteration, n_iter, slot_of, units, cend, emax, nexto):
+    """Per rank and event: the program's clock after each event, split into the accumulator slots.
+
+    ``units``: the calc before each event (ps; none where not positive); ``cend``: the CPU time when that calc
+    was done; ``emax``: the latest CPU time at which a node the event adds to its rank's frontier was done
+    (-1: none; :func:`~perfmod.replay.loggops_stream.run_stream`)."""
     nprocs = rank_ptr.size - 1
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))
@@ -715,18 +727,16 @@ def _account(rank_ptr, call, iteration, n_iter, slot_of, release, frontier, calc
         last_it = -1
         for i in range(rank_ptr[r], rank_ptr[r + 1]):
             prev = cur
-            c = calc_of[i]
             comm = 0.0
-            if c >= 0:
-                end = rr[c]
-                acc[r, ACC_COMPUTE] += calc_size[c] / 1e12
-                wait = (end - calc_size[c] - prev) / 1e12  # the calc waited for a busy CPU
+            if units[i] > 0:
+                end = cend[i]
+                acc[r, ACC_COMPUTE] += units[i] / 1e12
+                wait = (end - units[i] - prev) / 1e12  # the calc waited for a busy CPU
                 acc[r, ACC_WAIT] += wait
                 comm += wait
                 cur = max(cur, end)
             base = cur
-            for q in range(release[i], release[i + 1]):
-                cur = max(cur, rr[frontier[q]])
+            cur = max(cur, emax[i])
             s = slot_of[call[i]]
             if s >= 0:
                 acc[r, s] += (cur - base) / 1e12

@@ -30,7 +30,7 @@ from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, Trac
 from perfmod.trace.formats.textio import alltoallv_recv_bytes
 
 __all__ = ["SEND", "RECV", "CALC", "WILD", "COLLECTIVE_TAG", "LINE_BYTES", "RANK_BYTES", "REQUIRES_BYTES", "OpGraph",
-           "collective_rounds", "format_ranks", "op_graph"]
+           "build_inputs", "collective_inputs", "collective_rounds", "event_fields", "format_ranks", "op_graph"]
 
 SEND, RECV, CALC = 1, 2, 3  #: node types, LogGOPSim's order (its free operations are sorted by type)
 WILD = -1  #: any source / any tag in :attr:`OpGraph.peer` and :attr:`OpGraph.tag`
@@ -404,12 +404,16 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
 
 def _members(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(compact index of each event's communicator, members CSR values, CSR offsets)``."""
-    ids, ck = np.unique(trace.comm, return_inverse=True)
+    comm = trace.comm
+    if comm.size and comm.min() == comm.max():  # one communicator (the usual case): no sort of every event
+        ids, ck = comm[:1].copy(), np.zeros(comm.size, dtype=np.int32)
+    else:
+        ids, ck = np.unique(comm, return_inverse=True)
     lists = [trace.comm_ranks(int(c)) for c in ids.tolist()]
     mem_ptr = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum(np.array([m.size for m in lists], dtype=np.int64), out=mem_ptr[1:])
     mem = np.concatenate(lists).astype(np.int64) if lists else np.zeros(0, dtype=np.int64)
-    return ck.reshape(-1).astype(np.int64), mem, mem_ptr
+    return ck.reshape(-1).astype(np.int32, copy=False), mem, mem_ptr
 
 
 def _positions(trace: Trace, ev: np.ndarray, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray) -> np.ndarray:
@@ -470,6 +474,89 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
             kinds, xs, int(work.sum()))
 
 
+@njit(cache=True)
+def _event_fields(call, comm, peer, tag, ck, mem, mem_ptr, tables, cls, mkind, sync, wpeer, wtag):
+    """Per event, in one pass: its class for :func:`_build`, its node kind (a message), synchronous send, world
+    peer (:data:`WILD`: any source) and GOAL tag (``tag * 1000 + comm`` on communicator ``comm != 0``, WILD any;
+    ``wtag``'s dtype keeps what it can: int32 the low 32 bits, as the replay's rows do)."""
+    is_send, is_recv, blocking, waits, coll, syncs = tables
+    for i in range(call.size):
+        c = call[i]
+        pr = np.int64(peer[i])
+        msg = (is_send[c] or is_recv[c]) and pr != PROC_NULL
+        k = _NONE
+        if msg:
+            k = _BLOCKING if blocking[c] else _NONBLOCKING
+        if waits[c]:
+            k = _WAIT
+        if c == _C_SENDRECV:
+            k = _SENDRECV
+        if coll[c]:
+            k = _COLLECTIVE
+        cls[i] = k
+        tg = np.int64(tag[i])
+        cm = np.int64(comm[i])
+        wt = tg if cm == 0 or tg == ANY_TAG else tg * 1000 + cm
+        if is_recv[c] and wt == ANY_TAG:
+            wt = WILD
+        wtag[i] = wt if wtag.itemsize == 8 else np.int32(wt & 0xFFFFFFFF)
+        if pr >= 0 and (k == _SENDRECV or msg):
+            pr = mem[mem_ptr[ck[i]] + pr]
+        elif msg and is_recv[c] and pr == ANY_SOURCE:
+            pr = WILD
+        wpeer[i] = pr
+        mkind[i] = SEND if is_send[c] else RECV
+        sync[i] = syncs[c]
+
+
+def _table(calls: list[Call]) -> np.ndarray:
+    t = np.zeros(256, dtype=np.bool_)
+    t[_codes(calls)] = True
+    return t
+
+
+_TABLES = (_table(_SENDS), _table(_RECVS), _table(_BLOCKING_CALLS), _table(_WAIT_CALLS),
+           _table([*_EXPANDED, Call.REDUCE_SCATTER]), _table(_SYNC))
+_C_SENDRECV = int(Call.SENDRECV)
+
+
+def collective_inputs(trace: Trace, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray) -> tuple:
+    """The collectives' part of :func:`build_inputs`: ``(raux, part_ptr, part_key, part_size, part_a2av,
+    key_rptr, rnd_optr, op_kind, op_x, work)``: each alltoallv's received bytes, the collective parts of each
+    event and the rounds of each distinct ``(call, rank, size, root)``, and the operations they expand into."""
+    raux = np.zeros(trace.aux.size, dtype=np.int64)
+    for i, recv in alltoallv_recv_bytes(trace).items():
+        raux[trace.aux_ptr[i]:trace.aux_ptr[i + 1]] = recv
+    return raux, *_templates(trace, trace.call.astype(np.int64), ck, mem, mem_ptr)
+
+
+def event_fields(trace: Trace, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray, cls: np.ndarray,
+                 mkind: np.ndarray, sync: np.ndarray, wpeer: np.ndarray, wtag: np.ndarray) -> None:
+    """Fill each event's class, node kind, synchronous send, world peer and GOAL tag (:func:`_event_fields`)
+    into the given arrays (any integer dtypes; int32 ``wtag``: the tag's low 32 bits)."""
+    _event_fields(trace.call, trace.comm, trace.peer, trace.tag, ck, mem, mem_ptr, _TABLES, cls, mkind, sync, wpeer,
+                  wtag)
+
+
+def build_inputs(trace: Trace, reqs, units: np.ndarray) -> tuple[tuple, int]:
+    """What the compiled pass over the events (:func:`_build`) takes: ``(args, ub)``, the per-event and template
+    arrays in ``_build``'s order and an upper bound of the graph's nodes (collectives expanded into their
+    rounds).  (The ``loggp`` replay's generator takes the same fields: :mod:`perfmod.replay.loggops_stream`.)"""
+    n = len(trace)
+    ck, mem, mem_ptr = _members(trace)
+    cls, mkind, sync, wpeer, wtag = (np.empty(n, dtype=np.int64) for _ in range(5))
+    event_fields(trace, ck, mem, mem_ptr, cls, mkind, sync, wpeer, wtag)
+    raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, work = collective_inputs(
+        trace, ck, mem, mem_ptr)
+    units = np.asarray(units, dtype=np.int64)
+    ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
+             + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
+    args = (trace.rank_ptr, cls, mkind, sync, units, wpeer, wtag, trace.nbytes.astype(np.int64),
+            trace.comm.astype(np.int64), ck, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux.astype(np.int64),
+            trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
+    return args, ub
+
+
 def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None] | None = None) -> OpGraph:
     """The operation graph of ``trace`` (see the module docstring).
 
@@ -486,41 +573,10 @@ def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None]
         Called with an upper bound of the graph's nodes before the graph is allocated (collectives expanded
         into their rounds): a caller's memory check (the replay's), which raises to stop.
     """
-    n = len(trace)
-    call = trace.call.astype(np.int64)
-    comm = trace.comm.astype(np.int64)
-    peer = trace.peer.astype(np.int64)
-    tag = trace.tag.astype(np.int64)
-    ck, mem, mem_ptr = _members(trace)
-    is_send, is_recv = np.isin(call, _codes(_SENDS)), np.isin(call, _codes(_RECVS))
-    msg = (is_send | is_recv) & (peer != PROC_NULL)
-    cls = np.full(n, _NONE, dtype=np.int64)
-    cls[msg] = _NONBLOCKING
-    cls[msg & np.isin(call, _codes(_BLOCKING_CALLS))] = _BLOCKING
-    cls[np.isin(call, _codes(_WAIT_CALLS))] = _WAIT
-    cls[call == int(Call.SENDRECV)] = _SENDRECV
-    cls[np.isin(call, _codes(_EXPANDED)) | (call == int(Call.REDUCE_SCATTER))] = _COLLECTIVE
-    wtag = np.where((comm == 0) | (tag == ANY_TAG), tag, tag * 1000 + comm)
-    wtag = np.where(is_recv & (wtag == ANY_TAG), WILD, wtag)
-    direct = (cls == _SENDRECV) & (peer >= 0) | msg & (peer >= 0)
-    wpeer = peer.copy()
-    wpeer[direct] = mem[mem_ptr[ck[direct]] + peer[direct]]
-    wpeer[msg & is_recv & (peer == ANY_SOURCE)] = WILD
-    raux = np.zeros_like(trace.aux, dtype=np.int64)
-    for i, recv in alltoallv_recv_bytes(trace).items():
-        raux[trace.aux_ptr[i]:trace.aux_ptr[i + 1]] = recv
-    part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, work = _templates(
-        trace, call, ck, mem, mem_ptr)
-    units = np.asarray(units, dtype=np.int64)
-    ub = int(2 * np.count_nonzero(units > 0) + 2 * np.count_nonzero((cls == _NONBLOCKING) | (cls == _BLOCKING))
-             + 3 * np.count_nonzero(cls == _SENDRECV) + work + 1)
+    args, ub = build_inputs(trace, reqs, units)
     if check is not None:
         check(ub)
-    nodes, nn, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(
-        trace.rank_ptr, cls, np.where(is_send, SEND, RECV), np.isin(call, _codes(_SYNC)).astype(np.int64), units,
-        wpeer, wtag, trace.nbytes.astype(np.int64), comm, ck, mem, mem_ptr, reqs.ref_ptr, reqs.created,
-        trace.aux.astype(np.int64), trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr,
-        rnd_optr, op_kind, op_x, ub)
+    nodes, nn, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(*args, ub)
     # each field one contiguous copy (views would keep the table, sized by the upper bound, about 1.4 x the nodes)
     rank, kind, size, peer, tag, sync, event = (nodes[0, :nn].copy(), nodes[1, :nn].astype(np.int8),
                                                 nodes[2, :nn].copy(), nodes[3, :nn].copy(), nodes[4, :nn].copy(),

@@ -1,0 +1,809 @@
+"""The ``loggp`` replay of a trace without its whole operation graph: each rank's operations made as they are needed.
+
+:mod:`perfmod.replay.loggops_kernel` runs LogGOPSim's event loop on a
+graph built whole (:func:`~perfmod.trace.formats.goal_graph.op_graph`),
+about 1 KB per trace event at its peak (issue 23).  Here the same loop
+runs on the same graph made rank by rank as the simulation reaches it:
+:func:`run_stream` resumes, per rank, the pass of
+:func:`~perfmod.trace.formats.goal_graph._build` over the rank's events (a
+cursor into them, the position inside a collective's rounds, the
+frontier, the pending requests), and the nodes live in 64-byte slots
+(:data:`SLOT`: the loop's :data:`~perfmod.replay.loggops_layout.ROW` and
+the stream's own fields) recycled when done and no longer referenced, 8
+of each rank's own (so that the ranks running at one simulated moment
+touch memory together, as the full graph's time-major rows did) and a
+shared pool beyond; a node's successors are a linked list of cells,
+appended in creation order (the order LogGOPSim frees them in).
+
+Why the result is the full graph's, event for event: a node's
+predecessors are always the rank's frontier when it is made, and a node
+is freed when its last predecessor is done, the successors of one node
+in creation order.  A rank's next chunk of nodes is made when the first
+node of its current frontier is queued (before it can be done: a node is
+done only after it is queued), and a chunk ends only where no
+not-yet-done node of the frontier is already queued, so every node is made
+before its last predecessor is done and counts only those not done yet:
+it is freed at the same event and in the same place of that event's
+order as in the full graph.  The nodes that require nothing (a rank's
+first operations, before its frontier holds any) are all in the rank's
+first chunk, made before the loop starts, and queued as the full graph's
+``init``.  Slot numbers order nothing (sequences break every tie).
+
+The per-rank accounting of :func:`~perfmod.replay.loggops_kernel._account`
+takes two times per event, filled as nodes are done: the CPU time when
+the event's calc is done (``cend``) and the latest over the nodes the
+event adds to its rank's frontier (``emax``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from perfmod.replay.loggops_kernel import (
+    _BS,
+    _EARLY,
+    _END,
+    _FAR,
+    _FREE,
+    _LAST,
+    _LIVE,
+    _NB,
+    _P_G,
+    _P_L,
+    _P_O,
+    _POS,
+    _SHIFT,
+    _append,
+    _find,
+    _qpush,
+    _qrefill,
+    _queue,
+    _queue_freed,
+)
+from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
+from perfmod.trace.formats.goal_graph import _BLOCKING, _COLLECTIVE, _NONBLOCKING, _SENDRECV, _WAIT, COLLECTIVE_TAG
+
+__all__ = ["CHUNK", "EVENT", "SLOT", "STATUS_CLASS", "run_stream", "stream_inputs"]
+
+#: the loop stopped at a send whose message class the platform lacks (``run_stream``'s ``bad``: the class)
+STATUS_CLASS = 3
+#: nodes a rank's chunk makes at least (then up to the next place where it may end: the module docstring): one
+#: step, so that a rank's live nodes stay within its home of 8 slots (1,048,576-rank allreduce: 2.24 GB resident
+#: with 1, 2.98 GB with 4, which overflowed the homes; 16,384-rank Jacobi2D: 1, 2, 4 within 5 %, 32 slower)
+CHUNK = 1
+#: a trace event as the generator reads it (24 bytes, one read where seven arrays took a cache line each): its
+#: calc in ps (none where not positive), world peer, GOAL tag's low 32 bits, communicator (compact index), class
+#: (:func:`~perfmod.trace.formats.goal_graph._build`'s), node kind and synchronous send
+EVENT = np.dtype([("units", np.int64), ("peer", np.int32), ("tag", np.int32), ("ck", np.int32), ("cls", np.int8),
+                  ("kind", np.int8), ("sync", np.int8)], align=True)
+#: a node in its slot (64 bytes, one cache line): the event loop's :data:`~perfmod.replay.loggops_layout.ROW`,
+#: then ``head``/``tail`` of its successors' cells (a free slot: ``head`` the next free one), the trace ``event``
+#: that made it (-1 a join), the event whose frontier it joins (``rel``, -1 none yet), the chunk mark ``trig``,
+#: ``flag`` (:data:`_F_FR` ...), and ``rr`` the CPU time when it was done (kept for a request not yet waited for)
+SLOT = np.dtype([("dur", np.int64), ("rank", np.int32), ("peer", np.int32), ("tag", np.int32), ("link", np.int32),
+                 ("ndeps", np.int32), ("kind", np.int8), ("rndv", np.int8), ("cls", np.int16), ("head", np.int32),
+                 ("tail", np.int32), ("event", np.int32), ("rel", np.int32), ("trig", np.int32), ("flag", np.int32),
+                 ("rr", np.int64)], align=True)
+assert SLOT.itemsize == 64
+_MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``key - _MSG``, else a node's slot
+# flags: in its rank's frontier, a pending request, its message not yet matched, the send its event reports
+_F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
+# the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
+# message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells; then each rank's
+# first free home slot, then each rank's first free home cell
+_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_BASE = range(11)
+#: slots and cells of each rank's own (its "home": rank r's are r * _HOME .. (r + 1) * _HOME - 1, the shared pool
+#: after all homes): the nodes the ranks run at one simulated moment lie together in memory, as in the full
+#: graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M operations/s; 16,384: 1.0)
+_HOME, _HOME_CELLS = 8, 16
+_NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
+
+
+@njit(cache=True, _nrt=False)
+def _cell(r, gs, cells, x):
+    """A cell of rank ``r`` holding ``x`` (``cells[2 c]``; ``cells[2 c + 1]`` the next cell of its list, -1
+    none): from its home, else from the shared pool."""
+    h = _G_BASE + gs[_G_P] + r
+    c = gs[h]
+    if c >= 0:
+        gs[h] = cells[2 * c + 1]
+    else:
+        c = gs[_G_LHEAD]
+        gs[_G_LHEAD] = cells[2 * c + 1]
+        gs[_G_LFREE] -= 1
+    cells[2 * c] = x
+    cells[2 * c + 1] = -1
+    return c
+
+
+@njit(cache=True, _nrt=False)
+def _free_cell(gs, cells, c):
+    if c < gs[_G_HC]:
+        h = _G_BASE + gs[_G_P] + c // _HOME_CELLS
+        cells[2 * c + 1] = gs[h]
+        gs[h] = c
+    else:
+        cells[2 * c + 1] = gs[_G_LHEAD]
+        gs[_G_LHEAD] = c
+        gs[_G_LFREE] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _maybe_free(v, nd, cand, gs):
+    """Give slot ``v`` back if its node is done and nothing refers to it (frontier, request, message)."""
+    x = nd[v]
+    if x.kind >= _DONE and x.flag & (_F_FR | _F_PEND | _F_MSG) == 0:
+        if cand[x.rank] == v:
+            cand[x.rank] = -1
+        x.kind = 0
+        if v < gs[_G_HS]:
+            h = _G_BASE + v // _HOME
+            x.head = gs[h]
+            gs[h] = v
+        else:
+            x.head = gs[_G_SHEAD]
+            gs[_G_SHEAD] = v
+            gs[_G_SFREE] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _requires_frontier(s, r, nd, frh, gs, cells):
+    """Node ``s`` requires its rank's frontier: an edge from each member not done yet (those done count no
+    more; the module docstring says why one is always left)."""
+    c = frh[r]
+    k = 0
+    while c >= 0:
+        u = cells[2 * c]
+        if nd[u].kind < _DONE:
+            e = _cell(r, gs, cells, s)
+            if nd[u].head < 0:
+                nd[u].head = e
+            else:
+                cells[2 * nd[u].tail + 1] = e
+            nd[u].tail = e
+            k += 1
+        c = cells[2 * c + 1]
+    nd[s].ndeps = k
+
+
+@njit(cache=True, _nrt=False)
+def _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells):
+    c = frh[r]
+    while c >= 0:
+        u = cells[2 * c]
+        nd[u].flag &= ~_F_FR
+        _maybe_free(u, nd, cand, gs)
+        nxt = cells[2 * c + 1]
+        _free_cell(gs, cells, c)
+        c = nxt
+    frh[r] = -1
+    frt[r] = -1
+    gnf[r] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _fr_push(r, u, nd, frh, frt, gnf, gs, cells):
+    c = _cell(r, gs, cells, u)
+    if frh[r] < 0:
+        frh[r] = c
+    else:
+        cells[2 * frt[r] + 1] = c
+    frt[r] = c
+    gnf[r] += 1
+    nd[u].flag |= _F_FR
+
+
+@njit(cache=True, _nrt=False)
+def _new_frontier(r, head, tail, cnt, nd, frh, frt, gnf, cand, gs, cells):
+    """The cells ``head`` .. ``tail`` (``cnt`` new nodes) become rank ``r``'s frontier, the old one let go."""
+    _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
+    frh[r], frt[r], gnf[r] = head, tail, cnt
+    c = head
+    while c >= 0:
+        nd[cells[2 * c]].flag |= _F_FR
+        c = cells[2 * c + 1]
+
+
+@njit(cache=True, _nrt=False)
+def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max):
+    """Make a node of rank ``r`` requiring its frontier (its row as :func:`~perfmod.replay.loggops_kernel.fill_rows`
+    fills it; a calc's ``size`` in ps); returns its slot."""
+    s = gs[_G_BASE + r]
+    if s >= 0:
+        row = nd[s]
+        gs[_G_BASE + r] = row.head
+    else:
+        s = gs[_G_SHEAD]
+        row = nd[s]
+        gs[_G_SHEAD] = row.head
+        gs[_G_SFREE] -= 1
+    row.rank = r
+    row.peer = peer
+    row.tag = np.int32(tag & 0xFFFFFFFF)
+    row.link = -1
+    row.kind = kind
+    row.rndv = 0
+    row.cls = 0
+    row.dur = 0
+    if kind == _CALC:
+        row.dur = size
+    elif kind == _SEND:
+        nb = max(size, 1)
+        pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
+        mode = 0 if sock[r] == sock[peer] else (1 if host[r] == host[peer] else 2)
+        c = 3 * mode + pc
+        if par[c, 0] < 0 and gs[_G_BAD] < 0:
+            gs[_G_BAD] = c
+        row.cls = c
+        row.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+        row.rndv = size > eager_max or sync != 0
+    row.head = -1
+    row.tail = -1
+    row.event = ev
+    row.rel = -1
+    row.trig = -1
+    row.flag = 0
+    row.rr = -1
+    gs[_G_NODES] += 1
+    _requires_frontier(s, r, nd, frh, gs, cells)
+    if gs[_G_NI] >= 0 and row.ndeps == 0:  # the first chunks: an init node
+        ibuf[gs[_G_NI]] = s
+        gs[_G_NI] += 1
+    return s
+
+
+@njit(cache=True, _nrt=False)
+def _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max):
+    """A frontier of several nodes joined by one zero calc that requires them all, made the frontier
+    (:func:`~perfmod.trace.formats.goal_graph._join`); returns the nodes made (0 or 1)."""
+    if gnf[r] <= 1:
+        return 0
+    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+    _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
+    _fr_push(r, s, nd, frh, frt, gnf, gs, cells)
+    return 1
+
+
+@njit(cache=True, _nrt=False)
+def _may_end(r, nd, frh, gnf, cells):
+    """A chunk may end here: the frontier holds nodes, and none not done is queued yet (``ndeps`` 0)."""
+    if gnf[r] == 0:
+        return False
+    c = frh[r]
+    while c >= 0:
+        u = cells[2 * c]
+        if nd[u].kind < _DONE and nd[u].ndeps == 0:
+            return False
+        c = cells[2 * c + 1]
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
+    """Make rank ``r``'s next operations, step by step (the rest of an event, or one round of a collective), as
+    :func:`~perfmod.trace.formats.goal_graph._build` does, until at least ``chunk`` are made (``made`` so far)
+    and the chunk may end (:func:`_may_end`), or the rank's events are spent.
+
+    Returns ``(status, made)``: ``_NEED`` when fewer than ``smax`` free slots or too few free cells are left
+    for a step (the caller grows the pools and calls again), ``_BAD`` at a message class the platform lacks,
+    else ``_OK``.  ``ev``: :func:`stream_inputs`' arrays; ``st``: the
+    generator's per-rank state and the message parameters; ``out``: the per-event results.
+    """
+    (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key, part_size,
+     part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
+    gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max = st
+    emax = out[1]
+    end = rank_ptr[r + 1]
+    while True:
+        i = gcur[r]
+        if i >= end:
+            return _OK, made
+        if made >= chunk and _may_end(r, nd, frh, gnf, cells):
+            epoch[r] += 1  # the frontier's nodes: the first of them queued makes the next chunk
+            c = frh[r]
+            while c >= 0:
+                nd[cells[2 * c]].trig = epoch[r]
+                c = cells[2 * c + 1]
+            return _OK, made
+        if gs[_G_BAD] >= 0:
+            return _BAD, made
+        if gs[_G_SFREE] < smax or gs[_G_LFREE] < lmax + gnf[r] + ref_ptr[i + 1] - ref_ptr[i]:
+            return _NEED, made
+        if gq[r] >= 0:  # one round of the collective event i
+            q, rnd = gq[r], grd[r]
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            base = mem_ptr[evr[i].ck]
+            a = aux_ptr[i]
+            ctag = COLLECTIVE_TAG + comm[i]
+            head = -1
+            tail = -1
+            last = -1
+            for o in range(rnd_optr[rnd], rnd_optr[rnd + 1]):  # they require the frontier, then become it
+                x = op_x[o]
+                nb = part_size[q]
+                if part_a2av[q]:
+                    nb = aux[a + x] if op_kind[o] == _SEND else raux[a + x]
+                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
+                          short_max, eager_max)
+                nd[s].rel = i
+                e = _cell(r, gs, cells, s)
+                if head < 0:
+                    head = e
+                else:
+                    cells[2 * tail + 1] = e
+                tail = e
+                if op_kind[o] == _SEND:
+                    last = s
+            n_new = rnd_optr[rnd + 1] - rnd_optr[rnd]
+            made += n_new
+            if head >= 0:
+                _new_frontier(r, head, tail, n_new, nd, frh, frt, gnf, cand, gs, cells)
+            if last >= 0:  # the event's latest send reports it (the full graph's last send of an event wins)
+                if cand[r] >= 0:
+                    nd[cand[r]].flag &= ~_F_LAST
+                nd[last].flag |= _F_LAST
+                cand[r] = last
+            rnd += 1  # the next round: of this part, else of the next part with rounds, else the next event
+            while q < part_ptr[i + 1] and rnd >= key_rptr[part_key[q] + 1]:
+                q += 1
+                if q < part_ptr[i + 1]:
+                    rnd = key_rptr[part_key[q]]
+            if q < part_ptr[i + 1]:
+                gq[r], grd[r] = q, rnd
+            else:
+                gq[r] = -1
+                cand[r] = -1
+                gcur[r] = i + 1
+            continue
+        e_i = evr[i]
+        if e_i.units > 0:  # an event's start: its calc, then its operation
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, _CALC, e_i.units, 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+                      eager_max)
+            made += 1
+            e = _cell(r, gs, cells, s)
+            _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
+        c = e_i.cls
+        if c == _NONBLOCKING or c == _BLOCKING:
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            s = _node(r, e_i.kind, nbytes[i], e_i.peer, e_i.tag, e_i.sync, i, nd, gs, frh, cells, ibuf, sock, host, par,
+                      gps, short_max, eager_max)
+            made += 1
+            if e_i.kind == _SEND:
+                nd[s].flag |= _F_LAST
+            if c == _BLOCKING:
+                nd[s].rel = i
+                e = _cell(r, gs, cells, s)
+                _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
+            else:
+                pend[i] = s
+                nd[s].flag |= _F_PEND
+        elif c == _WAIT:
+            for q in range(ref_ptr[i], ref_ptr[i + 1]):
+                x = created[q]
+                u = pend[x]
+                if u >= 0:
+                    pend[x] = -1
+                    nd[u].flag &= ~_F_PEND
+                    _fr_push(r, u, nd, frh, frt, gnf, gs, cells)
+                    if nd[u].kind >= _DONE:
+                        emax[i] = max(emax[i], nd[u].rr)
+                    else:
+                        nd[u].rel = i
+        elif c == _SENDRECV:
+            a = aux_ptr[i]
+            src, rb, rt = aux[a], aux[a + 1], aux[a + 2]
+            if comm[i] != 0 and rt != ANY_TAG:
+                rt = rt * 1000 + comm[i]
+            if rt == ANY_TAG:
+                rt = _WILD
+            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            head = -1
+            tail = -1
+            n_new = 0
+            if e_i.peer != PROC_NULL:
+                s = _node(r, _SEND, nbytes[i], e_i.peer, e_i.tag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
+                          short_max, eager_max)
+                nd[s].flag |= _F_LAST
+                nd[s].rel = i
+                head = tail = _cell(r, gs, cells, s)
+                n_new += 1
+            if src != PROC_NULL:
+                ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[e_i.ck] + src])
+                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+                          eager_max)
+                nd[s].rel = i
+                e = _cell(r, gs, cells, s)
+                if head < 0:
+                    head = e
+                else:
+                    cells[2 * tail + 1] = e
+                tail = e
+                n_new += 1
+            made += n_new
+            if n_new:
+                _new_frontier(r, head, tail, n_new, nd, frh, frt, gnf, cand, gs, cells)
+        elif c == _COLLECTIVE:
+            q = part_ptr[i]
+            while q < part_ptr[i + 1] and key_rptr[part_key[q]] == key_rptr[part_key[q] + 1]:
+                q += 1
+            if q < part_ptr[i + 1]:
+                gq[r], grd[r] = q, key_rptr[part_key[q]]
+                continue  # its rounds, a step each
+        gcur[r] = i + 1
+
+
+@njit(cache=True, _nrt=False)
+def _done(v, t, cpu_t, nd, cand, gs, cells, fbuf, nfree, out):
+    """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``): its event's times, the nodes it frees
+    appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it."""
+    cend, emax, sdone = out[0], out[1], out[2]
+    x = nd[v]
+    k = x.kind
+    x.kind = k + _DONE
+    e = x.event
+    if k == _SEND and x.flag & _F_LAST:
+        sdone[e] = t / 1e12
+    elif k == _CALC and e >= 0:
+        cend[e] = cpu_t
+    if x.rel >= 0:
+        emax[x.rel] = max(emax[x.rel], cpu_t)
+    else:
+        x.rr = cpu_t
+    c = x.head
+    while c >= 0:
+        w = cells[2 * c]
+        d = nd[w].ndeps - 1
+        nd[w].ndeps = d
+        if d == 0:
+            fbuf[nfree] = w
+            nfree += 1
+        nxt = cells[2 * c + 1]
+        _free_cell(gs, cells, c)
+        c = nxt
+    x.head = -1
+    x.tail = -1
+    _maybe_free(v, nd, cand, gs)
+    return nfree
+
+
+@njit(cache=True, _nrt=False)
+def _matched(m, v, nd, out):
+    """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``), and the message
+    holds the send's slot no more."""
+    pdst = out[3]
+    if nd[m].flag & _F_LAST:
+        pdst[nd[m].event] = nd[v].event
+    nd[m].flag &= ~_F_MSG
+
+
+@njit(cache=True)
+def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
+    """The shared pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
+    event holds a slot) where fewer than ``smax`` are free, cells where fewer than ``lneed``."""
+    n = nd.shape[0]
+    if gs[_G_SFREE] < smax:
+        n2 = n + max(n - gs[_G_HS], smax, 1024)
+        nd2 = np.empty(n2, dtype=SLOT)
+        nd2[:n] = nd
+        for s in range(n, n2):
+            nd2[s].kind = 0
+            nd2[s].head = s + 1
+        nd2[n2 - 1].head = gs[_G_SHEAD]
+        gs[_G_SHEAD] = n
+        gs[_G_SFREE] += n2 - n
+        nd = nd2
+        if gs[_G_NI] >= 0:  # the first chunks are being made
+            ibuf2 = np.empty(n2 + 2, dtype=np.int32)
+            ibuf2[:gs[_G_NI]] = ibuf[:gs[_G_NI]]
+            ibuf = ibuf2
+        fbuf = np.empty(n2 + 2, dtype=np.int32)
+        sbuf = np.empty(n2 + 2, dtype=np.int32)
+        abuf = np.empty(n2 + 2, dtype=np.int32)
+        kbuf = np.empty(n2 + 2, dtype=np.int8)
+        nb0 = bnext.size
+        nb1 = n2 // _BS + 2 * _NB + 2
+        qpool2 = np.empty(2 * _BS * nb1, dtype=np.int64)
+        qpool2[:qpool.size] = qpool
+        bnext2 = np.full(nb1, -1, dtype=np.int64)
+        bnext2[:nb0] = bnext
+        fstk2 = np.empty(nb1, dtype=np.int64)
+        nf = qs[_FREE]
+        fstk2[:nf] = fstk[:nf]
+        for b in range(nb1 - 1, nb0 - 1, -1):
+            fstk2[nf] = b
+            nf += 1
+        qs[_FREE] = nf
+        cur2 = np.empty(n2 + 2, dtype=np.int64)
+        k = 0
+        p = qs[_POS]
+        while p != qs[_END]:
+            cur2[k] = cur[p]
+            k += 1
+            p = p + 1 if p + 1 < cur.size else 0
+        qs[_POS] = 0
+        qs[_END] = k
+        qpool, bnext, fstk, cur = qpool2, bnext2, fstk2, cur2
+    if gs[_G_LFREE] < lneed:
+        m = cells.size // 2
+        m2 = m + max(m - gs[_G_HC], lneed, 1024)
+        cells2 = np.empty(2 * m2, dtype=np.int32)
+        cells2[:2 * m] = cells
+        for c in range(m, m2):
+            cells2[2 * c + 1] = c + 1
+        cells2[2 * m2 - 1] = gs[_G_LHEAD]
+        gs[_G_LHEAD] = m
+        gs[_G_LFREE] += m2 - m
+        cells = cells2
+    return nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
+
+
+@njit(cache=True)
+def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
+    """The LogGOPS event loop (:func:`~perfmod.replay.loggops_kernel.run_loggops`, for a trace: no start
+    successors, each send's own size decides its protocol) on the operation graph of the trace whose
+    :func:`stream_inputs` are ``ev`` (a calc's units in ps), made rank by rank
+    as the loop reaches it (the module docstring).
+
+    ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L (ps) and G
+    (s per byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
+    ``(status, nexto, cend, emax, sdone, pdst, blocked, nodes, bad)``: each rank's CPU time at the end; per
+    event the CPU time when its calc was done and the latest over the nodes it adds to its rank's frontier
+    (ps, -1: none or never), when its send was done (s, NaN: never; of several, the last made) and the
+    receive event it matched (-1: none); on a deadlock each rank's first event not finished (-1: none); the
+    operations made; the message class the platform lacks (``STATUS_CLASS``; else -1).
+    """
+    rank_ptr, ref_ptr, rnd_optr = ev[0], ev[6], ev[16]
+    nprocs = rank_ptr.size - 1
+    n = ev[1].size
+    maxops = 1
+    for k in range(rnd_optr.size - 1):
+        maxops = max(maxops, rnd_optr[k + 1] - rnd_optr[k])
+    smax = maxops + 8  # slots a step makes at most (joins, a calc, its operations)
+    lmax = 2 * maxops + 16  # cells a step takes at most, but for the frontier's and the requests'
+    gcur = rank_ptr[:-1].astype(np.int64)
+    gq = np.full(nprocs, -1, dtype=np.int64)
+    grd = np.zeros(nprocs, dtype=np.int64)
+    frh = np.full(nprocs, -1, dtype=np.int32)
+    frt = np.full(nprocs, -1, dtype=np.int32)
+    gnf = np.zeros(nprocs, dtype=np.int32)
+    epoch = np.zeros(nprocs, dtype=np.int32)
+    cand = np.full(nprocs, -1, dtype=np.int32)
+    pend = np.full(n, -1, dtype=np.int32)
+    cend = np.full(n, -1, dtype=np.int64)
+    emax = np.full(n, -1, dtype=np.int64)
+    sdone = np.full(n, np.nan)
+    pdst = np.full(n, -1, dtype=np.int64)
+    out = (cend, emax, sdone, pdst)
+    st = (gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max)
+    # the slots: each rank's home (its free ones chained from gs[_G_BASE + r]), then the shared pool (grown as
+    # needed); the cells likewise
+    hs, hc = nprocs * _HOME, nprocs * _HOME_CELLS
+    cap = hs + max(1024, 2 * smax)
+    nd = np.empty(cap, dtype=SLOT)
+    gs = np.zeros(_G_BASE + 2 * nprocs, dtype=np.int64)
+    for s in range(cap):
+        nd[s].kind = 0
+        nd[s].head = s + 1 if s + 1 < cap and (s >= hs or (s + 1) % _HOME) else -1
+    for r in range(nprocs):
+        gs[_G_BASE + r] = r * _HOME
+    lcap = hc + max(1024, 2 * lmax)
+    cells = np.empty(2 * lcap, dtype=np.int32)
+    for c in range(lcap):
+        cells[2 * c + 1] = c + 1 if c + 1 < lcap and (c >= hc or (c + 1) % _HOME_CELLS) else -1
+    for r in range(nprocs):
+        gs[_G_BASE + nprocs + r] = r * _HOME_CELLS
+    gs[_G_SFREE] = cap - hs
+    gs[_G_SHEAD] = hs
+    gs[_G_LFREE] = lcap - hc
+    gs[_G_LHEAD] = hc
+    gs[_G_BAD] = -1
+    gs[_G_P] = nprocs
+    gs[_G_HS] = hs
+    gs[_G_HC] = hc
+    ibuf = np.empty(cap + 2, dtype=np.int32)
+    fbuf = np.empty(cap + 2, dtype=np.int32)
+    sbuf = np.empty(cap + 2, dtype=np.int32)
+    abuf = np.empty(cap + 2, dtype=np.int32)
+    kbuf = np.empty(cap + 2, dtype=np.int8)
+    nblk = cap // _BS + 2 * _NB + 2
+    qpool = np.empty(2 * _BS * nblk, dtype=np.int64)
+    bnext = np.full(nblk, -1, dtype=np.int64)
+    fstk = np.arange(nblk)[::-1].copy()
+    bhead = np.full(_NB, -1, dtype=np.int64)
+    btail = np.full(_NB, -1, dtype=np.int64)
+    bfill = np.zeros(_NB, dtype=np.int64)
+    bmin = np.full(_NB, _FAR, dtype=np.int64)
+    cur = np.empty(cap + 2, dtype=np.int64)
+    qs = np.zeros(6, dtype=np.int64)
+    qs[_FREE] = nblk
+    stk = np.empty((3, 128), dtype=np.int64)
+    stats = np.zeros(1, dtype=np.int64)
+    nexto = np.zeros(nprocs, dtype=np.int64)
+    nextgs = np.zeros(nprocs, dtype=np.int64)
+    nextgr = np.zeros(nprocs, dtype=np.int64)
+    rq_head = np.full(nprocs, -1, dtype=np.int32)
+    rq_tail = np.full(nprocs, -1, dtype=np.int32)
+    uq_head = np.full(nprocs, -1, dtype=np.int32)
+    uq_tail = np.full(nprocs, -1, dtype=np.int32)
+    fhost = np.empty(4, dtype=np.int64)
+    gl = np.empty(4, dtype=np.int64)
+    blocked = np.full(nprocs, -1, dtype=np.int64)
+    aqtime = 0
+    mask = (np.int64(1) << _SHIFT) - 1
+    # each rank's first chunk, and the nodes in it that require nothing (recorded in ibuf as they are made)
+    # queued as the full graph's init: per rank, in the rank's order, sorted by type, at time 0
+    for r in range(nprocs):
+        made = 0
+        gs[_G_NI] = 0
+        while True:
+            stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out)
+            if stt != _NEED:
+                break
+            nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf, sbuf,
+                abuf, kbuf, qpool, bnext, fstk, cur, qs)
+        if stt == _BAD:
+            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+        m = gs[_G_NI]
+        _queue(nd, ibuf, m, abuf, kbuf, 0, 0, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk,
+               qs)
+        aqtime += m
+    gs[_G_NI] = -1
+    ibuf = np.empty(0, dtype=np.int32)  # no more init nodes
+    while qs[_LIVE] > 0:
+        if qs[_POS] == qs[_END]:
+            _qrefill(cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        t, sk = qs[_LAST], cur[qs[_POS]]
+        qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
+        qs[_LIVE] -= 1
+        key = sk & mask
+        nfree = 0
+        nh = 0
+        if key < _MSG:
+            v = key
+            h = nd[v].rank
+            ty = nd[v].kind
+            if ty == _CALC:
+                if nexto[h] <= t:
+                    nexto[h] = t + nd[v].dur
+                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _qpush(nexto[h], sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            elif ty == _SEND:
+                avail = max(nexto[h], nextgs[h])
+                if avail <= t:
+                    c = nd[v].cls
+                    nexto[h] = t + par[c, _P_O]
+                    nextgs[h] = t + par[c, _P_G] + nd[v].dur
+                    nd[v].flag |= _F_MSG
+                    _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (_MSG + v), cur, qpool, bnext,
+                           bhead, btail, bfill, bmin, fstk, qs)
+                    aqtime += 1
+                    if not nd[v].rndv:
+                        nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            else:  # receive: posted at once
+                fhost[nh] = h
+                nh += 1
+                m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
+                if m >= 0:
+                    _matched(m, v, nd, out)
+                    if nd[m].rndv:
+                        s = nd[m].rank
+                        nexto[s] = max(nexto[s], t)
+                        nextgs[s] = max(nextgs[s], t)
+                        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
+                        fhost[nh] = s
+                        nh += 1
+                    else:
+                        _maybe_free(m, nd, cand, gs)
+                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
+                else:
+                    _append(h, v, rq_head, rq_tail, nd)
+        else:  # a message arrives at its receiver
+            m = key - _MSG
+            h = nd[m].peer
+            avail = max(nexto[h], nextgr[h])
+            if avail <= t:
+                c = nd[m].cls
+                nexto[h] = t + par[c, _P_O] + nd[m].dur
+                nextgr[h] = t + par[c, _P_G] + nd[m].dur
+                v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
+                if v >= 0:
+                    _matched(m, v, nd, out)
+                    if nd[m].rndv:
+                        s = nd[m].rank
+                        nexto[s] = max(nexto[s], t)
+                        nextgs[s] = max(nextgs[s], t)
+                        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
+                        fhost[nh] = s
+                        nh += 1
+                    else:
+                        _maybe_free(m, nd, cand, gs)
+                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _append(h, m, uq_head, uq_tail, nd)
+            else:
+                _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        if nfree == 0:
+            continue
+        aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
+                              qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        # a queued node of its rank's frontier: the rank's next chunk, before that node can be done
+        ng = 0
+        for q in range(nfree):
+            w = fbuf[q]
+            r = nd[w].rank
+            if nd[w].trig == epoch[r]:
+                seen = False
+                for j in range(ng):
+                    seen = seen or gl[j] == r
+                if not seen:
+                    gl[ng] = r
+                    ng += 1
+        for j in range(ng):
+            r = gl[j]
+            made = 0
+            while True:
+                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out)
+                if stt != _NEED:
+                    break
+                nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                    smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf,
+                    sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
+            if stt == _BAD:
+                return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+    if qs[_EARLY] > 0:
+        return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
+    # each rank's first node not done is an operation (a join waits for an earlier one), of its earliest event
+    status = STATUS_OK
+    for s in range(nd.shape[0]):
+        k = nd[s].kind
+        if 0 < k < _DONE:
+            r = nd[s].rank
+            e = nd[s].event
+            if e >= 0 and (blocked[r] < 0 or e < blocked[r]):
+                blocked[r] = e
+            status = STATUS_DEADLOCK
+    for r in range(nprocs):
+        if gcur[r] < rank_ptr[r + 1]:
+            status = STATUS_DEADLOCK
+            if blocked[r] < 0:
+                blocked[r] = gcur[r]
+    return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
+
+
+
+@njit(cache=True)
+def _picoseconds(compute, out):
+    """``out[i] = rint(compute[i] * 1e12)``: seconds to whole picoseconds, as NumPy's ``rint`` and ``astype``."""
+    for i in range(compute.size):
+        out[i] = np.int64(np.rint(compute[i] * 1e12))
+
+
+def stream_inputs(trace, reqs, compute: np.ndarray) -> tuple:
+    """:func:`run_stream`'s ``ev`` for ``trace`` with ``compute`` (s before each event): the per-event fields of
+    :func:`~perfmod.trace.formats.goal_graph.build_inputs` written straight into :data:`EVENT` records (no
+    per-field array), the trace's own arrays and the collectives' templates as they are."""
+    from perfmod.trace.formats.goal_graph import _members, collective_inputs, event_fields
+
+    ck, mem, mem_ptr = _members(trace)
+    evr = np.empty(len(trace), dtype=EVENT)
+    event_fields(trace, ck, mem, mem_ptr, evr["cls"], evr["kind"], evr["sync"], evr["peer"], evr["tag"])
+    evr["ck"] = ck
+    del ck
+    _picoseconds(np.asarray(compute, dtype=np.float64), evr["units"])
+    raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, _ = collective_inputs(
+        trace, evr["ck"], mem, mem_ptr)
+    return (trace.rank_ptr, evr, trace.nbytes, trace.comm, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux,
+            trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
