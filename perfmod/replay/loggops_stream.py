@@ -479,6 +479,24 @@ def _matched(m, v, nd, out):
     nd[m].flag &= ~_F_MSG
 
 
+@njit(cache=True, _nrt=False)
+def _pair(m, v, t, nexto, nextgs, nd, cand, gs, cells, fbuf, nfree, out, fhost, nh):
+    """Send ``m`` matched receive ``v`` at ``t``: a rendezvous send is done then (its rank's CPU and send NIC
+    held until at least ``t``; the rank appended to ``fhost``), an eager one (done when it started) lets its
+    slot go; returns ``(nfree, nh)``."""
+    _matched(m, v, nd, out)
+    if nd[m].rndv:
+        s = nd[m].rank
+        nexto[s] = max(nexto[s], t)
+        nextgs[s] = max(nextgs[s], t)
+        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
+        fhost[nh] = s
+        nh += 1
+    else:
+        _maybe_free(m, nd, cand, gs)
+    return nfree, nh
+
+
 @njit(cache=True)
 def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
     """The shared pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
@@ -695,16 +713,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
                 nh += 1
                 m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
                 if m >= 0:
-                    _matched(m, v, nd, out)
-                    if nd[m].rndv:
-                        s = nd[m].rank
-                        nexto[s] = max(nexto[s], t)
-                        nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
-                        fhost[nh] = s
-                        nh += 1
-                    else:
-                        _maybe_free(m, nd, cand, gs)
+                    nfree, nh = _pair(m, v, t, nexto, nextgs, nd, cand, gs, cells, fbuf, nfree, out, fhost, nh)
                     nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
                 else:
                     _append(h, v, rq_head, rq_tail, nd)
@@ -718,16 +727,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
                 nextgr[h] = t + par[c, _P_G] + nd[m].dur
                 v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
                 if v >= 0:
-                    _matched(m, v, nd, out)
-                    if nd[m].rndv:
-                        s = nd[m].rank
-                        nexto[s] = max(nexto[s], t)
-                        nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
-                        fhost[nh] = s
-                        nh += 1
-                    else:
-                        _maybe_free(m, nd, cand, gs)
+                    nfree, nh = _pair(m, v, t, nexto, nextgs, nd, cand, gs, cells, fbuf, nfree, out, fhost, nh)
                     nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
                     fhost[nh] = h
                     nh += 1
