@@ -62,8 +62,16 @@ from perfmod.replay.loggops_kernel import (
     _queue_freed,
 )
 from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL
-from perfmod.trace.formats.goal_graph import _BLOCKING, _COLLECTIVE, _NONBLOCKING, _SENDRECV, _WAIT, COLLECTIVE_TAG
+from perfmod.trace.core import ANY_SOURCE, PROC_NULL
+from perfmod.trace.formats.goal_graph import (
+    _BLOCKING,
+    _COLLECTIVE,
+    _NONBLOCKING,
+    _SENDRECV,
+    _WAIT,
+    COLLECTIVE_TAG,
+    _recv_tag,
+)
 
 __all__ = ["CHUNK", "EVENT", "SLOT", "STATUS_CLASS", "run_stream", "stream_inputs"]
 
@@ -116,6 +124,16 @@ def _cell(r, gs, cells, x):
     cells[2 * c] = x
     cells[2 * c + 1] = -1
     return c
+
+
+@njit(cache=True, _nrt=False)
+def _push_cell(r, gs, cells, x, head, tail):
+    """Append a cell of rank ``r`` holding ``x`` to the list ``head`` .. ``tail`` (-1: empty); the new ends."""
+    c = _cell(r, gs, cells, x)
+    if head < 0:
+        return c, c
+    cells[2 * tail + 1] = c
+    return head, c
 
 
 @njit(cache=True, _nrt=False)
@@ -328,12 +346,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
                           short_max, eager_max)
                 nd[s].rel = i
-                e = _cell(r, gs, cells, s)
-                if head < 0:
-                    head = e
-                else:
-                    cells[2 * tail + 1] = e
-                tail = e
+                head, tail = _push_cell(r, gs, cells, s, head, tail)
                 if op_kind[o] == _SEND:
                     last = s
             n_new = rnd_optr[rnd + 1] - rnd_optr[rnd]
@@ -394,11 +407,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                         nd[u].rel = i
         elif c == _SENDRECV:
             a = aux_ptr[i]
-            src, rb, rt = aux[a], aux[a + 1], aux[a + 2]
-            if comm[i] != 0 and rt != ANY_TAG:
-                rt = rt * 1000 + comm[i]
-            if rt == ANY_TAG:
-                rt = _WILD
+            src, rb, rt = aux[a], aux[a + 1], _recv_tag(aux[a + 2], comm[i])
             made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
             head = -1
             tail = -1
@@ -415,12 +424,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
                           eager_max)
                 nd[s].rel = i
-                e = _cell(r, gs, cells, s)
-                if head < 0:
-                    head = e
-                else:
-                    cells[2 * tail + 1] = e
-                tail = e
+                head, tail = _push_cell(r, gs, cells, s, head, tail)
                 n_new += 1
             made += n_new
             if n_new:

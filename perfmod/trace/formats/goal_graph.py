@@ -265,6 +265,15 @@ class OpGraph:
 
 
 @njit(cache=True)
+def _recv_tag(tag, comm):
+    """GOAL's tag of a ``Sendrecv``'s receive of ``tag`` on communicator ``comm`` (:data:`WILD`: any tag), as
+    :func:`op_graph` writes a receive's (``tag * 1000 + comm`` on a communicator other than 0)."""
+    if tag == ANY_TAG:
+        return WILD
+    return tag * 1000 + comm if comm != 0 else tag
+
+
+@njit(cache=True)
 def _add(nodes, pred_ptr, pred, cnt, r, kind, size, peer, tag, sync, event, deps, nd):
     """Append a node requiring ``deps[:nd]``; returns its index."""
     v = cnt[0]
@@ -347,11 +356,7 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                         pend[x] = -1
             elif c == _SENDRECV:
                 a = aux_ptr[i]
-                src, rb, rt = aux[a], aux[a + 1], aux[a + 2]
-                if comm[i] != 0 and rt != ANY_TAG:
-                    rt = rt * 1000 + comm[i]
-                if rt == ANY_TAG:
-                    rt = WILD
+                src, rb, rt = aux[a], aux[a + 1], _recv_tag(aux[a + 2], comm[i])
                 nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
                 nd = nf
                 if nd:
