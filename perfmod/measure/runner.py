@@ -14,6 +14,7 @@ VM) is paid once per batch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -120,6 +121,18 @@ def _classified(out: dict[str, Any], module: str, nprocs: int, args: Sequence[An
     return out
 
 
+def _ranks(nprocs: Any) -> int:
+    """``nprocs`` as an int, or ValueError: a launch's rank count is a positive integer (not a bool)."""
+    if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
+        raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
+    return int(nprocs)
+
+
+def _held(lock: bool) -> contextlib.AbstractContextManager:
+    """The measuring lock held exclusively (``lock``), else nothing."""
+    return measuring_lock() if lock else contextlib.nullcontext()
+
+
 def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.0, retries: int | None = None,
             retry_wait: float = 1.0, lock: bool = True) -> dict[str, Any]:
     """Run ``python -m module args`` on ``nprocs`` ranks; re-run while the run was disturbed.
@@ -158,14 +171,11 @@ def run_mpi(module: str, nprocs: int, args: Sequence[str], timeout: float = 600.
         ``rerun_budget_exhausted``: True when an interfered run was not
         re-run for lack of budget.
     """
-    if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
-        raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
+    nprocs = _ranks(nprocs)
 
     def attempt() -> dict[str, Any]:
-        if lock:
-            with measuring_lock():
-                return run_mpi_once(module, int(nprocs), args, timeout)
-        return run_mpi_once(module, int(nprocs), args, timeout)
+        with _held(lock):
+            return run_mpi_once(module, nprocs, args, timeout)
 
     return rerun_while_interfered(attempt, retries, retry_wait)
 
@@ -249,15 +259,12 @@ def run_mpi_batch(module: str, nprocs: int, arg_lists: Sequence[Sequence[Any]], 
     ``attempts``, ``n_interfered`` and ``rerun_budget_exhausted`` are
     :func:`rerun_while_interfered`'s.  ``timeout`` is per run.
     """
-    if isinstance(nprocs, bool) or int(nprocs) != nprocs or nprocs < 1:
-        raise ValueError(f"nprocs must be a positive integer, got {nprocs!r}")
+    nprocs = _ranks(nprocs)
     lists = [[str(a) for a in args] for args in arg_lists]
 
     def launch(todo: list[int]) -> list[dict[str, Any]]:
-        if lock:
-            with measuring_lock():
-                return _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
-        return _batch_once(module, int(nprocs), [lists[k] for k in todo], timeout)
+        with _held(lock):
+            return _batch_once(module, nprocs, [lists[k] for k in todo], timeout)
 
     return _rerun_policy(len(lists), launch, retries, retry_wait)
 
