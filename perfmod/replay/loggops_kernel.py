@@ -33,6 +33,17 @@ time and a sequence number (``ts``, the order of creation) and processed in
 Times are int64 picoseconds, so equal times compare equal (LogGOPSim uses
 integer nanoseconds).
 
+One loop, :func:`_run`, serves a graph held whole (:func:`run_loggops`: a
+GOAL file as written, rows of :data:`ROW`) and a trace's graph made as the
+loop reaches it (:func:`~perfmod.replay.loggops_stream.run_stream`, slots of
+its own layout): what a node layout does when a node is done, starts or is
+matched, and after an event's operations are queued, are its hooks
+(:func:`on_done`, :func:`on_start`, :func:`on_match`, :func:`on_freed`),
+registered per layout as numba overloads (:func:`graph_hooks`) and chosen
+when the loop is compiled.  A step function called per event instead
+measured 15-20 % slower (it copied some 30 arrays' descriptors per call),
+and a function passed as an argument cannot be cached.
+
 Layout, for speed and memory (issue 23), so that the cost of an operation
 does not grow with the number of ranks:
 
@@ -69,8 +80,12 @@ does not grow with the number of ranks:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
+from numba.extending import overload
+from numba.np.numpy_support import from_dtype
 
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_layout import (
@@ -209,14 +224,193 @@ def _release(lo, hi, edges, nd, fbuf, nfree):
     return nfree
 
 
+def on_done(v, t, cpu_t, nd, g, fbuf, nfree):
+    """:func:`_run`'s hook: mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``), append the nodes it
+    frees to ``fbuf``; returns their new count.  Compiled code only: each node layout ``nd`` registers its
+    implementation (:func:`graph_hooks`)."""
+    raise NotImplementedError("a compiled hook of the LogGOPS loop")
+
+
+def on_start(v, nd, g, fbuf, nfree):
+    """:func:`_run`'s hook: node ``v`` starts; append the nodes its start frees to ``fbuf`` (see :func:`on_done`)."""
+    raise NotImplementedError("a compiled hook of the LogGOPS loop")
+
+
+def on_match(m, v, nd, g):
+    """:func:`_run`'s hook: send ``m``'s message matched receive ``v`` (see :func:`on_done`)."""
+    raise NotImplementedError("a compiled hook of the LogGOPS loop")
+
+
+def on_freed(nd, g, gen, fbuf, nfree):
+    """:func:`_run`'s hook after an event freed ``fbuf[:nfree]`` (queued already): 0 to go on, else a code
+    :func:`_run` returns with (the caller acts and calls it again; see :func:`on_done`)."""
+    raise NotImplementedError("a compiled hook of the LogGOPS loop")
+
+
+def graph_hooks(layout: np.dtype, done: Any, start: Any, match: Any, freed: Any) -> None:
+    """Register the hooks of :func:`_run` (``@njit`` functions with the stubs' arguments) for the node arrays
+    of dtype ``layout``: chosen when the loop is compiled, so that the loop stays one function that numba
+    caches (a function passed as an argument would not be cached) and calls them as it would call them by
+    name."""
+    record = from_dtype(layout)
+    for stub, impl, at in ((on_done, done, 3), (on_start, start, 1), (on_match, match, 2), (on_freed, freed, 0)):
+        overload(stub, jit_options={"_nrt": False}, strict=False)(_chooser(impl, at, record))
+
+
+def _chooser(impl: Any, at: int, record: Any) -> Any:
+    """An overload's typing function: ``impl`` where the argument at ``at`` is an array of ``record``s."""
+
+    def choose(*args: Any) -> Any:
+        return impl.py_func if getattr(args[at], "dtype", None) == record else None
+
+    return choose
+
+
 @njit(cache=True, _nrt=False)
-def _done(v, t, nd, cpu_t, eptr, edges, fbuf, nfree, done, rr, detail):
-    """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``); append the nodes it frees to ``fbuf``."""
+def _done(v, t, cpu_t, nd, g, fbuf, nfree):
+    """A graph held whole (``nd`` :data:`ROW`; ``g`` is ``(eptr, edges, done, rr, mate, detail)``): node ``v``
+    done; its done-successors have one dependency less."""
+    eptr, edges, done, rr, mate, detail = g
     nd[v].kind += _DONE
     if detail:
         done[v] = t
         rr[v] = cpu_t
     return _release(eptr[2 * v], eptr[2 * v + 1], edges, nd, fbuf, nfree)
+
+
+@njit(cache=True, _nrt=False)
+def _started(v, nd, g, fbuf, nfree):
+    """Node ``v`` starts: its start-successors (GOAL's ``irequires``) have one dependency less."""
+    eptr, edges = g[0], g[1]
+    return _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
+
+
+@njit(cache=True, _nrt=False)
+def _matched(m, v, nd, g):
+    """Send ``m``'s message matched receive ``v``: each is the other's mate (with ``detail``)."""
+    mate, detail = g[4], g[5]
+    if detail:
+        mate[v], mate[m] = m, v
+
+
+@njit(cache=True, _nrt=False)
+def _freed(nd, g, gen, fbuf, nfree):
+    """A graph held whole: nothing to do once an event's operations are queued."""
+    return 0
+
+
+graph_hooks(ROW, _done, _started, _matched, _freed)
+
+
+@njit(cache=True)
+def _run(nd, g, gen, msgbase, recv_decides, par, nexto, nextgs, nextgr, rq_head, rq_tail, uq_head, uq_tail, fbuf,
+         sbuf, abuf, kbuf, fhost, aqtime, stats, stk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
+    """The LogGOPS event loop (see the module docstring): the least (time, sequence) event taken off the queue,
+    processed, and the operations it frees queued (:func:`_queue_freed`), until the queue is empty (returns
+    ``(0, aqtime)``) or :func:`on_freed` returns a code (returns ``(code, aqtime)``: the caller acts and calls
+    again; ``aqtime`` the next sequence).
+
+    The one loop of :func:`run_loggops` (a graph held whole) and
+    :func:`~perfmod.replay.loggops_stream.run_stream` (a graph made as the loop reaches it); what differs is
+    ``nd``'s layout and its hooks (:func:`on_done`, :func:`on_start`, :func:`on_match`, :func:`on_freed`,
+    chosen by that layout when the loop is compiled), ``g`` and ``gen`` their state.  A key below ``msgbase``
+    is a node, else the message of the send ``key - msgbase``.  ``nexto``, ``nextgs``, ``nextgr``: the CPU,
+    send-NIC and receive-NIC clocks per rank; ``rq_*``, ``uq_*``: the posted-receive and unexpected-message
+    queues; ``cur`` .. ``qs``: the event queue.
+    """
+    mask = (np.int64(1) << _SHIFT) - 1
+    while qs[_LIVE] > 0:
+        if qs[_POS] == qs[_END]:
+            _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        # an event that only moves in time, or a send that becomes its message, is queued again with its sequence
+        # (its place in the order is the same)
+        t, sk = qs[_LAST], cur[qs[_POS]]
+        qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
+        qs[_LIVE] -= 1
+        key = sk & mask
+        nfree = 0
+        nh = 0
+        if key < msgbase:
+            v = key
+            h = nd[v].rank
+            ty = nd[v].kind
+            if ty == _CALC:
+                if nexto[h] <= t:
+                    nexto[h] = t + nd[v].dur
+                    nfree = on_start(v, nd, g, fbuf, nfree)
+                    nfree = on_done(v, t, nexto[h], nd, g, fbuf, nfree)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _qpush(nexto[h], sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            elif ty == _SEND:
+                avail = max(nexto[h], nextgs[h])
+                if avail <= t:
+                    nfree = on_start(v, nd, g, fbuf, nfree)
+                    c = nd[v].cls
+                    nexto[h] = t + par[c, _P_O]
+                    nextgs[h] = t + par[c, _P_G] + nd[v].dur
+                    _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (msgbase + v), cur, pool, bnext,
+                           bhead, btail, bfill, bmin, fstk, qs)
+                    aqtime += 1
+                    if not nd[v].rndv:
+                        nfree = on_done(v, t, nexto[h], nd, g, fbuf, nfree)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            else:  # receive: posted at once
+                fhost[nh] = h
+                nh += 1
+                nfree = on_start(v, nd, g, fbuf, nfree)
+                m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
+                if m >= 0:
+                    rz = nd[v].rndv if recv_decides else nd[m].rndv
+                    nfree, nh = _pair(m, v, t, rz, nd, g, nexto, nextgs, fbuf, nfree, fhost, nh)
+                    nfree = on_done(v, t, nexto[h], nd, g, fbuf, nfree)
+                else:
+                    _append(h, v, rq_head, rq_tail, nd)
+        else:  # a message arrives at its receiver
+            m = key - msgbase
+            h = nd[m].peer
+            avail = max(nexto[h], nextgr[h])
+            if avail <= t:
+                c = nd[m].cls
+                nexto[h] = t + par[c, _P_O] + nd[m].dur
+                nextgr[h] = t + par[c, _P_G] + nd[m].dur
+                v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
+                if v >= 0:
+                    nfree, nh = _pair(m, v, t, nd[m].rndv, nd, g, nexto, nextgs, fbuf, nfree, fhost, nh)
+                    nfree = on_done(v, t, nexto[h], nd, g, fbuf, nfree)
+                    fhost[nh] = h
+                    nh += 1
+                else:
+                    _append(h, m, uq_head, uq_tail, nd)
+            else:
+                _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        if nfree:
+            aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
+                                  pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+            code = on_freed(nd, g, gen, fbuf, nfree)
+            if code:
+                return code, aqtime
+    return 0, aqtime
+
+
+@njit(cache=True, _nrt=False)
+def _pair(m, v, t, rz, nd, g, nexto, nextgs, fbuf, nfree, fhost, nh):
+    """Send ``m`` matched receive ``v`` at ``t`` (:func:`on_match`); with rendezvous (``rz``) the send is done then,
+    its rank's CPU and send NIC held until at least ``t`` (the rank appended to ``fhost``); returns
+    ``(nfree, nh)``."""
+    on_match(m, v, nd, g)
+    if rz:
+        s = nd[m].rank
+        nexto[s] = max(nexto[s], t)
+        nextgs[s] = max(nextgs[s], t)
+        nfree = on_done(m, t, nexto[s], nd, g, fbuf, nfree)
+        fhost[nh] = s
+        nh += 1
+    return nfree, nh
 
 
 @njit(cache=True, _nrt=False)
@@ -591,7 +785,6 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
     stk = np.empty((3, 128), dtype=np.int64)  # std::sort's partition stack
     stats = np.zeros(1, dtype=np.int64)  # sorts that fell back from std::sort's order (see _std_sort)
     aqtime = 0
-    mask = (np.int64(1) << _SHIFT) - 1
     # initial free operations: per rank, in the rank's order, sorted by type, at time 0
     ready = 1
     for r in range(init_ptr.size - 1):
@@ -606,94 +799,9 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
         _queue(nd, ids, m, order, keys, 0, 0, aqtime, stats, stk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk,
                qs)
         aqtime += m
-    while qs[_LIVE] > 0:
-        # the least (time, sequence) event, taken off the queue; an event that only moves in time, or a send that
-        # becomes its message, is queued again with its sequence (its place in the order is the same)
-        if qs[_POS] == qs[_END]:
-            _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        t, sk = qs[_LAST], cur[qs[_POS]]
-        qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
-        qs[_LIVE] -= 1
-        key = sk & mask
-        nfree = 0
-        nh = 0
-        if key < nn:
-            v = key
-            h = nd[v].rank
-            ty = nd[v].kind
-            if ty == _CALC:
-                if nexto[h] <= t:
-                    nexto[h] = t + nd[v].dur
-                    nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
-                    nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
-                    fhost[nh] = h
-                    nh += 1
-                else:
-                    _qpush(nexto[h], sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-            elif ty == _SEND:
-                avail = max(nexto[h], nextgs[h])
-                if avail <= t:
-                    nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
-                    c = nd[v].cls
-                    nexto[h] = t + par[c, _P_O]
-                    nextgs[h] = t + par[c, _P_G] + nd[v].dur
-                    _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (nn + v), cur, pool, bnext,
-                           bhead, btail, bfill, bmin, fstk, qs)
-                    aqtime += 1
-                    if not nd[v].rndv:
-                        nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
-                    fhost[nh] = h
-                    nh += 1
-                else:
-                    _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-            else:  # receive: posted at once
-                fhost[nh] = h
-                nh += 1
-                nfree = _release(eptr[2 * v + 1], eptr[2 * v + 2], edges, nd, fbuf, nfree)
-                m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
-                if m >= 0:
-                    rz = nd[v].rndv if recv_decides else nd[m].rndv
-                    if detail:
-                        mate[v], mate[m] = m, v
-                    if rz:
-                        s = nd[m].rank
-                        nexto[s] = max(nexto[s], t)
-                        nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, nd, nexto[s], eptr, edges, fbuf, nfree, done, rr, detail)
-                        fhost[nh] = s
-                        nh += 1
-                    nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
-                else:
-                    _append(h, v, rq_head, rq_tail, nd)
-        else:  # a message arrives at its receiver
-            m = key - nn
-            h = nd[m].peer
-            avail = max(nexto[h], nextgr[h])
-            if avail <= t:
-                c = nd[m].cls
-                nexto[h] = t + par[c, _P_O] + nd[m].dur
-                nextgr[h] = t + par[c, _P_G] + nd[m].dur
-                v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
-                if v >= 0:
-                    if detail:
-                        mate[v], mate[m] = m, v
-                    if nd[m].rndv:
-                        s = nd[m].rank
-                        nexto[s] = max(nexto[s], t)
-                        nextgs[s] = max(nextgs[s], t)
-                        nfree = _done(m, t, nd, nexto[s], eptr, edges, fbuf, nfree, done, rr, detail)
-                        fhost[nh] = s
-                        nh += 1
-                    nfree = _done(v, t, nd, nexto[h], eptr, edges, fbuf, nfree, done, rr, detail)
-                    fhost[nh] = h
-                    nh += 1
-                else:
-                    _append(h, m, uq_head, uq_tail, nd)
-            else:
-                _qpush(avail, sk, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        if nfree:
-            aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
-                                  pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+    _run(nd, (eptr, edges, done, rr, mate, detail), (0,), nn, recv_decides, par, nexto, nextgs, nextgr, rq_head,
+         rq_tail, uq_head, uq_tail, fbuf, sbuf, abuf, kbuf, fhost, aqtime, stats, stk, cur, pool, bnext, bhead, btail,
+         bfill, bmin, fstk, qs)
     status = STATUS_OK
     if qs[_EARLY] > 0:
         return STATUS_EARLY, done, rr, mate, nexto, stats[0]

@@ -3,7 +3,9 @@
 :mod:`perfmod.replay.loggops_kernel` runs LogGOPSim's event loop on a
 graph built whole (:func:`~perfmod.trace.formats.goal_graph.op_graph`),
 about 1 KB per trace event at its peak (issue 23).  Here the same loop
-runs on the same graph made rank by rank as the simulation reaches it:
+(:func:`~perfmod.replay.loggops_kernel._run`, one function for both: this
+module registers the hooks of its node layout, :data:`SLOT`) runs on the
+same graph made rank by rank as the simulation reaches it:
 :func:`run_stream` resumes, per rank, the pass of
 :func:`~perfmod.trace.formats.goal_graph._build` over the rank's events (a
 cursor into them, the position inside a collective's rounds, the
@@ -46,20 +48,12 @@ from perfmod.replay.loggops_kernel import (
     _END,
     _FAR,
     _FREE,
-    _LAST,
     _LIVE,
     _NB,
-    _P_G,
-    _P_L,
-    _P_O,
     _POS,
-    _SHIFT,
-    _append,
-    _find,
-    _qpush,
-    _qrefill,
     _queue,
-    _queue_freed,
+    _run,
+    graph_hooks,
 )
 from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
 from perfmod.trace.core import ANY_SOURCE, PROC_NULL
@@ -99,14 +93,17 @@ _MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``ke
 # flags: in its rank's frontier, a pending request, its message not yet matched, the send its event reports
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
 # the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
-# message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells; then each rank's
-# first free home slot, then each rank's first free home cell
-_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_BASE = range(11)
+# message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells, the ranks whose
+# next chunk an event triggered (count, those made), the nodes made of the current one; then each rank's first
+# free home slot, then each rank's first free home cell
+(_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_NG, _G_NJ, _G_MADE,
+ _G_BASE) = range(14)
 #: slots and cells of each rank's own (its "home": rank r's are r * _HOME .. (r + 1) * _HOME - 1, the shared pool
 #: after all homes): the nodes the ranks run at one simulated moment lie together in memory, as in the full
 #: graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M operations/s; 16,384: 1.0)
 _HOME, _HOME_CELLS = 8, 16
 _NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
+_GROW, _LACKS = 1, 2  # what the loop's hook (_freed) stops it with: the pools must grow, a message class lacking
 
 
 @njit(cache=True, _nrt=False)
@@ -440,9 +437,11 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
 
 
 @njit(cache=True, _nrt=False)
-def _done(v, t, cpu_t, nd, cand, gs, cells, fbuf, nfree, out):
+def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``): its event's times, the nodes it frees
-    appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it."""
+    appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it.
+    (The stream's hooks of :func:`~perfmod.replay.loggops_kernel._step`: ``g`` is ``(cand, gs, cells, out)``.)"""
+    cand, gs, cells, out = g
     cend, emax, sdone = out[0], out[1], out[2]
     x = nd[v]
     k = x.kind
@@ -474,31 +473,59 @@ def _done(v, t, cpu_t, nd, cand, gs, cells, fbuf, nfree, out):
 
 
 @njit(cache=True, _nrt=False)
-def _matched(m, v, nd, out):
+def _started(v, nd, g, fbuf, nfree):
+    """Node ``v`` starts (a trace's nodes have no start-successors): a send's message holds its slot."""
+    if nd[v].kind == _SEND:
+        nd[v].flag |= _F_MSG
+    return nfree
+
+
+@njit(cache=True, _nrt=False)
+def _matched(m, v, nd, g):
     """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``), and the message
-    holds the send's slot no more."""
+    holds the send's slot no more (an eager send, done when it started, lets it go)."""
+    cand, gs, out = g[0], g[1], g[3]
     pdst = out[3]
     if nd[m].flag & _F_LAST:
         pdst[nd[m].event] = nd[v].event
     nd[m].flag &= ~_F_MSG
+    _maybe_free(m, nd, cand, gs)
 
 
 @njit(cache=True, _nrt=False)
-def _pair(m, v, t, nexto, nextgs, nd, cand, gs, cells, fbuf, nfree, out, fhost, nh):
-    """Send ``m`` matched receive ``v`` at ``t``: a rendezvous send is done then (its rank's CPU and send NIC
-    held until at least ``t``; the rank appended to ``fhost``), an eager one (done when it started) lets its
-    slot go; returns ``(nfree, nh)``."""
-    _matched(m, v, nd, out)
-    if nd[m].rndv:
-        s = nd[m].rank
-        nexto[s] = max(nexto[s], t)
-        nextgs[s] = max(nextgs[s], t)
-        nfree = _done(m, t, nexto[s], nd, cand, gs, cells, fbuf, nfree, out)
-        fhost[nh] = s
-        nh += 1
-    else:
-        _maybe_free(m, nd, cand, gs)
-    return nfree, nh
+def _freed(nd, g, gen, fbuf, nfree):
+    """A queued node of its rank's frontier (``fbuf[:nfree]``, queued): the rank's next chunk, made before that
+    node can be done (the module docstring).  Returns ``_GROW`` when the pools must grow first (the ranks left
+    to do are kept in ``gs``: the caller grows them and calls again with ``nfree`` 0), ``_LACKS`` at a message
+    class the platform lacks, else 0."""
+    cand, gs, cells, out = g
+    ev, st, chunk, smax, lmax, ibuf, gl = gen
+    epoch = st[6]
+    ng = gs[_G_NG]
+    for q in range(nfree):
+        w = fbuf[q]
+        r = nd[w].rank
+        if nd[w].trig == epoch[r]:
+            seen = False
+            for j in range(ng):
+                seen = seen or gl[j] == r
+            if not seen:
+                gl[ng] = r
+                ng += 1
+    gs[_G_NG] = ng
+    while gs[_G_NJ] < ng:
+        stt, made = _generate(gl[gs[_G_NJ]], gs[_G_MADE], chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out)
+        gs[_G_MADE] = made
+        if stt != _OK:
+            return _GROW if stt == _NEED else _LACKS
+        gs[_G_MADE] = 0
+        gs[_G_NJ] += 1
+    gs[_G_NG] = 0
+    gs[_G_NJ] = 0
+    return 0
+
+
+graph_hooks(SLOT, _done, _started, _matched, _freed)
 
 
 @njit(cache=True)
@@ -651,10 +678,8 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     uq_head = np.full(nprocs, -1, dtype=np.int32)
     uq_tail = np.full(nprocs, -1, dtype=np.int32)
     fhost = np.empty(4, dtype=np.int64)
-    gl = np.empty(4, dtype=np.int64)
     blocked = np.full(nprocs, -1, dtype=np.int64)
     aqtime = 0
-    mask = (np.int64(1) << _SHIFT) - 1
     # each rank's first chunk, and the nodes in it that require nothing (recorded in ibuf as they are made)
     # queued as the full graph's init: per rank, in the rank's order, sorted by type, at time 0
     for r in range(nprocs):
@@ -675,98 +700,21 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
         aqtime += m
     gs[_G_NI] = -1
     ibuf = np.empty(0, dtype=np.int32)  # no more init nodes
-    while qs[_LIVE] > 0:
-        if qs[_POS] == qs[_END]:
-            _qrefill(cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        t, sk = qs[_LAST], cur[qs[_POS]]
-        qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
-        qs[_LIVE] -= 1
-        key = sk & mask
-        nfree = 0
-        nh = 0
-        if key < _MSG:
-            v = key
-            h = nd[v].rank
-            ty = nd[v].kind
-            if ty == _CALC:
-                if nexto[h] <= t:
-                    nexto[h] = t + nd[v].dur
-                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
-                    fhost[nh] = h
-                    nh += 1
-                else:
-                    _qpush(nexto[h], sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-            elif ty == _SEND:
-                avail = max(nexto[h], nextgs[h])
-                if avail <= t:
-                    c = nd[v].cls
-                    nexto[h] = t + par[c, _P_O]
-                    nextgs[h] = t + par[c, _P_G] + nd[v].dur
-                    nd[v].flag |= _F_MSG
-                    _qpush(t + par[c, _P_O] + par[c, _P_L], (aqtime << _SHIFT) | (_MSG + v), cur, qpool, bnext,
-                           bhead, btail, bfill, bmin, fstk, qs)
-                    aqtime += 1
-                    if not nd[v].rndv:
-                        nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
-                    fhost[nh] = h
-                    nh += 1
-                else:
-                    _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-            else:  # receive: posted at once
-                fhost[nh] = h
-                nh += 1
-                m = _find(h, nd[v].peer, nd[v].tag, uq_head, uq_tail, nd, False)
-                if m >= 0:
-                    nfree, nh = _pair(m, v, t, nexto, nextgs, nd, cand, gs, cells, fbuf, nfree, out, fhost, nh)
-                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
-                else:
-                    _append(h, v, rq_head, rq_tail, nd)
-        else:  # a message arrives at its receiver
-            m = key - _MSG
-            h = nd[m].peer
-            avail = max(nexto[h], nextgr[h])
-            if avail <= t:
-                c = nd[m].cls
-                nexto[h] = t + par[c, _P_O] + nd[m].dur
-                nextgr[h] = t + par[c, _P_G] + nd[m].dur
-                v = _find(h, nd[m].rank, nd[m].tag, rq_head, rq_tail, nd, True)
-                if v >= 0:
-                    nfree, nh = _pair(m, v, t, nexto, nextgs, nd, cand, gs, cells, fbuf, nfree, out, fhost, nh)
-                    nfree = _done(v, t, nexto[h], nd, cand, gs, cells, fbuf, nfree, out)
-                    fhost[nh] = h
-                    nh += 1
-                else:
-                    _append(h, m, uq_head, uq_tail, nd)
-            else:
-                _qpush(avail, sk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        if nfree == 0:
-            continue
-        aqtime = _queue_freed(nd, fbuf, nfree, fhost, nh, sbuf, abuf, kbuf, nexto, nextgs, aqtime, stats, stk, cur,
-                              qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        # a queued node of its rank's frontier: the rank's next chunk, before that node can be done
-        ng = 0
-        for q in range(nfree):
-            w = fbuf[q]
-            r = nd[w].rank
-            if nd[w].trig == epoch[r]:
-                seen = False
-                for j in range(ng):
-                    seen = seen or gl[j] == r
-                if not seen:
-                    gl[ng] = r
-                    ng += 1
-        for j in range(ng):
-            r = gl[j]
-            made = 0
-            while True:
-                stt, made = _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out)
-                if stt != _NEED:
-                    break
-                nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                    smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf,
-                    sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
-            if stt == _BAD:
-                return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+    gl = np.empty(4, dtype=np.int64)  # the ranks whose next chunk an event triggered (of at most 4 it frees)
+    while True:
+        code, aqtime = _run(nd, (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl), _MSG, False, par,
+                            nexto, nextgs, nextgr, rq_head, rq_tail, uq_head, uq_tail, fbuf, sbuf, abuf, kbuf, fhost,
+                            aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+        while code == _GROW:  # grow the pools, then the triggered ranks' chunks go on
+            r = gl[gs[_G_NJ]]
+            nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
+                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf,
+                sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
+            code = _freed(nd, (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl), fbuf, 0)
+        if code == _LACKS:
+            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+        if qs[_LIVE] == 0:
+            break
     if qs[_EARLY] > 0:
         return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
     # each rank's first node not done is an operation (a join waits for an earlier one), of its earliest event
