@@ -46,8 +46,7 @@ class Graph(OpGraph):
     """A trace's :class:`~perfmod.trace.formats.goal_graph.OpGraph` plus the successor lists the replay walks.
 
     The node arrays (``rank``, ``kind``, ``size``, ``peer``, ``tag``,
-    ``sync``, ``event``, ``pred_ptr``/``pred``, ``rank_ptr``,
-    ``release``/``frontier``, ``calc_of``) are the ``OpGraph``'s, described
+    ``sync``, ``event``, ``pred_ptr``/``pred``, ``rank_ptr``) are the ``OpGraph``'s, described
     there; here a calc's ``size`` is in picoseconds and a ``sync`` send is a
     rendezvous whatever its size.
 

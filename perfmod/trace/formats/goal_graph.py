@@ -8,8 +8,14 @@ collectives expanded into rounds by :func:`collective_rounds` (MPICH's
 algorithms), and a ``calc 0``
 join before a step whose frontier holds several nodes.  :func:`op_graph`
 makes the graph once, as arrays: :func:`~perfmod.trace.formats.goal.write_goal`
-formats it (:func:`format_ranks`) and the ``loggp`` replay
-(:mod:`perfmod.replay.graph`) simulates it, so the two cannot drift apart.
+formats it (:func:`format_ranks`).  The ``loggp`` replay of a trace never
+holds it whole: :mod:`perfmod.replay.loggops_stream` makes the same graph
+rank by rank as its event loop reaches it, by the same rules (the
+collectives' rounds from the same templates, :func:`collective_inputs`;
+the same per-event fields, :func:`event_fields`; the Sendrecv receive's
+tag, :func:`_recv_tag`).  The tests keep the two equal: the operations
+the replay simulates are :func:`op_graph`'s, and LogGOPSim run on
+``write_goal``'s text finishes each host when the replay does.
 
 The event loop runs in numba (one pass over the events, no per-event
 Python); collectives are expanded from templates made once per distinct
@@ -240,10 +246,6 @@ class OpGraph:
         CSR: the nodes each node requires, in GOAL's order of its ``requires`` lines.
     rank_ptr : numpy.ndarray of int64
         Nodes of rank r: ``rank_ptr[r]:rank_ptr[r + 1]``.
-    release, frontier : numpy.ndarray of int64
-        CSR over events: the nodes event ``i`` adds to its rank's frontier (what the program waits for there).
-    calc_of : numpy.ndarray of int64
-        The calc node of the compute before each event (-1: none).
     """
 
     rank: np.ndarray
@@ -256,9 +258,6 @@ class OpGraph:
     pred_ptr: np.ndarray
     pred: np.ndarray
     rank_ptr: np.ndarray
-    release: np.ndarray
-    frontier: np.ndarray
-    calc_of: np.ndarray
 
     def __len__(self) -> int:
         return int(self.kind.size)
@@ -311,28 +310,20 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
     nodes = np.empty((7, ub), dtype=np.int64)  # a row per field: each a contiguous array (op_graph)
     pred_ptr = np.zeros(ub + 1, dtype=np.int64)
     pred = np.empty(2 * ub + 1, dtype=np.int64)
-    rel = np.empty(ub + 1, dtype=np.int64)
-    rel_ptr = np.zeros(n + 1, dtype=np.int64)
-    calc_of = np.full(n, -1, dtype=np.int64)
     pend = np.full(n, -1, dtype=np.int64)
     fr = np.empty(ub + 1, dtype=np.int64)
     d1 = np.empty(1, dtype=np.int64)
     cnt = np.zeros(2, dtype=np.int64)
     nprocs = rank_ptr.size - 1
     node_ptr = np.zeros(nprocs + 1, dtype=np.int64)
-    nrel = 0
     for r in range(nprocs):
         nf = 0
         for i in range(rank_ptr[r], rank_ptr[r + 1]):
-            estart = nrel
             if units[i] > 0:
                 nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
                 v = _add(nodes, pred_ptr, pred, cnt, r, CALC, units[i], 0, 0, 0, i, fr, nf)
                 fr[0] = v
                 nf = 1
-                calc_of[i] = v
-                rel[nrel] = v
-                nrel += 1
             c = cls[i]
             if c == _NONBLOCKING or c == _BLOCKING:
                 nf = _join(nodes, pred_ptr, pred, cnt, r, fr, nf)
@@ -340,9 +331,6 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                 if c == _BLOCKING:
                     fr[0] = v
                     nf = 1
-                    nrel = estart
-                    rel[nrel] = v
-                    nrel += 1
                 else:
                     pend[i] = v
             elif c == _WAIT:
@@ -351,8 +339,6 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                     if pend[x] >= 0:
                         fr[nf] = pend[x]
                         nf += 1
-                        rel[nrel] = pend[x]
-                        nrel += 1
                         pend[x] = -1
             elif c == _SENDRECV:
                 a = aux_ptr[i]
@@ -369,12 +355,9 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                     _add(nodes, pred_ptr, pred, cnt, r, RECV, rb, ws, rt, 0, i, d1, nd)
                 if cnt[0] > first:
                     nf = 0
-                    nrel = estart
                     for v in range(first, cnt[0]):
                         fr[nf] = v
                         nf += 1
-                        rel[nrel] = v
-                        nrel += 1
             elif c == _COLLECTIVE:
                 ctag = COLLECTIVE_TAG + comm[i]
                 base = mem_ptr[ck[i]]
@@ -398,13 +381,9 @@ def _build(rank_ptr, cls, mkind, sync, units, wpeer, wtag, nbytes, comm, ck, mem
                             for v in range(first, cnt[0]):
                                 fr[nf] = v
                                 nf += 1
-                                rel[nrel] = v
-                                nrel += 1
-            rel_ptr[i + 1] = nrel
         node_ptr[r + 1] = cnt[0]
     nn = cnt[0]
-    return nodes, nn, pred_ptr[:nn + 1].copy(), pred[:cnt[1]].copy(), node_ptr, rel_ptr, rel[:nrel].copy(), \
-        calc_of
+    return nodes, nn, pred_ptr[:nn + 1].copy(), pred[:cnt[1]].copy(), node_ptr
 
 
 def _members(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -581,13 +560,13 @@ def op_graph(trace: Trace, reqs, units: np.ndarray, check: Callable[[int], None]
     args, ub = build_inputs(trace, reqs, units)
     if check is not None:
         check(ub)
-    nodes, nn, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of = _build(*args, ub)
+    nodes, nn, pred_ptr, pred, node_ptr = _build(*args, ub)
     # each field one contiguous copy (views would keep the table, sized by the upper bound, about 1.4 x the nodes)
     rank, kind, size, peer, tag, sync, event = (nodes[0, :nn].copy(), nodes[1, :nn].astype(np.int8),
                                                 nodes[2, :nn].copy(), nodes[3, :nn].copy(), nodes[4, :nn].copy(),
                                                 nodes[5, :nn].astype(bool), nodes[6, :nn].copy())
     del nodes
-    return OpGraph(rank, kind, size, peer, tag, sync, event, pred_ptr, pred, node_ptr, rel_ptr, rel, calc_of)
+    return OpGraph(rank, kind, size, peer, tag, sync, event, pred_ptr, pred, node_ptr)
 
 
 def _text(s: bytes) -> np.ndarray:
