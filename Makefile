@@ -73,7 +73,7 @@ $(REPEATS): repeat-%: $(STAMP)
 	$(PERFMOD) repeat $* -n $(REPEAT) --out build/repeat/$* --resume --canonical
 
 test: setup ## run the test suite (fast tests + notebook smoke runs)
-	$(PY) -m pytest -m "not slow" -q --benchmark-disable
+	$(PY) -m pytest -m "not slow" -q --benchmark-disable --durations=15
 
 test-all: setup ## run every test, slow ones included
 	$(PY) -m pytest -q --benchmark-disable
