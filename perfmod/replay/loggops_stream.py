@@ -94,14 +94,18 @@ _MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``ke
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
 # the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
 # message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells, the ranks whose
-# next chunk an event triggered (count, those made), the nodes made of the current one; then each rank's first
-# free home slot, then each rank's first free home cell
+# next chunk an event triggered (count, those made), the nodes made of the current one, log2 of a home's slots;
+# then each rank's first free home slot, then each rank's first free home cell
 (_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_NG, _G_NJ, _G_MADE,
- _G_BASE) = range(14)
-#: slots and cells of each rank's own (its "home": rank r's are r * _HOME .. (r + 1) * _HOME - 1, the shared pool
-#: after all homes): the nodes the ranks run at one simulated moment lie together in memory, as in the full
-#: graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M operations/s; 16,384: 1.0)
-_HOME, _HOME_CELLS = 8, 16
+ _G_HSH, _G_BASE) = range(15)
+#: log2 of the slots of each rank's own (its "home": rank r's are r * 2**h .. (r + 1) * 2**h - 1, the shared
+#: pool after all homes; twice as many cells): the nodes the ranks run at one simulated moment lie together in
+#: memory, as in the full graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M
+#: operations/s; 16,384: 1.0).  8 slots, but 4 where the ranks have about one event each and a collective's
+#: round is one operation (a lone broadcast or reduce: the homes were most of its memory; 2,097,152-rank
+#: broadcast 17.5 -> 11.5 CPU-s, 3.78 -> 2.44 GiB; a recursive-doubling allreduce, two operations a round,
+#: overflowed 4 into the shared pool: 1,048,576 ranks 2.00 -> 2.28 GiB)
+_HOME_SHIFT, _HOME_SHIFT_ONE = 3, 2
 _NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
 _GROW, _LACKS = 1, 2  # what the loop's hook (_freed) stops it with: the pools must grow, a message class lacking
 
@@ -136,7 +140,7 @@ def _push_cell(r, gs, cells, x, head, tail):
 @njit(cache=True, _nrt=False)
 def _free_cell(gs, cells, c):
     if c < gs[_G_HC]:
-        h = _G_BASE + gs[_G_P] + c // _HOME_CELLS
+        h = _G_BASE + gs[_G_P] + (c >> (gs[_G_HSH] + 1))
         cells[2 * c + 1] = gs[h]
         gs[h] = c
     else:
@@ -154,7 +158,7 @@ def _maybe_free(v, nd, cand, gs):
             cand[x.rank] = -1
         x.kind = 0
         if v < gs[_G_HS]:
-            h = _G_BASE + v // _HOME
+            h = _G_BASE + (v >> gs[_G_HSH])
             x.head = gs[h]
             gs[h] = v
         else:
@@ -629,21 +633,24 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     st = (gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max)
     # the slots: each rank's home (its free ones chained from gs[_G_BASE + r]), then the shared pool (grown as
     # needed); the cells likewise
-    hs, hc = nprocs * _HOME, nprocs * _HOME_CELLS
+    hsh = _HOME_SHIFT_ONE if n < 2 * nprocs and maxops <= 1 else _HOME_SHIFT
+    home = 1 << hsh
+    hs, hc = nprocs * home, nprocs * 2 * home
     cap = hs + max(1024, 2 * smax)
     nd = np.empty(cap, dtype=SLOT)
     gs = np.zeros(_G_BASE + 2 * nprocs, dtype=np.int64)
+    gs[_G_HSH] = hsh
     for s in range(cap):
         nd[s].kind = 0
-        nd[s].head = s + 1 if s + 1 < cap and (s >= hs or (s + 1) % _HOME) else -1
+        nd[s].head = s + 1 if s + 1 < cap and (s >= hs or (s + 1) & (home - 1)) else -1
     for r in range(nprocs):
-        gs[_G_BASE + r] = r * _HOME
+        gs[_G_BASE + r] = r * home
     lcap = hc + max(1024, 2 * lmax)
     cells = np.empty(2 * lcap, dtype=np.int32)
     for c in range(lcap):
-        cells[2 * c + 1] = c + 1 if c + 1 < lcap and (c >= hc or (c + 1) % _HOME_CELLS) else -1
+        cells[2 * c + 1] = c + 1 if c + 1 < lcap and (c >= hc or (c + 1) & (2 * home - 1)) else -1
     for r in range(nprocs):
-        gs[_G_BASE + nprocs + r] = r * _HOME_CELLS
+        gs[_G_BASE + nprocs + r] = r * 2 * home
     gs[_G_SFREE] = cap - hs
     gs[_G_SHEAD] = hs
     gs[_G_LFREE] = lcap - hc
