@@ -192,6 +192,23 @@ def test_rooted_collectives_alone_agree_with_loggopsim_to_the_ns(call, nbytes):
     assert ds.attrs["operations"] == 2 * 2 * 12  # a send and a receive per edge of the tree, twice
 
 
+@pytest.mark.parametrize("call, nbytes", [("bcast", 4096), ("reduce", 100000), ("bcast", 8), ("allreduce", 8)])
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_a_lone_collectives_stream_with_small_homes_equals_the_graph_held_whole(tmp_path, call, nbytes, iterations):
+    """One event per rank and one operation a round (a lone broadcast or reduce) gives each rank 4 home slots in
+    the streaming replay instead of 8 (``loggops_stream._HOME_SHIFT_ONE``): the same simulation, host for host, as
+    the whole graph of ``write_goal``'s schedule of it (the GOAL path); 300 ranks, root 7, so that the root's
+    sends outrun a small home."""
+    trace = collective(call, 300, nbytes, root=7, iterations=iterations)
+    plat = platform(2500, 1500, 1000, 6, S=4096)
+    streamed = replay(trace, plat, "loggp")
+    whole = replay(read_trace(write_goal(trace, tmp_path / "c.goal")), plat, "loggp")
+    assert ns(streamed) == ns(whole)
+    assert streamed.attrs["operations"] == whole.attrs["operations"]
+    if call != "allreduce":  # a send and a receive per edge of the tree
+        assert streamed.attrs["operations"] == iterations * 2 * 299
+
+
 @pytest.mark.parametrize("params", list(LOGGOPSIM_JACOBI16))
 def test_jacobi2d_halo_and_allreduce_agree_with_loggopsim_to_the_ns(tmp_path, params):
     plat = platform(*params)

@@ -42,7 +42,9 @@ matched, and after an event's operations are queued, are its hooks
 registered per layout as numba overloads (:func:`graph_hooks`) and chosen
 when the loop is compiled.  A step function called per event instead
 measured 15-20 % slower (it copied some 30 arrays' descriptors per call),
-and a function passed as an argument cannot be cached.
+and a function passed as an argument cannot be cached.  Against the two
+loops it replaced (2026-11-27, load 0.5-1): the same CPU time on a trace
+(Jacobi2D, 16,384 ranks x 10), 5-10 % more on a GOAL file's simulation.
 
 Layout, for speed and memory (issue 23), so that the cost of an operation
 does not grow with the number of ranks:

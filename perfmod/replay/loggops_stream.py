@@ -444,7 +444,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
 def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``): its event's times, the nodes it frees
     appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it.
-    (The stream's hooks of :func:`~perfmod.replay.loggops_kernel._step`: ``g`` is ``(cand, gs, cells, out)``.)"""
+    (The stream's hooks of :func:`~perfmod.replay.loggops_kernel._run`: ``g`` is ``(cand, gs, cells, out)``.)"""
     cand, gs, cells, out = g
     cend, emax, sdone = out[0], out[1], out[2]
     x = nd[v]
