@@ -178,6 +178,33 @@ def test_region_models_learn_the_contention_of_ranks_sharing_the_machine(tmp_pat
     assert one[0] == one[1] and truth[0] * 1.02 < one[0] < truth[1] * 0.98
 
 
+def test_perfmod_mode_adds_the_regions_bytes_at_the_lower_bandwidth_past_the_training_working_sets(tmp_path):
+    """With a measured bandwidth curve, perfmod mode's HPCCG region beyond the largest training working set is
+    the in-cache fit plus its bytes times ``1/B(W) - 1/B(W_ref)`` (the roofline's added memory time, the
+    default), not the fit times the bandwidth ratio; Eiger mode keeps its form."""
+    from perfmod.measure.proxies.hpccg import ROW_TRAFFIC, ROW_WORKING_SET
+    from perfmod.models.compute import BandwidthCurve, MemoryHierarchyModel
+    from perfmod.studies.anger_skeleton_steps import CONTENTION, clean_training_frames, fit_region_models
+
+    sizes = [4, 5, 6, 7, 8, 9]
+    runs = _runs(sizes, [1], 2)
+    store = _store(tmp_path / "r.sqlite", runs)
+    spec = app_spec("hpccg", 2)
+    frames, _ = clean_training_frames(store, spec, sizes, runs)
+    w_ref = ROW_WORKING_SET * 9.0 ** 3  # one rank: nothing shares the cache
+    curve = BandwidthCurve([w_ref, 4 * w_ref], [4e10, 1e10])
+    model = fit_region_models(frames, spec, "perfmod", bandwidth=curve)["sparsemv"]
+    n = np.array([343.0, 4 * 729.0])  # inside; at four times the training working set (10 GB/s)
+    x = pd.DataFrame({"n": n, CONTENTION: [1.0, 1.0]})[model.parameters]
+    fit = LAW["sparsemv"] * n
+    extra = np.array([0.0, ROW_TRAFFIC["sparsemv"] * n[1] * (1 / 1e10 - 1 / 4e10)])
+    ds = model.predict(x)
+    np.testing.assert_allclose(ds.memory_time.values, extra, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(ds.predicted.values, fit + extra, rtol=0.02)
+    eiger = fit_region_models(frames, spec, "eiger", bandwidth=curve)["sparsemv"]
+    assert not isinstance(eiger, MemoryHierarchyModel) and np.isclose(float(eiger.predict_one(n=n[1])), fit[1], rtol=0.02)
+
+
 def test_too_few_clean_training_sizes_leave_the_app_not_fitted(tmp_path):
     from perfmod.studies.anger_skeleton_steps import MIN_CLEAN_SIZES, clean_training_frames
 

@@ -251,9 +251,9 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
     The ``eiger`` and ``perfmod`` models also get :data:`CONTENTION` when the frame has runs with
     different rank counts; ``loop`` and ``mean`` keep the region's own parameters.  With a measured
     ``bandwidth`` curve, the perfmod-mode model of each region in ``spec.memory`` is wrapped by
-    :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets it is
-    slowed down by the ratio of the curve's bandwidths (the published Eiger and loop methods keep
-    their form).  ``cache_shared``: the ranks of a run share the cache (their working sets add up);
+    :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets each call
+    gets the roofline's added memory time, its bytes at the curve's lower bandwidth (the published Eiger
+    and loop methods keep their form).  ``cache_shared``: the ranks of a run share the cache (their working sets add up);
     False where each has its own (:func:`perfmod.measure.bench.cachesize.cache_shared`).
 
     Raises
