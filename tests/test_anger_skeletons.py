@@ -202,7 +202,8 @@ def test_perfmod_mode_adds_the_regions_bytes_at_the_lower_bandwidth_past_the_tra
     np.testing.assert_allclose(ds.memory_time.values, extra, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(ds.predicted.values, fit + extra, rtol=0.02)
     eiger = fit_region_models(frames, spec, "eiger", bandwidth=curve)["sparsemv"]
-    assert not isinstance(eiger, MemoryHierarchyModel) and np.isclose(float(eiger.predict_one(n=n[1])), fit[1], rtol=0.02)
+    assert not isinstance(eiger, MemoryHierarchyModel)
+    assert float(eiger.predict_one(n=n[1])) == pytest.approx(fit[1], rel=0.02)
 
 
 def test_too_few_clean_training_sizes_leave_the_app_not_fitted(tmp_path):

@@ -253,8 +253,8 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
     ``bandwidth`` curve, the perfmod-mode model of each region in ``spec.memory`` is wrapped by
     :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets each call
     gets the roofline's added memory time, its bytes at the curve's lower bandwidth (the published Eiger
-    and loop methods keep their form).  ``cache_shared``: the ranks of a run share the cache (their working sets add up);
-    False where each has its own (:func:`perfmod.measure.bench.cachesize.cache_shared`).
+    and loop methods keep their form).  ``cache_shared``: the ranks of a run share the cache (their
+    working sets add up); False where each has its own (:func:`perfmod.measure.bench.cachesize.cache_shared`).
 
     Raises
     ------
