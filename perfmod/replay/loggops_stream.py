@@ -532,6 +532,14 @@ def _freed(nd, g, gen, fbuf, nfree):
 graph_hooks(SLOT, _done, _started, _matched, _freed)
 
 
+@njit(cache=True, _nrt=False)
+def _cells_to_grow(r, lmax, gnf, gcur, ref_ptr):
+    """The free cells to grow to before rank ``r``'s next step: what :func:`_generate` checks for it (``lmax``,
+    the frontier's and the event's requests'), the requests' counted twice."""
+    i = gcur[r]
+    return lmax + gnf[r] + 2 * (ref_ptr[i + 1] - ref_ptr[i])
+
+
 @njit(cache=True)
 def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs):
     """The shared pools with room for a step: slots doubled (the event queue and the buffers with them: a queued
@@ -697,8 +705,8 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
             if stt != _NEED:
                 break
             nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf, sbuf,
-                abuf, kbuf, qpool, bnext, fstk, cur, qs)
+                smax, _cells_to_grow(r, lmax, gnf, gcur, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
+                qpool, bnext, fstk, cur, qs)
         if stt == _BAD:
             return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
         m = gs[_G_NI]
@@ -709,15 +717,17 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     ibuf = np.empty(0, dtype=np.int32)  # no more init nodes
     gl = np.empty(4, dtype=np.int64)  # the ranks whose next chunk an event triggered (of at most 4 it frees)
     while True:
-        code, aqtime = _run(nd, (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl), _MSG, False, par,
-                            nexto, nextgs, nextgr, rq_head, rq_tail, uq_head, uq_tail, fbuf, sbuf, abuf, kbuf, fhost,
-                            aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk, qs)
-        while code == _GROW:  # grow the pools, then the triggered ranks' chunks go on
+        hook, gen = (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)  # the hooks' state
+        code, aqtime = _run(nd, hook, gen, _MSG, False, par, nexto, nextgs, nextgr, rq_head, rq_tail, uq_head, uq_tail,
+                            fbuf, sbuf, abuf, kbuf, fhost, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill,
+                            bmin, fstk, qs)
+        while code == _GROW:  # grow the pools (new arrays: the hooks' state again), then the triggered ranks go on
             r = gl[gs[_G_NJ]]
             nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                smax, lmax + gnf[r] + 2 * (ref_ptr[gcur[r] + 1] - ref_ptr[gcur[r]]), nd, cells, gs, ibuf, fbuf,
-                sbuf, abuf, kbuf, qpool, bnext, fstk, cur, qs)
-            code = _freed(nd, (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl), fbuf, 0)
+                smax, _cells_to_grow(r, lmax, gnf, gcur, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
+                qpool, bnext, fstk, cur, qs)
+            hook, gen = (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)
+            code = _freed(nd, hook, gen, fbuf, 0)
         if code == _LACKS:
             return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
         if qs[_LIVE] == 0:
