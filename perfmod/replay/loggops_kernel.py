@@ -69,10 +69,12 @@ does not grow with the number of ranks:
   list of 256-entry blocks; when ``cur`` is spent, the least time of the
   lowest non-empty bucket becomes the current time, its events move into
   ``cur`` (sorted by sequence, where they are not in order already: a
-  bucket keeps the order they were pushed in, which is mostly theirs; on
-  the 32 x 48 halo of 20 iterations that check took the loop from 0.17-0.20
-  s to 0.15-0.16 s and no refill needed the sort) and the rest of that bucket
-  into lower buckets.  Pushes and pops read and write whole blocks in order, where
+  bucket keeps the order they were pushed in, which is mostly theirs: on
+  a 32 x 48 halo of 20 iterations with summit's parameters no refill needed
+  the sort and the loop went from 0.17-0.20 s to 0.15-0.16 s; with the
+  rendezvous messages of ``make bench``'s LogGOPSim side by side some refills
+  still sort and the time did not change measurably) and the rest of that
+  bucket into lower buckets.  Pushes and pops read and write whole blocks in order, where
   the 4-ary heap it replaces (an entry per pending operation, up to about
   eight per rank) sifted through memory that outgrew the caches; a new event at
   the current time has the largest sequence yet, so it goes at the end of
