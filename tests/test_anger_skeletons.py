@@ -201,6 +201,12 @@ def test_perfmod_mode_adds_the_regions_bytes_at_the_lower_bandwidth_past_the_tra
     ds = model.predict(x)
     np.testing.assert_allclose(ds.memory_time.values, extra, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(ds.predicted.values, fit + extra, rtol=0.02)
+    # given the cache's knee, the fit takes out the memory time past it (none here: the curve is flat up to
+    # W_ref) and the wrapper counts it from the knee
+    kneed = fit_region_models(frames, spec, "perfmod", bandwidth=curve, knee=w_ref / 2)["sparsemv"]
+    assert kneed.reference_working_set == w_ref / 2
+    np.testing.assert_allclose(kneed.predict(x).memory_time.values, extra, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(kneed.predict(x).predicted.values, fit + extra, rtol=0.02)
     eiger = fit_region_models(frames, spec, "eiger", bandwidth=curve)["sparsemv"]
     assert not isinstance(eiger, MemoryHierarchyModel)
     assert float(eiger.predict_one(n=n[1])) == pytest.approx(fit[1], rel=0.02)

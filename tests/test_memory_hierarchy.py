@@ -108,3 +108,27 @@ def test_bad_traffic_is_named():
     model = _fitted()
     with pytest.raises(MissingParameterError, match="'m'"):
         with_memory_hierarchy(model.model, pd.DataFrame({"n": [1.0]}), MemoryTraffic("m", 1.0, 1.0), CURVE)
+
+
+def test_fit_past_the_cache_fits_the_in_cache_law_and_puts_the_memory_time_back():
+    """Training points past the knee (2 processes sharing the cache at the largest sizes) carry memory time: the
+    fit on them with it taken out is the in-cache law, and the wrapper adds it back where the working set is past
+    the knee, at training and new points alike; wrapping a fit of the raw times instead learns the growth."""
+    from perfmod.models.compute import fit_past_the_cache
+
+    n = np.tile([250.0, 500.0, 1000.0, 1500.0, 2000.0], 2)
+    p = np.repeat([1.0, 2.0], 5)
+    ws = 1000.0 * n * p  # p = 2: 3 MB and 4 MB are past the 2 MB knee
+    extra = np.where(ws > 2e6, 100.0 * n * (1 / CURVE(ws) - 1 / 4e10), 0.0)
+    train = pd.DataFrame({"n": n, "p": p, "time": C * n + extra})
+    model = fit_past_the_cache(train, "time", ["n", "p"], TRAFFIC, CURVE, 2e6, method="loop", extents=["n"])
+    assert model.scaling == "added" and model.reference_working_set == 2e6
+    np.testing.assert_allclose(model.model.predict_one(n=1500.0, p=2.0), C * 1500, rtol=1e-9)
+    np.testing.assert_allclose(model.predict(train[["n", "p"]]).predicted.values, train["time"], rtol=1e-9)
+    x = pd.DataFrame({"n": [4000.0, 3000.0], "p": [1.0, 2.0]})  # 4 MB and 6 MB: past the knee, at 20 GB/s
+    want = C * x["n"] + 100 * x["n"] * (1 / 2e10 - 1 / 4e10)
+    np.testing.assert_allclose(model.predict(x).predicted.values, want, rtol=1e-9)
+    raw = fit_compute_model(train, "time", ["n", "p"], method="loop", extents=["n"])
+    assert raw.predict_one(n=1500.0, p=1.0) > 1.05 * C * 1500  # the raw fit learned the 2-process growth
+    with pytest.raises(ValueError, match="knee must be > 0"):
+        fit_past_the_cache(train, "time", ["n", "p"], TRAFFIC, CURVE, 0.0, method="loop", extents=["n"])

@@ -43,7 +43,13 @@ from perfmod.measure.regions.store import RegionStore
 from perfmod.measure.regions.virtual import run_virtual
 from perfmod.measure.runner import run_mpi
 from perfmod.measure.validity import run_flags
-from perfmod.models.compute import BandwidthCurve, MemoryTraffic, fit_compute_model, with_memory_hierarchy
+from perfmod.models.compute import (
+    BandwidthCurve,
+    MemoryTraffic,
+    fit_compute_model,
+    fit_past_the_cache,
+    with_memory_hierarchy,
+)
 from perfmod.replay import replay
 from perfmod.trace.core import Call, Trace
 
@@ -245,7 +251,7 @@ def clean_training_frames(store: Path, spec: AppSpec, train_sizes: Sequence[int]
 
 def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method: str,
                       eiger_threshold: float = 1e-3, bandwidth: BandwidthCurve | None = None,
-                      cache_shared: bool = True) -> dict[str, Any]:
+                      cache_shared: bool = True, knee: float = 0.0) -> dict[str, Any]:
     """One model per region by ``method``, on the parameters that vary in its training frame.
 
     The ``eiger`` and ``perfmod`` models also get :data:`CONTENTION` when the frame has runs with
@@ -253,8 +259,10 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
     ``bandwidth`` curve, the perfmod-mode model of each region in ``spec.memory`` is wrapped by
     :func:`~perfmod.models.compute.with_memory_hierarchy`: beyond the training working sets each call
     gets the roofline's added memory time, its bytes at the curve's lower bandwidth (the published Eiger
-    and loop methods keep their form).  ``cache_shared``: the ranks of a run share the cache (their
-    working sets add up); False where each has its own (:func:`perfmod.measure.bench.cachesize.cache_shared`).
+    and loop methods keep their form); with the cache's ``knee`` (B, > 0) the model is fitted by
+    :func:`~perfmod.models.compute.fit_past_the_cache` instead: on the calls' times with their memory time
+    beyond the knee taken out, which the wrapper puts back.  ``cache_shared``: the ranks of a run share the
+    cache (their working sets add up); False where each has its own.
 
     Raises
     ------
@@ -274,11 +282,13 @@ def fit_region_models(frames: Mapping[str, pd.DataFrame], spec: AppSpec, method:
                 models[region] = fit_compute_model(data, "time", params, method="mean")
             else:
                 models[region] = fit_compute_model(data, "time", params, method="loop", extents=[spec.extent])
+        elif method == "perfmod" and bandwidth is not None and region in spec.memory:
+            traffic = spec.memory[region] if cache_shared else replace(spec.memory[region], sharers=None)
+            models[region] = (fit_past_the_cache(data, "time", params, traffic, bandwidth, knee, method=method)
+                              if knee > 0 else with_memory_hierarchy(
+                                  fit_compute_model(data, "time", params, method=method), frame, traffic, bandwidth))
         else:
             models[region] = fit_compute_model(data, "time", params, method=method)
-        if method == "perfmod" and bandwidth is not None and region in spec.memory:
-            traffic = spec.memory[region] if cache_shared else replace(spec.memory[region], sharers=None)
-            models[region] = with_memory_hierarchy(models[region], frame, traffic, bandwidth)
     return models
 
 

@@ -131,10 +131,10 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     cache_probe : bool
         Measure the machine's bandwidth over working sets (:func:`perfmod.measure.bench.cachesize.probe_cache`
         over :data:`CACHE_PROBE_BYTES`, best of 4 sweeps, about 5 s; then again in as many processes at once
-        as the largest rank count, whose knee says whether the ranks share the cache,
-        :func:`perfmod.measure.bench.cachesize.cache_shared`)
-        before the native runs; perfmod mode carries the HPCCG regions past the cache with it
-        (:class:`perfmod.models.compute.MemoryHierarchyModel`).
+        as the largest rank count, :func:`perfmod.measure.bench.cachesize.cache_shared`, recorded)
+        before the native runs; perfmod mode fits the HPCCG regions on their calls with the memory time past
+        the curve's knee taken out and puts it back when it predicts
+        (:func:`perfmod.models.compute.fit_past_the_cache`, the ranks of a run sharing the cache).
         False: no probe, and perfmod mode keeps its plain fits.
     raw_out : str
         Directory for the raw files: the native runs (netCDF) and the region stores (SQLite); empty: the native
@@ -175,13 +175,19 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
             shared = cache_shared(probe, together)
         except ValueError:  # too few working sets above the private caches to find a knee: assume shared
             shared = True
+    knee = 0
+    if probe is not None:
+        try:
+            knee = effective_llc(probe)
+        except ValueError:
+            knee = 0
     per_app = []
     try:
         for a in apps:
             per_app.append(_one_app(a, sorted(train[a] + test[a]), set(test[a]), train[a], iters[a], list(nprocs),
                                     reps, skeleton_reps, eiger_threshold, list(thresholds), list(scale_nprocs),
                                     scale_size[a], platform, comm_model, speedup_method, seed, nsize, raw, bar,
-                                    params, raw_out, curve, shared))
+                                    params, raw_out, curve, shared, knee))
     finally:
         bar.close()
         if tmp is not None:
@@ -195,11 +201,7 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
         ds = xr.merge([ds, per_app[apps.index("hpccg")].sweep])
     if probe is not None:
         ds = xr.merge([ds, probe.drop_attrs(deep=False)])
-        try:
-            llc = effective_llc(probe)
-        except ValueError:
-            llc = 0
-        ds.attrs["effective_llc_bytes"] = llc
+        ds.attrs["effective_llc_bytes"] = knee
         ds.attrs["sysfs_llc_bytes"] = int(probe.attrs.get("sysfs_llc_bytes", 0))
         if together is not None:
             ds["cache_probe_bandwidth_together"] = together.cache_probe_bandwidth.assign_attrs(
@@ -236,7 +238,7 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
              nprocs: list[int], reps: int, skeleton_reps: int, eiger_threshold: float, thresholds: list[float],
              scale_nprocs: list[int], scale_size: int, platform: str, comm_model: str, speedup_method: str,
              seed: int, nsize: int, raw: Path, bar: Any, params: dict, raw_out: str,
-             curve: BandwidthCurve | None = None, shared: bool = True) -> _AppResult:
+             curve: BandwidthCurve | None = None, shared: bool = True, knee: int = 0) -> _AppResult:
     spec = app_spec(app, iterations)
     store = raw / f"{app}-regions.sqlite"
     runs = measure_native(spec, sizes, nprocs, reps, store, progress=lambda s: bar.set_postfix_str(s), seed=seed)
@@ -249,7 +251,10 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     models: dict[str, dict] | None = None
     if not fit_status.startswith("not fitted"):
         try:
-            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve, shared) for m in METHODS}
+            # with the cache's knee, the fit takes out the memory time of the calls past it, and a run's ranks
+            # share it (what the 2-rank calls show: study note); without, the probe's verdict decides
+            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve, shared or knee > 0, knee)
+                      for m in METHODS}
         except ComputeModelError as err:  # too few clean points for a method: say so, report no figure
             fit_status = f"not fitted: {app}: {err}"
     bar.update()

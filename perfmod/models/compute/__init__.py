@@ -12,7 +12,7 @@ from .errors import (
     UnknownParameterError,
 )
 from .extrap_io import ExtrapFormatError, model_expression, prediction_table, read_extrap, write_extrap_text
-from .memory import BandwidthCurve, MemoryHierarchyModel, MemoryTraffic, with_memory_hierarchy
+from .memory import BandwidthCurve, MemoryHierarchyModel, MemoryTraffic, fit_past_the_cache, with_memory_hierarchy
 from .normal_form import normal_form_search
 from .pool import EPM_EXPONENTS, Term, eiger_pool, normal_form_pool
 from .synth import PerfmodModel, fit_compute_model, fit_perfmod, perfmod_pool
@@ -23,6 +23,7 @@ __all__ = [
     "MemoryHierarchyModel",
     "MemoryTraffic",
     "with_memory_hierarchy",
+    "fit_past_the_cache",
     "ConstantMeanModel",
     "LoopModel",
     "PerfmodModel",
