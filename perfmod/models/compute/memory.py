@@ -63,6 +63,7 @@ import xarray as xr
 
 from ._protocol import as_frame
 from .errors import MissingParameterError
+from .synth import fit_compute_model
 
 __all__ = ["non_increasing", "BandwidthCurve", "MemoryTraffic", "MemoryHierarchyModel", "with_memory_hierarchy",
            "fit_past_the_cache", "SCALINGS"]
@@ -299,8 +300,6 @@ def fit_past_the_cache(data: Any, target: str, parameters: list[str], traffic: M
     it mends: its 2-rank blocks 32 and 40 were past the cache, the fit learned their slowdown (1-rank block
     40 predicted 21 % slow, a training point) and predicted the 1-rank block 56 64 % too slow.
     """
-    from . import fit_compute_model
-
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if not knee > 0:
