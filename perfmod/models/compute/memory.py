@@ -168,6 +168,19 @@ class MemoryTraffic:
         return self.working_set_per_unit * self._column(frame, self.parameter) * share
 
 
+def _slowdown(frame: pd.DataFrame, traffic: MemoryTraffic, curve: BandwidthCurve, ref: float) -> np.ndarray:
+    """``B(ref) / B(W)`` of each row where its working set ``W > ref``, else 1 (``proportional``)."""
+    ws = traffic.working_set(frame)
+    return np.where(ws > ref, np.maximum(float(curve(ref)) / curve(ws), 1.0), 1.0)
+
+
+def _added_time(frame: pd.DataFrame, traffic: MemoryTraffic, curve: BandwidthCurve, ref: float) -> np.ndarray:
+    """``Q (1/B(W) - 1/B(ref))`` of each row where its working set ``W > ref``, else 0 (``added``, s)."""
+    ws = traffic.working_set(frame)
+    slower = 1.0 / curve(ws) - 1.0 / float(curve(ref))
+    return np.where(ws > ref, traffic.traffic(frame) * np.maximum(slower, 0.0), 0.0)
+
+
 class MemoryHierarchyModel:
     """A fitted compute model plus the memory time beyond its training working sets (module docstring).
 
@@ -211,9 +224,7 @@ class MemoryHierarchyModel:
 
     def slowdown(self, x: Any) -> np.ndarray:
         """``B(W_ref) / B(W)`` of each row where ``W > W_ref``, else 1: how much slower its bytes are served."""
-        ws = self.traffic.working_set(as_frame(x))
-        ratio = float(self.curve(self.reference_working_set)) / self.curve(ws)
-        return np.where(ws > self.reference_working_set, np.maximum(ratio, 1.0), 1.0)
+        return _slowdown(as_frame(x), self.traffic, self.curve, self.reference_working_set)
 
     def extra_time(self, x: Any) -> np.ndarray:
         """Time (s) each row adds to the fit: 0 up to ``W_ref``; beyond, ``t_fit (B(W_ref)/B(W) - 1)``
@@ -222,9 +233,7 @@ class MemoryHierarchyModel:
         if self.scaling == "proportional":
             base = np.asarray(self.model.predict(frame, strict=False)["predicted"].values, dtype=float).ravel()
             return base * (self.slowdown(frame) - 1.0)
-        ws = self.traffic.working_set(frame)
-        slower = 1.0 / self.curve(ws) - 1.0 / float(self.curve(self.reference_working_set))
-        return np.where(ws > self.reference_working_set, self.traffic.traffic(frame) * np.maximum(slower, 0.0), 0.0)
+        return _added_time(frame, self.traffic, self.curve, self.reference_working_set)
 
     def predict(self, x: Any, interval: str | None = None, level: float = 0.95, strict: bool = True) -> xr.Dataset:
         """The wrapped model's prediction (and interval bounds) made slower beyond ``W_ref``; ``memory_time``
@@ -308,13 +317,9 @@ def fit_past_the_cache(data: Any, target: str, parameters: list[str], traffic: M
         traffic = replace(traffic, sharers=None)
     frame = as_frame(data).copy()
     y = frame[target].to_numpy(dtype=float)
-    ws = traffic.working_set(frame)
-    past = ws > knee
     if scaling == "proportional":
-        y = np.where(past, y * curve(ws) / float(curve(knee)), y)
+        frame[target] = y / _slowdown(frame, traffic, curve, knee)
     else:
-        extra = traffic.traffic(frame) * np.maximum(1.0 / curve(ws) - 1.0 / float(curve(knee)), 0.0)
-        y = np.where(past, np.maximum(y - extra, 0.2 * y), y)
-    frame[target] = y
+        frame[target] = np.maximum(y - _added_time(frame, traffic, curve, knee), 0.2 * y)
     model = fit_compute_model(frame[[*parameters, target]], target, list(parameters), **fit)
     return MemoryHierarchyModel(model, traffic, curve, float(knee), scaling)
