@@ -175,6 +175,8 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
             shared = cache_shared(probe, together)
         except ValueError:  # too few working sets above the private caches to find a knee: assume shared
             shared = True
+    # with the cache's knee, perfmod mode's fit takes out the memory time of the calls past it, and a run's
+    # ranks share the cache (what the 2-rank calls show: study note); without, the probe's verdict decides
     knee = 0
     if probe is not None:
         try:
@@ -187,7 +189,7 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
             per_app.append(_one_app(a, sorted(train[a] + test[a]), set(test[a]), train[a], iters[a], list(nprocs),
                                     reps, skeleton_reps, eiger_threshold, list(thresholds), list(scale_nprocs),
                                     scale_size[a], platform, comm_model, speedup_method, seed, nsize, raw, bar,
-                                    params, raw_out, curve, shared, knee))
+                                    params, raw_out, curve, shared or knee > 0, knee))
     finally:
         bar.close()
         if tmp is not None:
@@ -251,10 +253,7 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     models: dict[str, dict] | None = None
     if not fit_status.startswith("not fitted"):
         try:
-            # with the cache's knee, the fit takes out the memory time of the calls past it, and a run's ranks
-            # share it (what the 2-rank calls show: study note); without, the probe's verdict decides
-            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve, shared or knee > 0, knee)
-                      for m in METHODS}
+            models = {m: fit_region_models(frames, spec, m, eiger_threshold, curve, shared, knee) for m in METHODS}
         except ComputeModelError as err:  # too few clean points for a method: say so, report no figure
             fit_status = f"not fitted: {app}: {err}"
     bar.update()
