@@ -272,8 +272,9 @@ def _loggopsim_times(goal, L, o, g, G, S):
 def test_seeded_random_goal_schedules_agree_with_loggopsim_on_every_host(tmp_path, seed):
     """Halos (periodic or not, with or without allreduces and computation, any-tag receives) and rooted
     collectives, sizes on both sides of S, random L, o, g, G, S: every host's finishing time equal to the ns,
-    the GOAL file read as written (``goal_finish_times``).  Zero-byte messages are left out: LogGOPSim computes
-    their ``(0 - 1) G`` in unsigned arithmetic (module docstring of :mod:`perfmod.replay.loggops`)."""
+    the GOAL file read as written (``goal_finish_times``), and read from the binary ``txt2bin`` made of it.
+    Zero-byte messages are left out: LogGOPSim computes their ``(0 - 1) G`` in unsigned arithmetic (module
+    docstring of :mod:`perfmod.replay.loggops`)."""
     from perfmod.replay.loggops import goal_finish_times
     from perfmod.trace.formats.goal_halo import write_halo_goal
 
@@ -295,3 +296,6 @@ def test_seeded_random_goal_schedules_agree_with_loggopsim_on_every_host(tmp_pat
     want = _loggopsim_times(goal, L, o, g, G, S)
     got = np.rint(goal_finish_times(goal, platform(L, o, g, G, S)).total_time / NS).astype(np.int64)
     assert {h: int(got.max() if h is None else got[h]) for h in want} == want
+    # and LogGOPSim's own binary of it (txt2bin's output) the same
+    got_bin = np.rint(goal_finish_times(goal.with_suffix(".bin"), platform(L, o, g, G, S)).total_time / NS)
+    assert np.array_equal(got_bin.astype(np.int64), got)

@@ -205,7 +205,7 @@ def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray
     z = np.flatnonzero((graph.kind == SEND) & (graph.size == 0))
     z = z[gps[rows["cls"][newpos[z]]] > 0] if z.size else z
     if z.size:
-        warnings.warn(f"{graph.source}:{int(graph.line[z[0]])}: {z.size:,} zero-byte message(s): perfmod costs each "
+        warnings.warn(f"{graph.where(int(z[0]))}: {z.size:,} zero-byte message(s): perfmod costs each "
                       "like a 1-byte one; LogGOPSim computes their (0 - 1) G in unsigned arithmetic, which wraps "
                       "around, so its finishing times differ from perfmod's where they count (Schedgen writes its "
                       "barriers as 1-byte messages)", ReplayWarning, stacklevel=3)
@@ -292,17 +292,19 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     graph = read_goal_graph(path, progress=progress)
     bad = np.flatnonzero((graph.cpu != 0) | (graph.nic != 0))
     if bad.size:
-        raise _replay_error()(f"{path}:{int(graph.line[bad[0]])}: cpu {int(graph.cpu[bad[0]])} nic "
+        raise _replay_error()(f"{graph.where(int(bad[0]))}: cpu {int(graph.cpu[bad[0]])} nic "
                           f"{int(graph.nic[bad[0]])}: perfmod's replay models one CPU and one network interface "
                           "per rank (cpu 0, nic 0)")
     msg = graph.kind != CALC
     out = msg & ((graph.peer >= graph.num_ranks) | (graph.peer < 0) & ~((graph.kind == RECV) & (graph.peer == -1)))
     if out.any():
         v = int(np.flatnonzero(out)[0])
-        raise _replay_error()(f"{path}:{int(graph.line[v])}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
+        raise _replay_error()(f"{graph.where(v)}: rank {int(graph.rank[v])}: peer {int(graph.peer[v])} is "
                           f"outside 0..{graph.num_ranks - 1}")
     del bad, msg, out
     p, nn, line = graph.num_ranks, len(graph), graph.line
+    # a binary schedule has no lines: its operations are named by their offset among their rank's
+    rank_start = np.searchsorted(graph.rank, np.arange(p)) if nn and line[0] < 0 else None
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     del calc
@@ -318,9 +320,12 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
         first: dict[int, int] = {}
         for v, r in zip(nodes[by].tolist(), inp.rows["rank"][rows[by]].tolist(), strict=True):
             first.setdefault(int(r), v)
-        lines = [f"rank {r}: line {int(line[v])}" for r, v in list(first.items())[:8]]
+        at = ({r: {"rank": r, "line": int(line[v])} for r, v in first.items()} if rank_start is None else
+              {r: {"rank": r, "operation": int(v - rank_start[r])} for r, v in first.items()})
+        lines = [f"rank {r}: {'line' if rank_start is None else 'operation'} {list(a.values())[1]}"
+                 for r, a in list(at.items())[:8]]
         raise _replay_error()(f"{path}: {rows.size} operations of {len(first)} ranks never complete: "
-                          + "; ".join(lines), [{"rank": r, "line": int(line[v])} for r, v in first.items()])
+                          + "; ".join(lines), list(at.values()))
     return GoalTimes(nexto / _PS, comp, nn, net.platform.name)
 
 

@@ -50,7 +50,9 @@ def _names() -> str:
 def detect_format(path: str | os.PathLike) -> str:
     """Name the format of a trace file or directory (the name of one of :func:`trace_formats`).
 
-    A file whose extension a format owns is that format; otherwise (and for
+    A file that opens with a format's magic bytes is that format (LogGOPSim's
+    binary ``.bin`` schedules are GOAL); else a file whose extension a format
+    owns is that format; otherwise (and for
     a directory) the formats' sniffers are asked in registration order:
     the built-ins place a zip archive as ``npz``, ``num_ranks`` opening a
     file as GOAL, ``MPI_`` lines (or a directory of ``.meta``, ``.bin`` or
@@ -68,10 +70,11 @@ def detect_format(path: str | os.PathLike) -> str:
     elif not p.exists():
         raise TraceError(f"{p}: no such file")
     else:
-        owner = format_of_extension(p.suffix)
+        head = _head(p)
+        owner = next((f for f in trace_formats() if f.magic and head.startswith(f.magic)), None)
+        owner = owner or format_of_extension(p.suffix)
         if owner is not None:
             return owner.name
-        head = _head(p)
     for fmt in trace_formats():
         if fmt.guess_can_open(p, head):
             return fmt.name

@@ -36,6 +36,7 @@ from perfmod.core.aot import Arg, Kernel, kernels
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.trace.core import TraceError
+from perfmod.trace.formats.goal_bin import is_loggopsim_bin, read_goal_bin
 from perfmod.trace.formats.textio import FormatError
 
 __all__ = ["GoalGraph", "read_goal_graph"]
@@ -91,7 +92,7 @@ class GoalGraph:
     cpu, nic : numpy.ndarray of uint8
         LogGOPSim's CPU and NIC of the node (txt2bin stores them in 8 bits).
     line : numpy.ndarray of int64
-        Line of the node in the file.
+        Line of the node in the file (-1 in a binary schedule: :meth:`where` names a node either way).
     ndeps : numpy.ndarray of int64
         ``requires`` plus ``irequires`` of each node.
     succ_ptr, succ : numpy.ndarray of int64
@@ -133,6 +134,14 @@ class GoalGraph:
     def sync(self) -> np.ndarray:
         """No GOAL send is synchronous (all False; the ``loggp`` replay's parameter lookup reads it)."""
         return np.zeros(self.kind.size, dtype=bool)
+
+    def where(self, v: int) -> str:
+        """Where node ``v`` is written: ``file:line``, or ``file: rank R operation K`` in a binary schedule
+        (no lines: LogGOPSim's offset among the rank's operations)."""
+        if self.line[v] >= 0:
+            return f"{self.source}:{int(self.line[v])}"
+        r = int(self.rank[v])
+        return f"{self.source}: rank {r} operation {v - int(np.searchsorted(self.rank, r))}"
 
     def nbytes(self) -> int:
         """Bytes held by the graph's arrays."""
@@ -207,6 +216,9 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
             return nullcontext(SimpleNamespace(update=lambda n: None))
 
     src = str(path)
+    with open(path, "rb") as f:
+        if is_loggopsim_bin(f.read(8)):
+            return GoalGraph(**read_goal_bin(path, labels))
     size = os.path.getsize(path)
     # nodes and dependencies take about 4 bytes of arrays per byte of text (a line of ~25 bytes: ~100 bytes)
     check_fits(4 * size, f"reading {src} ({size / 2**20:.0f} MiB of GOAL text)")

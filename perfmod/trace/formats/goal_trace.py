@@ -48,6 +48,7 @@ from dataclasses import replace
 from perfmod.trace.builder import TraceBuilder
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, Call, Trace, TraceError
 from perfmod.trace.formats.goal import GoalOp, GoalSchedule, schedule_of, write_goal
+from perfmod.trace.formats.goal_bin import MAGIC_BYTES as LOGGOPSIM_MAGIC
 from perfmod.trace.formats.goal_scan import GoalGraph, read_goal_graph
 from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError
@@ -206,6 +207,7 @@ def as_written(trace: Trace) -> tuple[GoalGraph, float] | None:
 
 
 TRACE_FORMAT = TraceFormat(
-    name="goal", files="GOAL schedule (LogGOPSim, Schedgen)", extensions=(".goal",),
+    name="goal", files="GOAL schedule (LogGOPSim, Schedgen), or LogGOPSim's binary one (`txt2bin`'s `.bin`)",
+    extensions=(".goal",),
     guess_can_open=lambda path, head: first_line(head, comments=("#", "//")).startswith("num_ranks"),
-    read=read_goal_trace, write=write_goal, module=__name__)
+    read=read_goal_trace, write=write_goal, module=__name__, magic=LOGGOPSIM_MAGIC)

@@ -56,6 +56,9 @@ class TraceFormat:
         ``write(trace, path, **options) -> path`` of the file to read back; ``None`` when read-only.
     module : str
         The module that declares the format (the docs table names it).
+    magic : bytes, optional
+        Bytes that open every file of this format: a file opening with them is this format whatever its
+        extension (LogGOPSim's binary schedules are ``.bin`` files, as DUMPI's are).
     """
 
     name: str
@@ -65,6 +68,7 @@ class TraceFormat:
     read: Callable[..., Any]
     write: Callable[..., Any] | None = None
     module: str = ""
+    magic: bytes = b""
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier():

@@ -21,11 +21,12 @@ __all__ = ["FormatError", "alltoallv_recv_bytes", "decimal_ns", "gc_paused", "nu
 
 
 class FormatError(TraceError):
-    """Malformed trace text; the message starts with ``file:line:`` and names the field."""
+    """Malformed trace text; the message starts with ``file:line:`` (``file:`` where ``line`` < 0: a file without
+    lines, such as LogGOPSim's binary schedules) and names the field."""
 
     def __init__(self, path: str | os.PathLike, line: int, message: str) -> None:
         self.path, self.line = str(path), int(line)
-        super().__init__(f"{path}:{line}: {message}")
+        super().__init__(f"{path}:{line}: {message}" if self.line >= 0 else f"{path}: {message}")
 
 
 @contextlib.contextmanager
