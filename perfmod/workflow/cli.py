@@ -244,6 +244,11 @@ def _goal_loggops(path: str, model: str) -> bool:
         return False
     if Path(path).suffix.lower() == ".goal":  # the GOAL format's own extension: no other format module is loaded
         return True
+    from perfmod.trace.formats.goal_bin import is_loggopsim_bin
+
+    with open(path, "rb") as f:
+        if is_loggopsim_bin(f.read(8)):  # LogGOPSim's binary schedule (its .bin is DUMPI's extension too)
+            return True
     from perfmod.trace.formats import detect_format
 
     return detect_format(path) == "goal"
