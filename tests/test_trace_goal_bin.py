@@ -4,6 +4,7 @@ LogGOPSim's own finishing times, and refused with a clear error when damaged.
 The fixtures (``tests/data/loggopsim-bin/``, its README) are GOAL texts and the ``.bin`` files LogGOPSim's own
 ``txt2bin`` wrote from them, with the finishing times LogGOPSim printed for them."""
 
+import re
 import struct
 import subprocess
 import sys
@@ -159,3 +160,58 @@ def test_an_independent_operation_the_rank_does_not_list_is_refused(tmp_path):
 
     with pytest.raises(TraceError, match="rank 2 operation 0: depends on nothing, but is not listed"):
         read_goal_graph(_damaged(tmp_path, edit))
+
+
+LEFTOVERS = {  # schedules LogGOPSim does not run through: the ranks with an operation that never completes, and
+    # the messages no receive takes (receiver, sender, tag)
+    "eager message nobody receives": ("num_ranks 2\nrank 0 {\ns: send 10b to 1 tag 5\n}\nrank 1 {\nc: calc 10\n}\n",
+                                      [], [(1, 0, 5)]),
+    "receives that wait for the wrong tags": (
+        "num_ranks 2\nrank 0 {\nl1: send 10b to 1 tag 5\nl2: recv 10b from 1 tag 7\n}\n"
+        "rank 1 {\nl1: calc 10\nl2: recv 10b from 0 tag 6\n}\n", [0, 1], [(1, 0, 5)]),
+    "rendezvous message nobody receives": ("num_ranks 2\nrank 0 {\ns: send 100000b to 1 tag 1\n}\nrank 1 {\n}\n",
+                                           [0], [(1, 0, 1)]),  # the rendezvous send waits for its receive
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEFTOVERS))
+def test_messages_no_receive_took_are_reported_as_loggopsim_lists_them(tmp_path, name):
+    """A GOAL schedule with messages no receive takes fails as LogGOPSim's does (it prints its unexpected queues
+    and no times), even where every operation completes; the error names each message's receiver, sender, tag
+    and send, and the receives that never complete."""
+    text, stuck, messages = LEFTOVERS[name]
+    p = tmp_path / "left.goal"
+    p.write_text(text)
+    with pytest.raises(ReplayError, match="messages no receive took") as err:
+        goal_finish_times(p, ns_platform(2500, 1500, 1000, 6, 65535))
+    got = [(d["rank"], d["from"], d["tag"]) for d in err.value.details if d.get("unexpected")]
+    assert got == messages
+    assert [d["rank"] for d in err.value.details if not d.get("unexpected")] == stuck
+    assert "(the send at line 3 of rank 0)" in str(err.value)
+
+
+@pytest.mark.parametrize("name", sorted(LEFTOVERS))
+def test_leftover_messages_and_receives_are_loggopsims_own(tmp_path, name):
+    """Against LogGOPSim (``PERFMOD_LOGGOPSIM``): the same receives left in its receive queues and messages in its
+    unexpected queues, read from the binary its txt2bin wrote."""
+    from test_replay_loggops import _loggopsim
+
+    txt2bin, sim = _loggopsim()
+    text, _, _ = LEFTOVERS[name]
+    goal, binary = tmp_path / "left.goal", tmp_path / "left.bin"
+    goal.write_text(text)
+    subprocess.run([str(txt2bin), "-i", str(goal), "-o", str(binary)], check=True, capture_output=True)
+    out = subprocess.run([str(sim), "-f", str(binary), "-L", "2500", "-o", "1500", "-g", "1000", "-G", "6", "-S",
+                          "65535"], check=True, capture_output=True, text=True).stdout
+    theirs: dict[str, list] = {"receive": [], "unexpected": []}
+    for kind, host, body in re.findall(r"^(receive|unexpected) queue on host (\d+) contains \d+ elements!\n"
+                                       r"((?: src: -?\d+, tag: -?\d+\n)+)", out, flags=re.M):
+        theirs[kind] += [(int(host), int(s), int(t)) for s, t in re.findall(r"src: (-?\d+), tag: (-?\d+)", body)]
+    assert "Times:" not in out
+    with pytest.raises(ReplayError) as err:
+        goal_finish_times(binary, ns_platform(2500, 1500, 1000, 6, 65535))
+    mine = [(d["rank"], d["from"], d["tag"]) for d in err.value.details if d.get("unexpected")]
+    assert mine == theirs["unexpected"]
+    stuck = read_goal_graph(goal)
+    posted = [(int(stuck.rank[v]), int(stuck.peer[v]), int(stuck.tag[v])) for v in np.flatnonzero(stuck.kind == 2)]
+    assert sorted(theirs["receive"]) == sorted(posted)  # every receive of these schedules is left posted

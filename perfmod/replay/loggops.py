@@ -59,7 +59,7 @@ from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
 from perfmod.replay.diagnostics import ReplayWarning
-from perfmod.replay.loggops_layout import _DONE, ROW, STATUS_EARLY, STATUS_OK
+from perfmod.replay.loggops_layout import _DONE, ROW, STATUS_EARLY, STATUS_OK, STATUS_UNEXPECTED
 from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, GoalGraph
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ AOT_KERNELS = (
                          Arg(np.bool_), Arg(np.float64), _I0, _I0, _B0)),
     Kernel("by_node", (_I32, _I, _I, _I), (_I, _I, _I)),
     Kernel("run_loggops", (_I0, Arg(ROW), _I, _I32, Arg(np.int64, 2), _B0, _B0, _I32, _I),
-           (_I0, _I, _I, _I, _I, _I0)),
+           (_I0, _I, _I, _I, _I, _I0, _I)),
 )
 
 
@@ -213,16 +213,17 @@ def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray
 
 def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) -> tuple:
     """:func:`~perfmod.replay.loggops_kernel.run_loggops` of ``inp``: ``(status, done, rr, mate, nexto,
-    inexact)``, the per-node arrays (with ``detail``) back in the graph's node order."""
+    inexact, unexpected)``, the per-node arrays (with ``detail``) back in the graph's node order; ``unexpected``
+    the rows of the sends whose messages no receive took."""
     with first_call("the LogGOPS event loop"):
-        status, done, rr, mate, nexto, inexact = k.run_loggops(nprocs, inp.rows, inp.eptr, inp.edges, inp.par,
-                                                               recv_decides, detail, inp.init, inp.init_ptr)
+        status, done, rr, mate, nexto, inexact, unexpected = k.run_loggops(
+            nprocs, inp.rows, inp.eptr, inp.edges, inp.par, recv_decides, detail, inp.init, inp.init_ptr)
     if status == STATUS_EARLY:
         raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
                            "cannot order (a bug: please report it with the schedule)")
     if detail:
         done, rr, mate = k.by_node(inp.order, done, rr, mate)
-    return status, done, rr, mate, nexto, inexact
+    return status, done, rr, mate, nexto, inexact, unexpected
 
 
 @dataclass(frozen=True)
@@ -312,21 +313,47 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     inp = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
     k = _kernels(graph)
     del graph  # the rows hold what the loop needs
-    status, _, _, _, nexto, _ = _run(k, p, inp, True, False)
+    status, _, _, _, nexto, _, unexpected = _run(k, p, inp, True, False)
     if status != STATUS_OK:
-        rows = np.flatnonzero(inp.rows["kind"] < _DONE)
-        nodes = inp.order[rows]
-        by = np.argsort(nodes, kind="stable")
-        first: dict[int, int] = {}
-        for v, r in zip(nodes[by].tolist(), inp.rows["rank"][rows[by]].tolist(), strict=True):
-            first.setdefault(int(r), v)
-        at = ({r: {"rank": r, "line": int(line[v])} for r, v in first.items()} if rank_start is None else
-              {r: {"rank": r, "operation": int(v - rank_start[r])} for r, v in first.items()})
-        lines = [f"rank {r}: {'line' if rank_start is None else 'operation'} {list(a.values())[1]}"
-                 for r, a in list(at.items())[:8]]
-        raise _replay_error()(f"{path}: {rows.size} operations of {len(first)} ranks never complete: "
-                          + "; ".join(lines), list(at.values()))
+        raise _unfinished(path, inp, unexpected, line, rank_start)
     return GoalTimes(nexto / _PS, comp, nn, net.platform.name)
+
+
+def _unfinished(path: str | os.PathLike, inp: LoopInput, unexpected: np.ndarray, line: np.ndarray,
+                rank_start: np.ndarray | None) -> Exception:
+    """The :class:`~perfmod.replay.matching.ReplayError` of a GOAL schedule that did not run through, as LogGOPSim
+    reports it (it then prints no times): each rank's first operation that never completes, and the messages
+    no receive took (LogGOPSim's unexpected queues: receiver, sender, tag).  An operation is named by its line,
+    in a binary schedule (``rank_start``: each rank's first node) by its offset among its rank's."""
+
+    def at(v: int, r: int) -> dict[str, int]:
+        return {"line": int(line[v])} if rank_start is None else {"operation": int(v - rank_start[r])}
+
+    def said(d: dict[str, int]) -> str:
+        return f"line {d['line']}" if "line" in d else f"operation {d['operation']}"
+
+    rows = np.flatnonzero(inp.rows["kind"] < _DONE)
+    nodes = inp.order[rows]
+    by = np.argsort(nodes, kind="stable")
+    first: dict[int, int] = {}
+    for v, r in zip(nodes[by].tolist(), inp.rows["rank"][rows[by]].tolist(), strict=True):
+        first.setdefault(int(r), v)
+    details = [{"rank": r, **at(v, r)} for r, v in first.items()]
+    parts = []
+    if first:
+        parts.append(f"{rows.size} operations of {len(first)} ranks never complete: "
+                     + "; ".join(f"rank {d['rank']}: {said(d)}" for d in details[:8]))
+    if unexpected.size:
+        got = inp.rows[unexpected]
+        sent = inp.order[unexpected]
+        msgs = [{"rank": int(h), "from": int(s), "tag": int(t), **at(int(v), int(s))}
+                for h, s, t, v in zip(got["peer"].tolist(), got["rank"].tolist(), got["tag"].tolist(), sent.tolist(),
+                                      strict=True)]
+        parts.append(f"{unexpected.size} messages no receive took (LogGOPSim's unexpected queues): "
+                     + "; ".join(f"rank {m['rank']}: from {m['from']} tag {m['tag']} (the send at {said(m)} of rank "
+                                 f"{m['from']})" for m in msgs[:8]))
+        details += [{"unexpected": True, **m} for m in msgs]
+    return _replay_error()(f"{path}: " + "; and ".join(parts), details)
 
 
 def replay_goal(path: str | os.PathLike, platform: Platform | str, model: str = "loggp", *, mapping: str = "block",
@@ -372,7 +399,7 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     from perfmod.trace.core import Call
 
     p = trace.nprocs
-    status, done, _, mate, nexto, _, _ = run_goal_graph(graph, time_unit, net, p)
+    status, done, _, mate, nexto, _, _, _ = run_goal_graph(graph, time_unit, net, p)
     calc = graph.kind == CALC
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     clock = nexto / _PS
@@ -394,11 +421,11 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     m = mate[sends]
     pdst[event[sends[m >= 0]]] = event[m[m >= 0]]
     blocked: dict[int, int] = {}
-    if status != STATUS_OK:
+    ok = status in (STATUS_OK, STATUS_UNEXPECTED)  # a message no receive took is the replay's unmatched send
+    if not ok:
         for v in np.flatnonzero(done < 0).tolist():
             blocked.setdefault(int(graph.rank[v]), int(event[v]))
-    return LogGOPSResult(status == STATUS_OK, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst,
-                         len(graph))
+    return LogGOPSResult(ok, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst, len(graph))
 
 
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,

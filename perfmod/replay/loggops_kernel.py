@@ -105,6 +105,7 @@ from perfmod.replay.loggops_layout import (
     STATUS_DEADLOCK,
     STATUS_EARLY,
     STATUS_OK,
+    STATUS_UNEXPECTED,
 )
 from perfmod.trace.core import COLLECTIVES, WAITS, Call, code_set
 
@@ -754,12 +755,15 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
     takes the protocol from its own ``rndv`` (its own size), as LogGOPSim
     does (a rendezvous receive of an eager message marks that send done a
     second time there, and so here); else from the send's.
-    Returns ``(status, done, rr, mate, nexto, inexact)``: with ``detail``,
-    per node the time it was marked done (-1: never) and the CPU's time then
-    (what requires it is queued at), and the node it matched (sends and
-    receives, -1 none), else empty arrays; each rank's CPU time at the end
-    (LogGOPSim's finishing time per host), and how many sorts could not
-    follow ``std::sort`` (:func:`_std_sort`).
+    Returns ``(status, done, rr, mate, nexto, inexact, unexpected)``: with
+    ``detail``, per node the time it was marked done (-1: never) and the CPU's
+    time then (what requires it is queued at), and the node it matched (sends
+    and receives, -1 none), else empty arrays; each rank's CPU time at the end
+    (LogGOPSim's finishing time per host), how many sorts could not follow
+    ``std::sort`` (:func:`_std_sort`), and the sends whose messages arrived
+    and no receive took (the receivers' unexpected queues, receivers in
+    increasing order: LogGOPSim lists them; status ``STATUS_UNEXPECTED`` when
+    every operation completed all the same).
     """
     nn = nd.shape[0]
     nexto = np.zeros(nprocs, dtype=np.int64)
@@ -816,13 +820,29 @@ def run_loggops(nprocs, nd, eptr, edges, par, recv_decides, detail, init, init_p
          rq_tail, uq_head, uq_tail, fbuf, sbuf, abuf, kbuf, fhost, aqtime, stats, stk, cur, pool, bnext, bhead, btail,
          bfill, bmin, fstk, qs)
     status = STATUS_OK
+    left = 0  # messages no receive took: each rank's unexpected queue, ranks in increasing order
+    for r in range(nprocs):
+        y = uq_head[r]
+        while y >= 0:
+            left += 1
+            y = nd[y].link
+    unexpected = np.empty(left, dtype=np.int64)
+    left = 0
+    for r in range(nprocs):
+        y = uq_head[r]
+        while y >= 0:
+            unexpected[left] = y
+            left += 1
+            y = nd[y].link
     if qs[_EARLY] > 0:
-        return STATUS_EARLY, done, rr, mate, nexto, stats[0]
+        return STATUS_EARLY, done, rr, mate, nexto, stats[0], unexpected
     for v in range(nn):
         if nd[v].kind < _DONE:
             status = STATUS_DEADLOCK
             break
-    return status, done, rr, mate, nexto, stats[0]
+    if status == STATUS_OK and left > 0:
+        status = STATUS_UNEXPECTED
+    return status, done, rr, mate, nexto, stats[0], unexpected
 
 
 _SLOT = np.full(256, -1, dtype=np.int64)

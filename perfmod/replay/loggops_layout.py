@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ROW", "STATUS_OK", "STATUS_DEADLOCK", "STATUS_EARLY"]
+__all__ = ["ROW", "STATUS_OK", "STATUS_DEADLOCK", "STATUS_EARLY", "STATUS_UNEXPECTED"]
 
 STATUS_OK = 0
 STATUS_DEADLOCK = 1
 STATUS_EARLY = 2  # an event was queued before the current time: the event queue's order would not hold
+#: every operation completed, but messages arrived that no receive took (LogGOPSim lists its unexpected queues
+#: and prints no times)
+STATUS_UNEXPECTED = 4
 _SEND, _RECV, _CALC = 1, 2, 3
 _DONE = 8  # added to a row's type when the node is done
 _WILD = -1
