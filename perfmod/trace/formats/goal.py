@@ -19,7 +19,9 @@ level.  The text form::
 ``calc`` takes integer time units (nanoseconds by default), sizes are bytes
 (``8b``), a recv from ``-1`` is any source, tag ``-1`` any tag; ``A requires
 B`` starts A after B completed, ``A irequires B`` after B started; ``//``
-starts a comment.
+starts a comment, and ``/* ... */`` is one where a statement may start, over
+any number of lines (as LogGOPSim's ``txt2bin`` takes them; Schedgen writes
+them).
 
 How a :class:`~perfmod.trace.core.Trace` becomes a schedule
 ------------------------------------------------------------

@@ -53,7 +53,7 @@ E_NUMRANKS, E_RANK, E_RANK_RANGE, E_UNDEF, E_OP, E_DIR, E_TWICE, E_BIG = 10, 11,
 
 # state slots
 (S_PHASE, S_LINE, S_NRANKS, S_RANK, S_BLOCK, S_NODES, S_EDGES, S_LIVE, S_LABELS, S_BLOCKS, S_KEEP,
- S_RANK_LINE, S_BLOCK_NODE0) = range(13)
+ S_RANK_LINE, S_BLOCK_NODE0, S_COMMENT) = range(14)
 
 
 _I, _I0 = Arg(np.int64), Arg(np.int64, 0)
@@ -236,7 +236,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     t_off, t_len = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
     store = np.empty(1 << 16, np.uint8)
     b_rank, b_line, b_node0 = np.empty(1024, np.int64), np.empty(1024, np.int64), np.empty(1024, np.int64)
-    st = np.zeros(13, np.int64)
+    st = np.zeros(14, np.int64)
     st[S_KEEP] = int(labels)
     err = np.zeros(5, np.int64)
     carry = b""
@@ -288,6 +288,8 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
                 break
     if st[S_PHASE] == 0:
         raise TraceError(f"{src}: empty GOAL file (no num_ranks)")
+    if st[S_COMMENT] > 0:
+        raise TraceError(f"{src}: the comment opened with '/*' on line {int(st[S_COMMENT])} is not closed with '*/'")
     if st[S_PHASE] == 2:
         raise TraceError(f"{src}: rank {int(st[S_RANK])} block is not closed with '}}'")
     return _assemble(k, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic, n_line, n_loff, n_llen,

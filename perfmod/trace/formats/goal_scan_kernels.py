@@ -27,6 +27,7 @@ from perfmod.trace.formats.goal_scan import (
     RECV,
     S_BLOCK,
     S_BLOCKS,
+    S_COMMENT,
     S_EDGES,
     S_KEEP,
     S_LABELS,
@@ -164,6 +165,25 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
             le += 1
         st[S_LINE] += 1
         a = _skip(buf, pos, le)
+        # block comments, as LogGOPSim's txt2bin takes them: /* ... */ where a statement may start, across lines;
+        # ``com`` the line the open one began on (0: none), kept in ``st`` once the line is taken (a line given
+        # back for more room is read again from the state before it)
+        com = st[S_COMMENT]
+        while True:
+            if com > 0:
+                k = a
+                while k + 1 < le and not (buf[k] == 42 and buf[k + 1] == 47):
+                    k += 1
+                if k + 1 >= le:
+                    a = le
+                    break
+                com = 0
+                a = _skip(buf, k + 2, le)
+            elif a + 1 < le and buf[a] == 47 and buf[a + 1] == 42:
+                com = st[S_LINE]
+                a += 2
+            else:
+                break
         b = a
         while b < le and not (buf[b] == 47 and b + 1 < le and buf[b + 1] == 47):
             b += 1
@@ -171,6 +191,7 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
             b -= 1
         err[0], err[1], err[2], err[3] = a, b, a, b
         if a == b:
+            st[S_COMMENT] = com
             pos = le + 1
             continue
         phase = st[S_PHASE]
@@ -185,6 +206,7 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
                 return E_NUMRANKS, pos
             st[S_NRANKS] = v
             st[S_PHASE] = 1
+            st[S_COMMENT] = com
             pos = le + 1
             continue
         if phase == 1:
@@ -214,11 +236,13 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
             if st[S_KEEP] == 0:
                 st[S_LABELS] = 0
             st[S_PHASE] = 2
+            st[S_COMMENT] = com
             pos = le + 1
             continue
         # in a rank block
         if b - a == 1 and buf[a] == 125:
             st[S_PHASE] = 1
+            st[S_COMMENT] = com
             pos = le + 1
             continue
         if st[S_NODES] >= cap_nodes or st[S_EDGES] >= cap_edges or st[S_LABELS] + (b - a) > store.size:
@@ -253,6 +277,7 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
                     k = st[S_EDGES]
                     e_a[k], e_b[k], e_start[k] = t_node[s1], t_node[s3], start
                     st[S_EDGES] = k + 1
+                    st[S_COMMENT] = com
                     pos = le + 1
                     continue
         # an operation: [LABEL :] (send|recv|calc) N [b] [(to|from) P] [tag T] [cpu C] [nic N]
@@ -358,6 +383,7 @@ def _scan(buf, pos, end, st, err, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, 
         n_rank[v], n_kind[v], n_size[v], n_peer[v], n_tag[v] = st[S_RANK], kind, size, peer, tag
         n_cpu[v], n_nic[v], n_line[v] = cpu, nic, st[S_LINE]
         st[S_NODES] = v + 1
+        st[S_COMMENT] = com
         pos = le + 1
     return _OK, pos
 

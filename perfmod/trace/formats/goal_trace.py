@@ -209,5 +209,5 @@ def as_written(trace: Trace) -> tuple[GoalGraph, float] | None:
 TRACE_FORMAT = TraceFormat(
     name="goal", files="GOAL schedule (LogGOPSim, Schedgen), or LogGOPSim's binary one (`txt2bin`'s `.bin`)",
     extensions=(".goal",),
-    guess_can_open=lambda path, head: first_line(head, comments=("#", "//")).startswith("num_ranks"),
+    guess_can_open=lambda path, head: first_line(head, comments=("#", "//", "/*")).startswith("num_ranks"),
     read=read_goal_trace, write=write_goal, module=__name__, magic=LOGGOPSIM_MAGIC)
