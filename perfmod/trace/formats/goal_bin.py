@@ -34,6 +34,7 @@ the field, never an index error.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,13 +63,14 @@ def _u32(buf: np.ndarray, at: int) -> int:
     return int.from_bytes(buf[at:at + 4].tobytes(), "little")
 
 
-def read_goal_bin(path: str | os.PathLike, labels: bool = False) -> dict[str, Any]:
+def read_goal_bin(path: str | os.PathLike, labels: bool, spans: Callable) -> dict[str, Any]:
     """Read a LogGOPSim binary schedule (module docstring): the fields of its
     :class:`~perfmod.trace.formats.goal_scan.GoalGraph` (which
     :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, the one entry point, makes of them).
 
     ``labels``: name each operation ``op<offset>`` (its offset among its rank's) and keep the predecessor lists,
-    as :func:`~perfmod.trace.formats.goal_scan.read_goal_graph` does for text.
+    as :func:`~perfmod.trace.formats.goal_scan.read_goal_graph` does for text.  ``spans(buf, start, stop)``: the
+    bytes of the spans ``[start[i], stop[i])`` one after the other (the reader's compiled kernel).
 
     Raises
     ------
@@ -83,7 +85,7 @@ def read_goal_bin(path: str | os.PathLike, labels: bool = False) -> dict[str, An
     check_fits(4 * size, f"reading {src} ({size / 2**20:.0f} MiB of LogGOPSim schedule)")
     with open(path, "rb") as f:
         buf = np.frombuffer(f.read(), dtype=np.uint8)
-    return _parse(src, buf, labels)
+    return _parse(src, buf, labels, spans)
 
 
 def _csr(keys: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +94,7 @@ def _csr(keys: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     return np.concatenate(([0], np.cumsum(np.bincount(keys, minlength=n)))).astype(np.int64), vals[order]
 
 
-def _parse(src: str, buf: np.ndarray, labels: bool) -> dict[str, Any]:
+def _parse(src: str, buf: np.ndarray, labels: bool, spans: Callable) -> dict[str, Any]:
     size = buf.size
     if buf[:8].tobytes() != MAGIC_BYTES:
         raise TraceError(f"{src}: not a LogGOPSim binary schedule (its first 8 bytes are not the cookie {MAGIC})")
@@ -108,31 +110,31 @@ def _parse(src: str, buf: np.ndarray, labels: bool) -> dict[str, Any]:
         r = int(bad[0])
         raise TraceError(f"{src}: rank {r}: its data at bytes {int(jump[r, 0]) + 8}..{int(jump[r, 1]) + 8} lies "
                          f"outside the schedule ({table_end}..{size} after the rank table)")
-    nodes, apps, roots = [], [], []
-    app_base, counts = np.zeros(p + 1, dtype=np.int64), np.zeros(p, dtype=np.int64)
-    for r in range(p):
-        a, b = int(lo[r]), int(hi[r])
-        n, nroot = _u32(buf, a), _u32(buf, a + 4)
-        rec = a + 8 + 4 * nroot
-        app = rec + NODE.itemsize * n
-        if nroot > n or app > b:
-            raise TraceError(f"{src}: rank {r}: {n} operations, {nroot} of them independent, do not fit in its "
-                             f"{b - a} bytes of data")
-        nodes.append(buf[rec:app])  # the records' bytes (joined as bytes: a join of records is slow)
-        m = (b - app) // 4
-        apps.append(np.frombuffer(buf, dtype="<u4", count=m, offset=app))
-        app_base[r + 1] = app_base[r] + m
-        counts[r] = n
-        roots.append(np.frombuffer(buf, dtype="<u4", count=nroot, offset=a + 8))
-        if nroot and int(roots[-1].max()) >= n:
-            raise TraceError(f"{src}: rank {r}: independent operation {int(roots[-1].max())} >= its {n} operations")
-    node = np.concatenate(nodes).view(NODE)
-    app = np.concatenate(apps).astype(np.int64) if apps else np.zeros(0, dtype=np.int64)
-    del nodes, apps
-    nn = int(node.size)
-    rank = np.repeat(np.arange(p, dtype=np.int64), counts)
+    head = spans(buf, lo, lo + 8).view("<u4").reshape(p, 2).astype(np.int64)
+    n, nroot = head[:, 0], head[:, 1]  # each rank's operations and those that depend on nothing
+    rec = lo + 8 + 4 * nroot
+    app = rec + NODE.itemsize * n
+    bad = np.flatnonzero((nroot > n) | (app > hi))
+    if bad.size:
+        r = int(bad[0])
+        raise TraceError(f"{src}: rank {r}: {int(n[r])} operations, {int(nroot[r])} of them independent, do not fit "
+                         f"in its {int(hi[r] - lo[r])} bytes of data")
+    counts = n
     base = np.concatenate(([0], np.cumsum(counts)))
+    nn = int(base[-1])
+    rank = np.repeat(np.arange(p, dtype=np.int64), counts)
     offset = np.arange(nn, dtype=np.int64) - base[rank]
+    node = spans(buf, rec, app).view(NODE)  # every record, ranks in order
+    m = (hi - app) // 4  # each rank's dependency indices
+    app_base = np.concatenate(([0], np.cumsum(m)))
+    app = spans(buf, app, app + 4 * m).view("<u4").astype(np.int64)
+    root_of = np.repeat(np.arange(p, dtype=np.int64), nroot)
+    roots = spans(buf, lo + 8, rec).view("<u4").astype(np.int64)
+    bad = np.flatnonzero(roots >= n[root_of])
+    if bad.size:
+        r = int(root_of[bad[0]])
+        raise TraceError(f"{src}: rank {r}: independent operation {int(roots[bad[0]])} >= its {int(n[r])} "
+                         "operations")
 
     def fail(v: int, what: str) -> TraceError:
         return TraceError(f"{src}: rank {int(rank[v])} operation {int(offset[v])}: {what}")
@@ -182,7 +184,7 @@ def _parse(src: str, buf: np.ndarray, labels: bool) -> dict[str, Any]:
         raise fail(v, f"dependency count {int(node['ndeps'][v])}, but {int(ndeps[v])} operations name it as theirs")
     # LogGOPSim starts the operations the rank lists as independent: they must be those that depend on nothing
     listed = np.zeros(nn, dtype=bool)
-    listed[np.concatenate(roots).astype(np.int64) + np.repeat(base[:-1], [x.size for x in roots])] = True
+    listed[roots + base[root_of]] = True
     bad = np.flatnonzero(listed != (ndeps == 0))
     if bad.size:
         v = int(bad[0])

@@ -65,6 +65,7 @@ AOT_KERNELS = (
                      _I, _I, _I), (_I0, _I0)),
     Kernel("_rehash", (Arg(np.uint64), _I, _I, _I, _I, _I0, _I0), (Arg(np.uint64), _I, _I, _I, _I)),
     Kernel("_csr", (_I, _I, _I0), (_I, _I)),
+    Kernel("_spans", (Arg(np.uint8, readonly=True), _I, _I), Arg(np.uint8)),
 )
 
 
@@ -218,7 +219,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     src = str(path)
     with open(path, "rb") as f:
         if is_loggopsim_bin(f.read(8)):
-            return GoalGraph(**read_goal_bin(path, labels))
+            return GoalGraph(**read_goal_bin(path, labels, _kernels()._spans))
     size = os.path.getsize(path)
     # nodes and dependencies take about 4 bytes of arrays per byte of text (a line of ~25 bytes: ~100 bytes)
     check_fits(4 * size, f"reading {src} ({size / 2**20:.0f} MiB of GOAL text)")

@@ -421,3 +421,21 @@ def _csr(frm, to, n):
         out[fill[f]] = to[k]
         fill[f] += 1
     return ptr, out
+
+
+@njit(cache=True)
+def _spans(buf, start, stop):
+    """The bytes of ``buf`` in ``[start[i], stop[i])`` for every ``i``, one span after the other (none where
+    ``stop[i] <= start[i]``; the caller has checked the spans lie in ``buf``): a binary schedule's records of all
+    ranks in one pass, where a step per rank in Python took a minute for 8 million ranks."""
+    total = 0
+    for i in range(start.size):
+        if stop[i] > start[i]:
+            total += stop[i] - start[i]
+    out = np.empty(total, dtype=np.uint8)
+    k = 0
+    for i in range(start.size):
+        for j in range(start[i], stop[i]):
+            out[k] = buf[j]
+            k += 1
+    return out
