@@ -155,6 +155,31 @@ def test_region_training_uses_the_calls_of_clean_runs_only(tmp_path):
     assert pred == pytest.approx(LAW["sparsemv"] * clean_n.mean(), rel=1e-6)
 
 
+def test_a_repetition_much_slower_than_another_of_its_point_leaves_the_training_frame():
+    """Load only adds time: of a point's repetitions, one whose median call time exceeds the fastest's by more than
+    REPETITION_SPREAD was disturbed and is left out (per size and rank count; a point's fastest always stays)."""
+    from perfmod.studies.anger_skeleton_steps import REPETITION_SPREAD, drop_slow_repetitions
+
+    rows = []
+    for size, nprocs, rep, t in [(32, 1, 0, 1.0), (32, 1, 1, 1.0 * 1.55),  # 55 % slower: out
+                                 (40, 1, 0, 2.0 * 1.20), (40, 1, 1, 2.0),   # 20 %: within the spread, kept
+                                 (40, 2, 0, 3.0), (40, 2, 1, 9.0), (40, 2, 2, 3.1),  # of three, the slow one out
+                                 (48, 1, 0, 5.0)]:                          # a lone repetition stays
+        for rank in range(nprocs):
+            rows.append({"n": float(size) ** 3, "size": float(size), "nprocs": float(nprocs), "rep": float(rep),
+                         "rank": rank, "time": t * (1.0 + 0.01 * rank)})
+    frame = pd.DataFrame(rows)
+    out = drop_slow_repetitions(frame)
+    assert REPETITION_SPREAD == 1.25 and out.attrs["slow_repetitions"] == 2
+    assert list(out.columns) == list(frame.columns)
+    kept = sorted({(int(a), int(b), int(c)) for a, b, c in zip(out["size"], out["nprocs"], out["rep"], strict=True)})
+    assert kept == [(32, 1, 0), (40, 1, 0), (40, 1, 1), (40, 2, 0), (40, 2, 2), (48, 1, 0)]
+    assert len(out) == len(frame) - 1 - 2  # the 2-rank repetition had a row per rank
+    assert drop_slow_repetitions(frame, spread=2.0).attrs["slow_repetitions"] == 1  # only the 3x one
+    with pytest.raises(ValueError, match="spread must be >= 1"):
+        drop_slow_repetitions(frame, spread=0.9)
+
+
 def test_region_models_learn_the_contention_of_ranks_sharing_the_machine(tmp_path):
     from perfmod.studies.anger_skeleton_steps import CONTENTION, clean_training_frames, fit_region_models
 

@@ -54,6 +54,7 @@ from perfmod.studies.anger_skeleton_steps import (
     CONTENTION,
     METHODS,
     MIN_CLEAN_SIZES,
+    REPETITION_SPREAD,
     app_spec,
     clean_runs,
     clean_training_frames,
@@ -477,6 +478,7 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
     unsupported = np.zeros((len(names), nsize, len(METHODS)), bool)
     r2 = np.full((len(names), len(METHODS)), np.nan)
     err = np.full_like(r2, np.nan)
+    slow = np.array([frames[r].attrs.get("slow_repetitions", 0) for r in spec.regions], dtype=float)
     for i, region in enumerate(spec.regions):
         allf = training_frame(store, region, spec.regions[region], runs=clean)
         one = allf[allf["nprocs"] == 1]
@@ -519,6 +521,9 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
                           "points (median call time per run and parameter point)"}),
             "region_error": (("region", "method"), err, {"units": "1", "long_name": "mean |relative error| of "
                              "the fit on the training points"}),
+            "region_slow_repetitions": ("region", slow, {"units": "1", "long_name": "training points' repetitions "
+                                        "left out as disturbed: their median call time more than "
+                                        f"{REPETITION_SPREAD:g} x the fastest repetition's"}),
         },
         coords={"region": names, "region_app": ("region", [app] * len(names)), "method": list(METHODS),
                 "size": np.arange(nsize)},
