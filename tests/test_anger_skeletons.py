@@ -180,6 +180,26 @@ def test_a_repetition_much_slower_than_another_of_its_point_leaves_the_training_
         drop_slow_repetitions(frame, spread=0.9)
 
 
+def test_past_the_knee_a_memory_regions_in_cache_law_stays_linear_where_the_data_bend_up():
+    """A streaming region's bytes are per unit, so perfmod mode's in-cache law past the knee is linear in the units
+    (IN_CACHE_LAW): data bent up at the largest sizes (noise, or the cache's gradual fall) teach it no log term,
+    which the full normal-form pool takes on the same data."""
+    from perfmod.models.compute import BandwidthCurve, fit_compute_model
+    from perfmod.studies.anger_skeleton_steps import CONTENTION, fit_region_models
+
+    spec = app_spec("hpccg", 2)
+    n = np.array([12, 16, 20, 24, 32, 40], float) ** 3
+    rows = [{"n": v, CONTENTION: float(p), "time": 1e-8 * v * np.log2(v) * (1.3 if p == 2 else 1.0)}
+            for v in n for p in (1, 2) for _ in range(3)]
+    frame = pd.DataFrame(rows)
+    flat = BandwidthCurve([1e3, 1e12], [1e11, 1e11])  # no memory time anywhere: the law alone
+    model = fit_region_models({"sparsemv": frame}, spec, "perfmod", bandwidth=flat, knee=1e6)["sparsemv"]
+    terms = [t for c in model.clusters for t in c.terms if t.kind != "identity"]
+    assert terms and all(t.exponent == 1.0 and t.logpow == 0 for t in terms)
+    free = fit_compute_model(frame, "time", ["n", CONTENTION], method="perfmod")
+    assert any(t.logpow > 0 or t.exponent != 1.0 for c in free.clusters for t in c.terms if t.kind != "identity")
+
+
 def test_region_models_learn_the_contention_of_ranks_sharing_the_machine(tmp_path):
     from perfmod.studies.anger_skeleton_steps import CONTENTION, clean_training_frames, fit_region_models
 
@@ -230,6 +250,9 @@ def test_perfmod_mode_adds_the_regions_bytes_at_the_lower_bandwidth_past_the_tra
     # W_ref) and the wrapper counts it from the knee
     kneed = fit_region_models(frames, spec, "perfmod", bandwidth=curve, knee=w_ref / 2)["sparsemv"]
     assert kneed.reference_working_set == w_ref / 2
+    # its in-cache law is linear in the units (IN_CACHE_LAW): no power other than 1, no logarithm
+    terms = [t for c in kneed.clusters for t in c.terms if t.kind != "identity"]
+    assert terms and all(t.exponent == 1.0 and t.logpow == 0 and t.kind in ("power", "epm") for t in terms)
     np.testing.assert_allclose(kneed.predict(x).memory_time.values, extra, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(kneed.predict(x).predicted.values, fit + extra, rtol=0.02)
     eiger = fit_region_models(frames, spec, "eiger", bandwidth=curve)["sparsemv"]
