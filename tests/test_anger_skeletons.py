@@ -180,6 +180,14 @@ def test_a_repetition_much_slower_than_another_of_its_point_leaves_the_training_
         drop_slow_repetitions(frame, spread=0.9)
 
 
+def test_the_slow_repetitions_left_out_are_stated_per_region():
+    ds = xr.Dataset({"region_slow_repetitions": ("region", [2.0, 0.0, np.nan, 3.0])},
+                    coords={"region": ["hpccg.sparsemv", "hpccg.ddot", "hpccg.waxpby", "minimd.force"]})
+    assert study.slow_repetitions_note(ds).endswith(": hpccg.sparsemv 2, minimd.force 3; 5 in all.")
+    assert "1.25 x the fastest" in study.slow_repetitions_note(ds)
+    assert study.slow_repetitions_note(ds * 0).endswith("there): none.")
+
+
 def test_past_the_knee_a_memory_regions_in_cache_law_stays_linear_where_the_data_bend_up():
     """A streaming region's bytes are per unit, so perfmod mode's in-cache law past the knee is linear in the units
     (IN_CACHE_LAW): data bent up at the largest sizes (noise, or the cache's gradual fall) teach it no log term,

@@ -65,8 +65,8 @@ from perfmod.studies.anger_skeleton_steps import (
     training_frame,
 )
 
-__all__ = ["CACHE_PROBE_BYTES", "run", "figures", "summary", "training_range_masks", "headline", "native_runs",
-           "measured_runtimes", "STUDY"]
+__all__ = ["CACHE_PROBE_BYTES", "run", "figures", "summary", "slow_repetitions_note", "training_range_masks",
+           "headline", "native_runs", "measured_runtimes", "STUDY"]
 
 STUDY = "anger_skeletons"
 
@@ -463,6 +463,17 @@ def _eval_cost(models: dict, frames: dict) -> float:
             sk.predict(region, row.to_dict())
             n += 1
     return (time.perf_counter() - t0) / max(n, 1)
+
+
+def slow_repetitions_note(ds: xr.Dataset) -> str:
+    """What the training left out as disturbed repetitions (``region_slow_repetitions``), as a Markdown sentence."""
+    if "region_slow_repetitions" not in ds:
+        return "No count of slow repetitions in this dataset."
+    n = ds.region_slow_repetitions.fillna(0).astype(int)
+    left = [f"{r} {k}" for r, k in zip(ds.region.values.tolist(), n.values.tolist(), strict=True) if k]
+    head = (f"Training repetitions left out as disturbed (median call time of a region at a point more than "
+            f"{REPETITION_SPREAD:g} x the fastest repetition's there): ")
+    return head + (", ".join(left) + f"; {int(n.sum())} in all." if left else "none.")
 
 
 def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: int, models: dict | None,
