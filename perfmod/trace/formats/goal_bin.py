@@ -34,7 +34,6 @@ the field, never an index error.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -63,14 +62,15 @@ def _u32(buf: np.ndarray, at: int) -> int:
     return int.from_bytes(buf[at:at + 4].tobytes(), "little")
 
 
-def read_goal_bin(path: str | os.PathLike, labels: bool, spans: Callable) -> dict[str, Any]:
+def read_goal_bin(path: str | os.PathLike, labels: bool, kern: Any) -> dict[str, Any]:
     """Read a LogGOPSim binary schedule (module docstring): the fields of its
     :class:`~perfmod.trace.formats.goal_scan.GoalGraph` (which
     :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, the one entry point, makes of them).
 
     ``labels``: name each operation ``op<offset>`` (its offset among its rank's) and keep the predecessor lists,
-    as :func:`~perfmod.trace.formats.goal_scan.read_goal_graph` does for text.  ``spans(buf, start, stop)``: the
-    bytes of the spans ``[start[i], stop[i])`` one after the other (the reader's compiled kernel).
+    as :func:`~perfmod.trace.formats.goal_scan.read_goal_graph` does for text.  ``kern``: the GOAL reader's
+    compiled kernels (:mod:`perfmod.trace.formats.goal_scan_kernels`): ``_spans`` gathers every rank's bytes,
+    ``_csr`` makes the predecessor lists.
 
     Raises
     ------
@@ -85,16 +85,11 @@ def read_goal_bin(path: str | os.PathLike, labels: bool, spans: Callable) -> dic
     check_fits(4 * size, f"reading {src} ({size / 2**20:.0f} MiB of LogGOPSim schedule)")
     with open(path, "rb") as f:
         buf = np.frombuffer(f.read(), dtype=np.uint8)
-    return _parse(src, buf, labels, spans)
+    return _parse(src, buf, labels, kern)
 
 
-def _csr(keys: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ptr, vals)`` grouped by ``keys`` (0 .. n - 1), each group in the order given."""
-    order = np.argsort(keys, kind="stable")
-    return np.concatenate(([0], np.cumsum(np.bincount(keys, minlength=n)))).astype(np.int64), vals[order]
-
-
-def _parse(src: str, buf: np.ndarray, labels: bool, spans: Callable) -> dict[str, Any]:
+def _parse(src: str, buf: np.ndarray, labels: bool, kern: Any) -> dict[str, Any]:
+    spans = kern._spans
     size = buf.size
     if buf[:8].tobytes() != MAGIC_BYTES:
         raise TraceError(f"{src}: not a LogGOPSim binary schedule (its first 8 bytes are not the cookie {MAGIC})")
@@ -119,10 +114,9 @@ def _parse(src: str, buf: np.ndarray, labels: bool, spans: Callable) -> dict[str
         r = int(bad[0])
         raise TraceError(f"{src}: rank {r}: {int(n[r])} operations, {int(nroot[r])} of them independent, do not fit "
                          f"in its {int(hi[r] - lo[r])} bytes of data")
-    counts = n
-    base = np.concatenate(([0], np.cumsum(counts)))
+    base = np.concatenate(([0], np.cumsum(n)))
     nn = int(base[-1])
-    rank = np.repeat(np.arange(p, dtype=np.int64), counts)
+    rank = np.repeat(np.arange(p, dtype=np.int64), n)
     offset = np.arange(nn, dtype=np.int64) - base[rank]
     node = spans(buf, rec, app).view(NODE)  # every record, ranks in order
     m = (hi - app) // 4  # each rank's dependency indices
@@ -169,10 +163,10 @@ def _parse(src: str, buf: np.ndarray, labels: bool, spans: Callable) -> dict[str
         within = np.arange(int(ptr[-1]), dtype=np.int64) - np.repeat(ptr[:-1], cnt)
         owner = np.repeat(np.arange(nn, dtype=np.int64), cnt)
         local = app[mine[owner] + start[owner] + within]
-        bad = np.flatnonzero(local >= counts[rank[owner]])
+        bad = np.flatnonzero(local >= n[rank[owner]])
         if bad.size:
             v = int(owner[bad[0]])
-            raise fail(v, f"{count}: operation {int(local[bad[0]])} is not one of its rank's {int(counts[rank[v]])}")
+            raise fail(v, f"{count}: operation {int(local[bad[0]])} is not one of its rank's {int(n[rank[v]])}")
         return ptr, local + base[rank[owner]]
 
     succ_ptr, succ = successors("nsucc", "succ0")
@@ -197,8 +191,8 @@ def _parse(src: str, buf: np.ndarray, labels: bool, spans: Callable) -> dict[str
         ea = np.concatenate((succ, ssucc))  # "a requires b": a waits for b
         eb = np.concatenate((done_of, start_of))
         is_start = np.concatenate((np.zeros(succ.size, dtype=np.int64), np.ones(ssucc.size, dtype=np.int64)))
-        pred_ptr, pred = _csr(ea, eb, nn)
-        _, pstart = _csr(ea, is_start, nn)
+        pred_ptr, pred = kern._csr(ea, eb, nn)
+        _, pstart = kern._csr(ea, is_start, nn)
         extra = {"labels": [f"op{k}" for k in offset.tolist()], "pred_ptr": pred_ptr, "pred": pred,
                  "pred_start": pstart.astype(bool)}
     return dict(num_ranks=p, rank=rank, kind=kind, size=size_, peer=peer, tag=tag, cpu=node["cpu"].copy(),

@@ -219,7 +219,7 @@ def read_goal_graph(path: str | os.PathLike, labels: bool = False, progress: boo
     src = str(path)
     with open(path, "rb") as f:
         if is_loggopsim_bin(f.read(8)):
-            return GoalGraph(**read_goal_bin(path, labels, _kernels()._spans))
+            return GoalGraph(**read_goal_bin(path, labels, _kernels()))
     size = os.path.getsize(path)
     # nodes and dependencies take about 4 bytes of arrays per byte of text (a line of ~25 bytes: ~100 bytes)
     check_fits(4 * size, f"reading {src} ({size / 2**20:.0f} MiB of GOAL text)")
