@@ -286,7 +286,6 @@ def with_memory_hierarchy(model: Any, data: Any, traffic: MemoryTraffic, curve: 
     return MemoryHierarchyModel(model, traffic, curve, float(np.max(ws)), scaling)
 
 
-
 def fit_past_the_cache(data: Any, target: str, parameters: list[str], traffic: MemoryTraffic, curve: BandwidthCurve,
                        knee: float, scaling: str = "added", **fit: Any) -> MemoryHierarchyModel:
     """Fit a compute model on ``data`` with each row's memory time beyond the cache's ``knee`` (B) taken out, and
