@@ -24,9 +24,15 @@ from perfmod.trace.formats.goal_scan import read_goal_graph
 DATA = Path(__file__).parent / "data" / "loggopsim-bin"
 FIELDS = ("num_ranks", "rank", "kind", "size", "peer", "tag", "cpu", "nic", "ndeps", "succ_ptr", "succ", "ssucc_ptr",
           "ssucc")
-#: LogGOPSim's finishing times (ns) of the fixtures with -L 2500 -o 1500 -g 1000 -G 6 -S 65535 (the README)
-LOGGOPSIM_NS = {"small": [23155, 20148, 24576],
-                "halo": [3431888, 3427846, 3427388, 3422304, 3423346, 3426346, 3424888, 3422304, 3420846]}
+#: LogGOPSim's finishing times (ns) of the fixtures with -L 2500 -o 1500 -g 1000 -G 6 -S 65535, read from the
+#: README that records its output (one place for the numbers)
+LOGGOPSIM_NS = {name: [int(t) for t in times.split(", ")] for name, times in
+                re.findall(r"^- `(\w+)\.bin`: ([\d, ]+)$", (DATA / "README.md").read_text(), flags=re.M)}
+
+
+def test_the_readme_records_loggopsims_times_of_both_binaries():
+    assert sorted(LOGGOPSIM_NS) == ["halo", "small"]
+    assert [len(v) for v in (LOGGOPSIM_NS["small"], LOGGOPSIM_NS["halo"])] == [3, 9]  # one per host
 
 
 @pytest.mark.parametrize("name", ["small", "halo"])
