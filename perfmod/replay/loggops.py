@@ -172,6 +172,16 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
     ``calc_scale`` picoseconds per unit of a calc's ``size`` (0: they are picoseconds); ``recv_rndv``: a
     receive's own size decides its protocol (GOAL, as LogGOPSim).
     """
+    rows, order, newpos, init, init_ptr, par = kernel_rows(graph, calc_scale, net, nprocs, recv_rndv)
+    eptr, edges = kernel_edges(_kernels(graph), order, newpos, graph.succ_ptr, graph.succ,
+                               getattr(graph, "ssucc_ptr", None), getattr(graph, "ssucc", None))
+    return LoopInput(rows, eptr, edges, par, init, init_ptr, order)
+
+
+def kernel_rows(graph: Graph | GoalGraph, calc_scale: float, net: Network, nprocs: int,
+                recv_rndv: bool) -> tuple:
+    """The first half of :func:`kernel_input`: ``(rows, order, newpos, init, init_ptr, par)``, what needs the
+    graph's nodes (:func:`kernel_edges` then needs only its successor lists)."""
     nn = len(graph)
     if 2 * nn >= 1 << 31:
         raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
@@ -191,12 +201,17 @@ def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, npro
     for c in used.tolist():
         if par[c, 0] < 0:
             net.loggp_params(MODES[c // 3], PROTOCOLS[c % 3])  # raises the network's own error
-    ssp = getattr(graph, "ssucc_ptr", None)
+    return rows, order, newpos, init, init_ptr, par
+
+
+def kernel_edges(k: Any, order: np.ndarray, newpos: np.ndarray, succ_ptr: np.ndarray, succ: np.ndarray,
+                 ssucc_ptr: np.ndarray | None = None, ssucc: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The second half of :func:`kernel_input`: ``(eptr, edges)``, the rows' successors, from the graph's successor
+    lists alone (``ssucc_ptr``, ``ssucc``: GOAL's irequires, if any); ``k`` the graph's kernels."""
     none = np.zeros(0, dtype=np.int64)
-    starts = ssp is not None and ssp[-1] > 0  # GOAL's irequires
-    eptr, edges = k.time_major_edges(order, newpos, graph.succ_ptr, graph.succ, ssp if starts else none,
-                                     graph.ssucc if starts else none)
-    return LoopInput(rows, eptr, edges, par, init, init_ptr, order)
+    starts = ssucc_ptr is not None and ssucc_ptr[-1] > 0
+    return k.time_major_edges(order, newpos, succ_ptr, succ, ssucc_ptr if starts else none,
+                              ssucc if starts else none)
 
 
 def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray, gps: np.ndarray) -> None:
@@ -274,8 +289,8 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     """A GOAL file straight through LogGOPS, as LogGOPSim runs it: the whole job, with NumPy arrays only.
 
     :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, the kernel's rows
-    (:func:`kernel_input`; the graph is let go before the event loop runs, but for
-    its lines), then :func:`~perfmod.replay.loggops_kernel.run_loggops`.  No
+    (:func:`kernel_rows`; then the graph is let go, but for its lines and successor
+    lists, before :func:`kernel_edges` builds the loop's edges from those), then :func:`~perfmod.replay.loggops_kernel.run_loggops`.  No
     dataset library is imported on this path (:func:`replay_goal` wraps the
     result in a dataset).
 
@@ -310,9 +325,15 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     del calc
     check_fits(_KERNEL_BYTES_PER_NODE * nn, f"the LogGOPS replay of {nn:,} operations")
-    inp = kernel_input(graph, time_unit * _PS, net, p, True)  # LogGOPSim: see run_loggops
     k = _kernels(graph)
-    del graph  # the rows hold what the loop needs
+    rows, order, newpos, init, init_ptr, par = kernel_rows(graph, time_unit * _PS, net, p, True)  # see run_loggops
+    # the rows hold what the loop needs of the nodes: only the successor lists are kept for the edges, so that
+    # the nodes' arrays and the loop's edges are never held at once
+    succ = (graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc)
+    del graph
+    eptr, edges = kernel_edges(k, order, newpos, *succ)
+    del succ, newpos
+    inp = LoopInput(rows, eptr, edges, par, init, init_ptr, order)
     status, _, _, _, nexto, _, unexpected = _run(k, p, inp, True, False)
     if status != STATUS_OK:
         raise _unfinished(path, inp, unexpected, line, rank_start)

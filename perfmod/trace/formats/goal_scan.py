@@ -326,10 +326,11 @@ def _assemble(kern, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic
         done = ~es
         succ_ptr, succ = kern._csr(eb[done], ea[done], nn)
         ssucc_ptr, ssucc = kern._csr(eb[es], ea[es], nn)
-    else:  # no irequires: no copies of the edges for the split
+        del done
+    else:  # no irequires: no copies of the edges for the split, and no start-successors (zeros never written
+        # take no memory)
         succ_ptr, succ = kern._csr(eb, ea, nn)
-        ssucc_ptr, ssucc = kern._csr(eb[:0], ea[:0], nn)
-    ndeps = np.bincount(ea, minlength=nn).astype(np.int64)
+        ssucc_ptr, ssucc = np.zeros(nn + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     extra = {}
     if labels:
         pred_ptr, pred = kern._csr(ea, eb, nn)
@@ -339,5 +340,9 @@ def _assemble(kern, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic
             o = int(n_loff[v])
             names.append(bytes(store[o:o + int(n_llen[v])]).decode() if o >= 0 else f"_anon{int(line[v])}")
         extra = {"labels": names, "pred_ptr": pred_ptr, "pred": pred, "pred_start": pstart.astype(bool)}
+    del ea, eb, es  # each node's dependencies counted from its predecessors' lists, the edges let go first
+    ndeps = np.bincount(succ, minlength=nn).astype(np.int64, copy=False)
+    if ssucc.size:
+        ndeps += np.bincount(ssucc, minlength=nn).astype(np.int64, copy=False)
     return GoalGraph(int(st[S_NRANKS]), rank, kind, size, peer, tag, cpu, nic, line, ndeps, succ_ptr, succ, ssucc_ptr,
                      ssucc, src, **extra)
