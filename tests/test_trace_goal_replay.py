@@ -373,10 +373,12 @@ def test_perfmod_replay_of_a_goal_file_runs_without_the_dataset_libraries(tmp_pa
     assert float(out[-2].split()[2]) == pytest.approx(float(ds.total_time.max()), rel=1e-9)
 
 
-def test_zero_byte_messages_with_a_per_byte_gap_are_named_where_loggopsim_differs(tmp_path):
-    """A dissemination barrier of zero-byte messages: with G > 0 LogGOPSim's unsigned (0 - 1) G wraps (its
-    finishing time for 8 ranks at L=700, o=1500, g=0, G=6 is 5,182 ns where perfmod, costing each message like
-    one byte, gives 11,100, the same as LogGOPSim gives for 1-byte messages): the replay says so, naming the
+def test_zero_byte_messages_take_loggopsims_minus_g_and_are_named_where_its_arithmetic_wraps(tmp_path):
+    """A dissemination barrier of zero-byte messages over 8 ranks at L=700, o=1500: LogGOPSim computes their
+    (0 - 1) G in unsigned arithmetic, which is -G, and so does perfmod where o and g are at least G (LogGOPSim
+    gives 11,082 ns at g=10, G=6: the equality is also checked against a built LogGOPSim by the seeded schedules
+    and the Schedgen fixtures).  With g = 0 < G = 6 LogGOPSim's t + g - G wraps around below 0 (it gives 5,182
+    ns): perfmod costs each message like one byte (11,100, LogGOPSim's time at G = 0) and says so, naming the
     file and the first such line; with G = 0 both agree and nothing is said."""
     import warnings
 
@@ -385,8 +387,13 @@ def test_zero_byte_messages_with_a_per_byte_gap_are_named_where_loggopsim_differ
     from perfmod.replay.loggops import goal_finish_times
 
     p = write_goal(collective("barrier", 8, 0), tmp_path / "b.goal")
-    with pytest.warns(ReplayWarning, match=r"b\.goal:\d+: 24 zero-byte message\(s\): perfmod costs each like a "
-                                           r"1-byte one; LogGOPSim computes their \(0 - 1\) G"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = goal_finish_times(p, ns_platform(700, 1500, 10, 6, 131072))
+    assert int(np.rint(t.total_time.max() * 1e9)) == 11082
+    with pytest.warns(ReplayWarning, match=r"b\.goal:\d+: 24 zero-byte message\(s\) where o or g is less than G: "
+                                           r"perfmod costs each like a 1-byte one; LogGOPSim computes their "
+                                           r"\(0 - 1\) G in unsigned arithmetic, where t \+ g - G wraps"):
         t = goal_finish_times(p, ns_platform(700, 1500, 0, 6, 131072))
     assert int(np.rint(t.total_time.max() * 1e9)) == 11100
     with warnings.catch_warnings():

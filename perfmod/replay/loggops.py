@@ -30,8 +30,10 @@ whole nanoseconds gives, per rank, the finishing time LogGOPSim computes
 for ``write_goal(trace)`` run with the same ``-L -o -g -G -S``, to the
 nanosecond (the tests compare them).  Differences that remain: compute is
 kept to the picosecond where ``write_goal`` rounds it to nanoseconds; a
-zero-byte message costs like one byte (LogGOPSim computes ``(0 - 1) G`` in
-unsigned arithmetic, i.e. ``-G``); parameters differ per mode and protocol
+zero-byte message of a trace costs like one byte, as in the other models
+(LogGOPSim computes ``(0 - 1) G`` in unsigned arithmetic, i.e. ``-G``,
+which a GOAL file's replay follows where o and g are at least G:
+``_zero_byte_durations``); parameters differ per mode and protocol
 (intra-socket, inter-socket, inter-node; short, eager, rendezvous) where
 LogGOPSim has one set.  LogGOPSim orders the operations one event frees
 with GCC's unstable ``std::sort``; the kernel reproduces that order.
@@ -97,7 +99,7 @@ AOT_KERNELS = (
     Kernel("time_major", (_I, _I, _I0, _I0), (_I32, _I32, _I32, _I)),
     Kernel("time_major_edges", (_I32, _I32, _I, _I, _I, _I), (_I, _I32)),
     Kernel("fill_rows", (Arg(ROW), _I32, _I, Arg(np.int8), _I, _I, _I, _I, Arg(np.float64, 0), Arg(np.int8),
-                         Arg(np.bool_), Arg(np.float64), _I0, _I0, _B0)),
+                         Arg(np.bool_), Arg(np.float64), _I, _I0, _I0, _B0)),
     Kernel("by_node", (_I32, _I, _I, _I), (_I, _I, _I)),
     Kernel("run_loggops", (_I0, Arg(ROW), _I, _I32, Arg(np.int64, 2), _B0, _B0, _I32, _I),
            (_I0, _I, _I, _I, _I, _I0, _I)),
@@ -191,11 +193,13 @@ def kernel_rows(graph: Graph | GoalGraph, calc_scale: float, net: Network, nproc
     mode, par, gps = message_params(graph, net, nprocs)
     rows = np.empty(nn, dtype=ROW)
     plat = net.platform
+    goal = isinstance(graph, GoalGraph)
+    zero_dur, wraps = _zero_byte_durations(par, gps) if goal else (np.zeros(len(par), dtype=np.int64), None)
     k.fill_rows(rows, newpos, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, ndeps, float(calc_scale),
-                mode, graph.sync, gps, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
+                mode, graph.sync, gps, zero_dur, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
     del mode, ndeps
-    if isinstance(graph, GoalGraph):
-        _warn_zero_byte_sends(graph, rows, newpos, gps)
+    if goal and wraps.any():
+        _warn_zero_byte_sends(graph, rows, newpos, wraps)
     used = (np.flatnonzero(np.bincount(rows["cls"][rows["kind"] == SEND], minlength=len(par))) if (par < 0).any()
             else np.zeros(0, dtype=np.int64))
     for c in used.tolist():
@@ -214,16 +218,28 @@ def kernel_edges(k: Any, order: np.ndarray, newpos: np.ndarray, succ_ptr: np.nda
                               ssucc if starts else none)
 
 
-def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray, gps: np.ndarray) -> None:
-    """Say where a GOAL file's zero-byte messages will not take LogGOPSim's times: their G is not 0 (the module
-    docstring: perfmod costs them as one byte; LogGOPSim's unsigned ``(0 - 1) G`` wraps around)."""
+def _zero_byte_durations(par: np.ndarray, gps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per message class, what a GOAL file's zero-byte send costs in place of ``(n - 1) G`` (ps), and where
+    LogGOPSim's arithmetic wraps around: ``(0 - 1) G`` is ``-G`` in LogGOPSim's unsigned 64-bit arithmetic, as in
+    signed, while ``t + o - G`` and ``t + g - G`` (the CPU and the NICs after such a message) cannot fall below 0,
+    which holds at every time ``t`` where o and g are at least G: there perfmod computes LogGOPSim's ``-G``.  Where
+    o or g is less than G, LogGOPSim's times wrap around (and an event would be queued before the current one):
+    the class costs such a message like a 1-byte one (0), and :func:`_warn_zero_byte_sends` says so."""
+    g_ps = np.rint(gps * _PS).astype(np.int64)
+    wraps = (g_ps > 0) & ((par[:, 0] < g_ps) | (par[:, 1] < g_ps))
+    return np.where(wraps, 0, -g_ps), wraps
+
+
+def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray, wraps: np.ndarray) -> None:
+    """Say where a GOAL file's zero-byte messages cannot take LogGOPSim's times: their class's o or g is less than
+    its G, where LogGOPSim's unsigned ``t + g - G`` wraps around (:func:`_zero_byte_durations`)."""
     z = np.flatnonzero((graph.kind == SEND) & (graph.size == 0))
-    z = z[gps[rows["cls"][newpos[z]]] > 0] if z.size else z
+    z = z[wraps[rows["cls"][newpos[z]]]] if z.size else z
     if z.size:
-        warnings.warn(f"{graph.where(int(z[0]))}: {z.size:,} zero-byte message(s): perfmod costs each "
-                      "like a 1-byte one; LogGOPSim computes their (0 - 1) G in unsigned arithmetic, which wraps "
-                      "around, so its finishing times differ from perfmod's where they count (Schedgen writes its "
-                      "barriers as 1-byte messages)", ReplayWarning, stacklevel=3)
+        warnings.warn(f"{graph.where(int(z[0]))}: {z.size:,} zero-byte message(s) where o or g is less than G: "
+                      "perfmod costs each like a 1-byte one; LogGOPSim computes their (0 - 1) G in unsigned "
+                      "arithmetic, where t + g - G wraps around below 0, so its finishing times differ from "
+                      "perfmod's where they count", ReplayWarning, stacklevel=4)
 
 
 def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) -> tuple:

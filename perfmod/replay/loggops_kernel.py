@@ -718,15 +718,17 @@ def by_node(order, done, rr, mate):
 
 
 @njit(cache=True)
-def fill_rows(rows, newpos, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, short_max, eager_max,
-              recv_rndv):
+def fill_rows(rows, newpos, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, zero_dur, short_max,
+              eager_max, recv_rndv):
     """Fill the kernel rows (:data:`ROW`) of a graph in one pass, node ``v`` into row ``newpos[v]``.
 
     A calc's ``dur`` is ``rint(size * calc_scale)`` ps (``calc_scale`` <= 0:
     ``size`` is already ps); a send's message class is ``3 * mode + protocol``
     (``smode`` per node, the protocol 0, 1, 2 for short, eager, rendezvous by
     its bytes, a zero-byte message counting as one), its ``dur`` the
-    ``rint((n - 1) G)`` of its class (``gps``: G in s per byte), rendezvous
+    ``rint((n - 1) G)`` of its class (``gps``: G in s per byte), a zero-byte
+    message's ``zero_dur`` of its class (ps: 0 costs it like one byte,
+    ``-G`` as LogGOPSim), rendezvous
     above ``eager_max`` bytes or when synchronous; with ``recv_rndv`` a
     receive above ``eager_max`` bytes is rendezvous too (see
     :func:`run_loggops`).  Tags keep their low 32 bits (GOAL's 32-bit tags, -1 any).
@@ -751,7 +753,7 @@ def fill_rows(rows, newpos, rank, kind, size, peer, tag, ndeps, calc_scale, smod
             pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
             c = 3 * smode[v] + pc
             r.cls = c
-            r.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+            r.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12)) if size[v] > 0 else zero_dur[c]
             r.rndv = size[v] > eager_max or sync[v]
         elif k == _RECV and recv_rndv:
             r.rndv = size[v] > eager_max
