@@ -6,8 +6,9 @@ under each model and measures, per replay, the CPU time of the process
 and the peak of the NumPy memory it allocated (``tracemalloc``, a second
 run).  With ``loggopsim`` (a directory holding LogGOPSim's ``txt2bin`` and
 ``LogGOPSim``, built from github.com/spcl/LogGOPSim) it also runs LogGOPSim
-on a GOAL schedule of the same size (:func:`~perfmod.trace.formats.goal_halo.write_halo_goal`:
-a 2D halo with an allreduce per iteration) next to perfmod's ``loggp``
+on GOAL schedules (:func:`~perfmod.trace.formats.goal_halo.write_halo_goal`:
+a 2D halo with an allreduce per iteration; and a synthetic Jacobi2D trace written by
+:func:`~perfmod.trace.formats.goal.write_goal`) next to perfmod's ``loggp``
 replay of the same file, both as CPU time of reading and of simulating, and
 checks that the finishing times are equal.  :func:`perfmod.viz.replay_scale.plot_scale` draws the table.
 """
@@ -191,7 +192,7 @@ def _measured(cmd: list[str], env: Mapping[str, str] | None = None) -> tuple[str
 def loggopsim_markdown(ds: xr.Dataset) -> str:
     """:func:`loggopsim_side_by_side`'s dataset as a Markdown table (CPU seconds, the fastest and slowest of
     its rounds; peak resident memory), with the date, host and load in a last line."""
-    lines = ["| GOAL halo + allreduce, 128 KiB | operations | LogGOPSim simulation | perfmod `loggp` simulation "
+    lines = ["| GOAL schedule (128 KiB halos, an allreduce each iteration) | operations | LogGOPSim simulation | perfmod `loggp` simulation "
              "| LogGOPSim `txt2bin` + run | `perfmod replay x.goal` | peak memory LogGOPSim / perfmod "
              "| finishing time (both) |", "|---" * 8 + "|"]
     for s in ds.schedule.values.tolist():
@@ -218,11 +219,14 @@ def _range_text(d: xr.Dataset, v: str, fmt: str = "{:.2f}") -> str:
 
 def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (128, 128, 3)),
                            params=(2500, 1500, 1000, 6, 65535), workdir: str | os.PathLike | None = None,
-                           rounds: int = 2) -> xr.Dataset:
+                           rounds: int = 2, jacobi2d=((1536, 20),)) -> xr.Dataset:
     """LogGOPSim and perfmod's ``loggp`` on the same GOAL schedules, CPU seconds (see the module docstring).
 
     ``grids`` are ``(px, py, iterations)`` of :func:`~perfmod.trace.formats.goal_halo.write_halo_goal`
-    (128 KiB halo messages, an 8-byte allreduce per iteration); ``params`` LogGOPSim's ``-L -o -g -G -S`` in ns.
+    (128 KiB halo messages, an 8-byte allreduce per iteration), ``jacobi2d`` ``(ranks, iterations)`` of a synthetic
+    Jacobi2D trace (:func:`~perfmod.apps.traces.synthetic`: the same exchange, its allreduce as the trace replay
+    expands it) written as GOAL by :func:`~perfmod.trace.formats.goal.write_goal`, the schedule a trace hands
+    LogGOPSim; ``params`` LogGOPSim's ``-L -o -g -G -S`` in ns.
     Each round measures, side by side: the simulation alone (LogGOPSim's run of the ``txt2bin`` output;
     perfmod's kernel rows and event loop, :func:`~perfmod.replay.loggops.run_goal_graph`, in this process) and
     the whole job, each its own process (``txt2bin`` then ``LogGOPSim``; ``python -m perfmod replay x.goal
@@ -232,9 +236,11 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
     """
     import sys
 
+    from perfmod.apps.traces import synthetic
     from perfmod.machine.platforms import MODES, PROTOCOLS, load, write
     from perfmod.models.comm.network import Network
     from perfmod.replay.loggops import run_goal_graph
+    from perfmod.trace.formats.goal import write_goal
     from perfmod.trace.formats.goal_halo import write_halo_goal
     from perfmod.trace.formats.goal_scan import read_goal_graph
 
@@ -269,10 +275,14 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
         run_goal_graph(read_goal_graph(small), 1e-9, net, 4)  # load the compiled code
         _measured([sys.executable, "-m", "perfmod", "replay", str(small), "--platform", str(toml), "--model",
                    "loggp"])  # and its cache for the whole job's process
-        for px, py, it in grids:
-            goal = write_halo_goal(Path(tmp) / f"halo_{px}x{py}x{it}.goal", px, py, it)
+        schedules = [(f"halo {px}x{py}x{it}", lambda g, px=px, py=py, it=it: write_halo_goal(g, px, py, it))
+                     for px, py, it in grids]
+        schedules += [(f"Jacobi2D trace {p:,} x {it}", lambda g, p=p, it=it: write_goal(synthetic("jacobi2d", p, it), g))
+                      for p, it in jacobi2d]
+        for label, make in schedules:
+            goal = make(Path(tmp) / f"{label.replace(' ', '_').replace(',', '')}.goal")
             binf = goal.with_suffix(".bin")
-            labels.append(f"{px}x{py}x{it}")
+            labels.append(label)
             per = {n: [] for n in names}
             for _ in range(rounds):
                 _, t2b_s, t2b_rss = _measured([str(txt2bin), "-i", str(goal), "-o", str(binf)])
