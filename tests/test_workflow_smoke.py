@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -53,3 +54,6 @@ def test_smoke_run_keeps_explicit_outputs(tmp_path: Path, monkeypatch) -> None:
     text = out.read_text()
     assert '"data": "' + str(tmp_path / "mine") + '"' in text  # the data dir is the caller's
     assert "perfmod-smoke-toy-" in text  # raw_out went to the temporary directory
+    raw = Path(json.loads(text)["raw"])
+    assert raw.name == "raw_out" and raw.parent.name.startswith("perfmod-smoke-toy-")
+    assert not raw.parent.exists()  # removed when the run ended: nothing left behind in the temporary directory

@@ -23,6 +23,7 @@ import argparse
 import ast
 import inspect
 import json
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -222,7 +223,8 @@ def run_notebook(
         Start from the notebook's smoke parameter set.  A smoke run never
         writes into the project's ``data/`` or ``figures/``: every output
         parameter not given (``dataset_path``, ``figures_dir``, ``*_out``:
-        raw files, ``local.toml``) goes to a new temporary directory.  It
+        raw files, ``local.toml``) goes to a new temporary directory,
+        removed when the run ends (pass an output to keep it).  It
         still reads ``data/`` (committed measurements such as
         ``data/raw/gpu-h100``) and takes the measuring lock there.
     output : path, optional
@@ -248,23 +250,28 @@ def run_notebook(
         raise NotebookShapeError(f"{src}: unknown parameters {unknown}; declared: {sorted(declared)}")
     out = Path(output) if output else repo_root() / "build" / "executed" / src.name
     out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = None
     if smoke:
         tmp = Path(tempfile.mkdtemp(prefix=f"perfmod-smoke-{src.stem}-"))
         for name in smoke_outputs(declared):
             if name not in (parameters or {}):
                 params[name] = str(tmp / name)
-    pm.execute_notebook(
-        str(src),
-        str(out),
-        parameters=params,
-        cwd=str(src.parent),
-        kernel_name="python3",
-        progress_bar=progress,
-        request_save_on_cell_execute=False,
-        # the kernel listens on 127.0.0.1 with HMAC-signed messages; its "running over TCP without encryption"
-        # warning, printed by every kernel, told a user nothing about the study
-        extra_arguments=["--IPKernelApp.log_level=ERROR"],
-    )
+    try:
+        pm.execute_notebook(
+            str(src),
+            str(out),
+            parameters=params,
+            cwd=str(src.parent),
+            kernel_name="python3",
+            progress_bar=progress,
+            request_save_on_cell_execute=False,
+            # the kernel listens on 127.0.0.1 with HMAC-signed messages; its "running over TCP without encryption"
+            # warning, printed by every kernel, told a user nothing about the study
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
+    finally:  # a smoke run's outputs nobody asked for: every test run left a directory per notebook in /tmp
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
