@@ -231,16 +231,22 @@ def _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
         cur[:e].sort()
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _release_one(w, nd, fbuf, nfree):
+    """One dependency of node ``w`` is met: append it to ``fbuf`` if it is free now."""
+    k = nd[w].ndeps - 1
+    nd[w].ndeps = k
+    if k == 0:
+        fbuf[nfree] = w
+        nfree += 1
+    return nfree
+
+
 @njit(cache=True, _nrt=False)
 def _release(lo, hi, edges, nd, fbuf, nfree):
     """One dependency of each node ``edges[lo:hi]`` is met: append those now free to ``fbuf``."""
     for q in range(lo, hi):
-        w = edges[q]
-        k = nd[w].ndeps - 1
-        nd[w].ndeps = k
-        if k == 0:
-            fbuf[nfree] = w
-            nfree += 1
+        nfree = _release_one(edges[q], nd, fbuf, nfree)
     return nfree
 
 
@@ -302,17 +308,6 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     if d < 0:
         return _release_one(v - d + 1, nd, fbuf, _release_one(v - d, nd, fbuf, nfree))
     return _release(eptr[2 * v], eptr[2 * v + 1], edges, nd, fbuf, nfree)
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _release_one(w, nd, fbuf, nfree):
-    """One dependency of node ``w`` is met: append it to ``fbuf`` if it is free now."""
-    k = nd[w].ndeps - 1
-    nd[w].ndeps = k
-    if k == 0:
-        fbuf[nfree] = w
-        nfree += 1
-    return nfree
 
 
 @njit(cache=True, _nrt=False)
