@@ -306,9 +306,9 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
 
     :func:`~perfmod.trace.formats.goal_scan.read_goal_graph`, the kernel's rows
     (:func:`kernel_rows`; then the graph is let go, but for its lines and successor
-    lists, before :func:`kernel_edges` builds the loop's edges from those), then :func:`~perfmod.replay.loggops_kernel.run_loggops`.  No
-    dataset library is imported on this path (:func:`replay_goal` wraps the
-    result in a dataset).
+    lists, before :func:`kernel_edges` builds the loop's edges from those), then
+    :func:`~perfmod.replay.loggops_kernel.run_loggops`.  No dataset library is
+    imported on this path (:func:`replay_goal` wraps the result in a dataset).
 
     Raises
     ------

@@ -297,7 +297,7 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     """A graph held whole (``nd`` :data:`ROW`; ``g`` is ``(eptr, edges, done, rr, mate, detail, starts)``): node
     ``v`` done; its done-successors have one dependency less (its ``snext``: the one close by, or two rows in a
     row, ``-snext`` away)."""
-    eptr, edges, done, rr, mate, detail = g[0], g[1], g[2], g[3], g[4], g[5]
+    eptr, edges, done, rr, detail = g[0], g[1], g[2], g[3], g[5]
     nd[v].kind += _DONE
     if detail:
         done[v] = t

@@ -192,9 +192,9 @@ def _measured(cmd: list[str], env: Mapping[str, str] | None = None) -> tuple[str
 def loggopsim_markdown(ds: xr.Dataset) -> str:
     """:func:`loggopsim_side_by_side`'s dataset as a Markdown table (CPU seconds, the fastest and slowest of
     its rounds; peak resident memory), with the date, host and load in a last line."""
-    lines = ["| GOAL schedule (128 KiB halos, an allreduce each iteration) | operations | LogGOPSim simulation | perfmod `loggp` simulation "
-             "| LogGOPSim `txt2bin` + run | `perfmod replay x.goal` | peak memory LogGOPSim / perfmod "
-             "| finishing time (both) |", "|---" * 8 + "|"]
+    lines = ["| GOAL schedule (128 KiB halos, an allreduce each iteration) | operations | LogGOPSim simulation "
+             "| perfmod `loggp` simulation | LogGOPSim `txt2bin` + run | `perfmod replay x.goal` "
+             "| peak memory LogGOPSim / perfmod | finishing time (both) |", "|---" * 8 + "|"]
     for s in ds.schedule.values.tolist():
         d = ds.sel(schedule=s)
         mb = d[["loggopsim_peak_bytes", "perfmod_peak_bytes"]] / 2**20
@@ -277,8 +277,8 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
                    "loggp"])  # and its cache for the whole job's process
         schedules = [(f"halo {px}x{py}x{it}", lambda g, px=px, py=py, it=it: write_halo_goal(g, px, py, it))
                      for px, py, it in grids]
-        schedules += [(f"Jacobi2D trace {p:,} x {it}", lambda g, p=p, it=it: write_goal(synthetic("jacobi2d", p, it), g))
-                      for p, it in jacobi2d]
+        schedules += [(f"Jacobi2D trace {p:,} x {it}",
+                       lambda g, p=p, it=it: write_goal(synthetic("jacobi2d", p, it), g)) for p, it in jacobi2d]
         for label, make in schedules:
             goal = make(Path(tmp) / f"{label.replace(' ', '_').replace(',', '')}.goal")
             binf = goal.with_suffix(".bin")
