@@ -157,6 +157,9 @@ def test_head_to_head_sends_deadlock_only_under_rendezvous():
         replay(exch(RNDV), SUMMIT, "postal")
     assert "rank 0 event 0 MPI_Send peer 1 tag 5: rendezvous: rank 1 has not posted the receive" in str(err.value)
     assert [d["rank"] for d in err.value.details] == [0, 1]
+    with pytest.raises(DeadlockError, match=r"2 of 2 ranks blocked") as err:  # LogGOPS's own loop says the same
+        replay(exch(RNDV), SUMMIT, "loggp")
+    assert "rank 1 event 0 MPI_Send peer 0 tag 5: rendezvous: rank 0 has not posted the receive" in str(err.value)
 
 
 def test_non_overtaking_matching_in_posting_order():
@@ -413,6 +416,16 @@ def test_wildcards_keep_posting_order_and_tags():
     assert ds.wait_time.sel(rank=0).item() == pytest.approx(t_end)
     assert ds.total_time.sel(rank=1).item() == pytest.approx(t_end)
     assert ds.messages.sel(rank=1).sum().item() == 2
+
+
+def test_a_wildcard_match_made_by_the_loggp_loop_is_checked_for_truncation():
+    """Under LogGOPS the event loop matches wildcard receives, and the replay checks what it matched."""
+    tb = TraceBuilder(2)
+    tb.append(0, "recv", peer=ANY_SOURCE, nbytes=8, tag=ANY_TAG)
+    tb.append(1, "send", peer=0, nbytes=100, tag=6)
+    with pytest.raises(ReplayError, match=r"receive buffer of 8 B is smaller than the 100 B message from rank 1 "
+                                          r"\(tag 6\) it matched"):
+        replay(tb.build(), SUMMIT, "loggp")
 
 
 def test_unmatched_wildcard_receive_is_a_deadlock():

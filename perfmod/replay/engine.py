@@ -138,7 +138,7 @@ def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, pdst: np.ndarray, p
             k = int(psrc[i])
             why.append("no matching send in the trace" if k == -1 else
                        f"its message (rank {int(trace.rank[k])} event {int(trace.seq[k])}) is not sent")
-        if c in (Call.SEND, Call.SSEND, Call.SENDRECV) and np.isnan(sdone[i]):
+        if c in (Call.SEND, Call.SSEND, Call.SENDRECV) and not sdone[i]:
             j = int(pdst[i])
             why.append("no matching receive in the trace" if j == -1 else
                        f"rendezvous: rank {int(trace.rank[j])} has not posted the receive (event {int(trace.seq[j])})")
@@ -150,10 +150,10 @@ def _deadlock(trace: Trace, pc: np.ndarray, end: np.ndarray, pdst: np.ndarray, p
                     if k == -1:
                         why.append(f"request of Irecv event {int(trace.seq[e])} (source {int(trace.peer[e])}, "
                                    f"tag {int(trace.tag[e])}): no matching send in the trace")
-                    elif k >= 0 and np.isnan(sdone[k]):
+                    elif k >= 0 and not sdone[k]:
                         why.append(f"request of Irecv event {int(trace.seq[e])} (source {int(trace.peer[e])}, "
                                    f"tag {int(trace.tag[e])}): not yet sent")
-                elif np.isnan(sdone[e]):
+                elif not sdone[e]:
                     j = int(pdst[e])
                     why.append(f"request of {CALL_NAMES[int(trace.call[e])]} event {int(trace.seq[e])} (dest "
                                f"{int(trace.peer[e])}, tag {int(trace.tag[e])}): "
@@ -330,7 +330,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     rank_ptr = trace.rank_ptr
     if net.model.replay == "loggops":
         stage(4)
-        res = replay_loggops(trace, net, comp, reqs, n_iter, iteration)
+        res = replay_loggops(trace, net, comp, reqs, n_iter, iteration, matches=dynamic is not None)
         clock, acc, iter_comm = res.clock, res.acc, res.iter_comm
         loggops_attrs = {"operations": res.operations}  # the graph operations the replay simulated
         if not res.ok:
@@ -360,7 +360,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
                 *_dynamic_args(dynamic, n))
         del flag, rndv
         if status != STATUS_OK:
-            sdone = np.where(np.signbit(evf[:, 1]), np.nan, evf[:, 1])
+            sdone = ~np.signbit(evf[:, 1])
             del evf
             reqs, coll = resolve_requests(trace), collective_instances(trace)
             pdst, psrc = np.full(n, -1, dtype=evi.dtype), np.full(n, -1, dtype=evi.dtype)

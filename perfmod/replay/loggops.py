@@ -80,11 +80,13 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 _KERNEL_BYTES_PER_NODE = 120
 #: what the replay of a trace (:mod:`perfmod.replay.loggops_stream`) allocates per event and per rank beyond the
 #: trace, for the check before allocating (the graph is never held whole): per event its inputs (23 bytes), its
-#: calc in ps (8), its pending request's slot (4), its two times (16) and send results (16), and room for the
-#: other stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
+#: calc in ps (8), its pending request's slot (4), its two times (16), whether its send was done (1; the receive
+#: it matched, 8 more, only where wildcard receives leave the matching to the loop), and room for the other
+#: stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
 #: event queue and buffers (about 300) and its state (about 150). Nodes beyond the homes grow the shared pool.
 #: Measured whole-job peaks beyond the trace (2026-11-27): 1,048,576 x 10 Jacobi2D 12.7 GB for 104.8 M events and
-#: 1 M ranks; an 8,388,608-rank allreduce 15.8 GB (about 1,900 bytes per rank, one event each)
+#: 1 M ranks; an 8,388,608-rank allreduce 15.8 GB (about 1,900 bytes per rank, one event each); both before the
+#: send results shrank from 16 bytes per event to 1
 _TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK = 110, 1900
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
@@ -266,8 +268,8 @@ class LogGOPSResult:
     acc: np.ndarray
     iter_comm: np.ndarray
     blocked: dict[int, int]  # rank -> first trace event it cannot finish
-    sdone: np.ndarray  # per event: when its send was done (NaN: never, or not a send)
-    pdst: np.ndarray  # per event: the receive event a send matched (-1: none)
+    sdone: np.ndarray  # per event: whether its send was done (bool; False: never, or not a send)
+    pdst: np.ndarray  # per event: the receive event a send matched (-1: none; empty unless asked for: ``matches``)
     operations: int  # graph operations simulated (LogGOPSim's nodes)
 
 
@@ -450,11 +452,10 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     order = np.argsort(ekey, kind="stable")
     event = ops[order][np.searchsorted(ekey[order], graph.rank * span + graph.line)]
     n = len(trace)
-    sdone = np.full(n, np.nan)
+    sdone = np.zeros(n, dtype=bool)
     pdst = np.full(n, -1, dtype=np.int64)
     sends = np.flatnonzero(graph.kind == SEND)
-    hit = sends[done[sends] >= 0]
-    sdone[event[hit]] = done[hit] / _PS
+    sdone[event[sends[done[sends] >= 0]]] = True
     m = mate[sends]
     pdst[event[sends[m >= 0]]] = event[m[m >= 0]]
     blocked: dict[int, int] = {}
@@ -466,10 +467,12 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
 
 
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
-                   iteration: np.ndarray) -> LogGOPSResult:
+                   iteration: np.ndarray, matches: bool = True) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
     with its own compute runs the file's graph as written (:func:`_replay_as_written`), any other trace its
-    graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`)."""
+    graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`).  ``matches``: the
+    result's ``pdst`` (the receive each send matched) is wanted (the replay wants it only where wildcard
+    receives left the matching to the loop; without it the streamed replay keeps 8 bytes less per event)."""
     from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
     from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream, stream_inputs
@@ -492,7 +495,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     with first_call("the LogGOPS event loop"):
         status, nexto, cend, emax, sdone, pdst, blocked, nops, bad = run_stream(
             ev, sock.astype(np.int64), host.astype(np.int64), par, gps, int(plat.short_max_bytes),
-            int(plat.eager_max_bytes), CHUNK)
+            int(plat.eager_max_bytes), CHUNK, bool(matches))
     units = ev[1]["units"]
     del ev
     if status == STATUS_CLASS:

@@ -452,7 +452,7 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     x.kind = k + _DONE
     e = x.event
     if k == _SEND and x.flag & _F_LAST:
-        sdone[e] = t / 1e12
+        sdone[e] = True
     elif k == _CALC and e >= 0:
         cend[e] = cpu_t
     if x.rel >= 0:
@@ -486,11 +486,11 @@ def _started(v, nd, g, fbuf, nfree):
 
 @njit(cache=True, _nrt=False)
 def _matched(m, v, nd, g):
-    """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``), and the message
-    holds the send's slot no more (an eager send, done when it started, lets it go)."""
+    """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``, where it is kept), and
+    the message holds the send's slot no more (an eager send, done when it started, lets it go)."""
     cand, gs, out = g[0], g[1], g[3]
     pdst = out[3]
-    if nd[m].flag & _F_LAST:
+    if pdst.size and nd[m].flag & _F_LAST:
         pdst[nd[m].event] = nd[v].event
     nd[m].flag &= ~_F_MSG
     _maybe_free(m, nd, cand, gs)
@@ -602,7 +602,7 @@ def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext
 
 
 @njit(cache=True)
-def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
+def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
     """The LogGOPS event loop (:func:`~perfmod.replay.loggops_kernel.run_loggops`, for a trace: no start
     successors, each send's own size decides its protocol) on the operation graph of the trace whose
     :func:`stream_inputs` are ``ev`` (a calc's units in ps), made rank by rank
@@ -612,8 +612,9 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     (s per byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
     ``(status, nexto, cend, emax, sdone, pdst, blocked, nodes, bad)``: each rank's CPU time at the end; per
     event the CPU time when its calc was done and the latest over the nodes it adds to its rank's frontier
-    (ps, -1: none or never), when its send was done (s, NaN: never; of several, the last made) and the
-    receive event it matched (-1: none); on a deadlock each rank's first event not finished (-1: none); the
+    (ps, -1: none or never), whether its send was done (of several, the last made) and, with ``matches``, the
+    receive event it matched (-1: none; else an empty array, as the replay needs it only where the matching was
+    left to the loop: 8 bytes per event); on a deadlock each rank's first event not finished (-1: none); the
     operations made; the message class the platform lacks (``STATUS_CLASS``; else -1).
     """
     rank_ptr, ref_ptr, rnd_optr = ev[0], ev[6], ev[16]
@@ -635,8 +636,8 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk):
     pend = np.full(n, -1, dtype=np.int32)
     cend = np.full(n, -1, dtype=np.int64)
     emax = np.full(n, -1, dtype=np.int64)
-    sdone = np.full(n, np.nan)
-    pdst = np.full(n, -1, dtype=np.int64)
+    sdone = np.zeros(n, dtype=np.bool_)
+    pdst = np.full(n if matches else 0, -1, dtype=np.int64)
     out = (cend, emax, sdone, pdst)
     st = (gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max)
     # the slots: each rank's home (its free ones chained from gs[_G_BASE + r]), then the shared pool (grown as
