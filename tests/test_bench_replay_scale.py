@@ -72,9 +72,10 @@ def test_bench_loggopsim_side_by_side(benchmark, tmp_path):
         pytest.skip("set PERFMOD_LOGGOPSIM to a directory with LogGOPSim's txt2bin and LogGOPSim binaries")
     full = not benchmark.disabled
     grids = ((32, 48, 20), (128, 128, 3)) if full else ((6, 8, 2),)
-    jacobi2d = ((1536, 20),) if full else ((16, 2),)
+    p, it = (1536, 20) if full else (16, 2)
+    traces = {f"Jacobi2D trace {p:,} x {it}": synthetic("jacobi2d", p, it)}
     ds = benchmark.pedantic(loggopsim_side_by_side, args=(d,),
-                            kwargs={"grids": grids, "jacobi2d": jacobi2d, "workdir": tmp_path,
+                            kwargs={"grids": grids, "traces": traces, "workdir": tmp_path,
                                     "rounds": 2 if full else 1},
                             rounds=1, iterations=1)
     np.testing.assert_array_equal(ds.perfmod_finish_ns, ds.loggopsim_finish_ns)

@@ -7,7 +7,7 @@ and the peak of the NumPy memory it allocated (``tracemalloc``, a second
 run).  With ``loggopsim`` (a directory holding LogGOPSim's ``txt2bin`` and
 ``LogGOPSim``, built from github.com/spcl/LogGOPSim) it also runs LogGOPSim
 on GOAL schedules (:func:`~perfmod.trace.formats.goal_halo.write_halo_goal`:
-a 2D halo with an allreduce per iteration; and a synthetic Jacobi2D trace written by
+a 2D halo with an allreduce per iteration; and traces the caller gives, written by
 :func:`~perfmod.trace.formats.goal.write_goal`) next to perfmod's ``loggp``
 replay of the same file, both as CPU time of reading and of simulating, and
 checks that the finishing times are equal.  :func:`perfmod.viz.replay_scale.plot_scale` draws the table.
@@ -219,14 +219,13 @@ def _range_text(d: xr.Dataset, v: str, fmt: str = "{:.2f}") -> str:
 
 def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (128, 128, 3)),
                            params=(2500, 1500, 1000, 6, 65535), workdir: str | os.PathLike | None = None,
-                           rounds: int = 2, jacobi2d=((1536, 20),)) -> xr.Dataset:
+                           rounds: int = 2, traces: Mapping[str, Trace] | None = None) -> xr.Dataset:
     """LogGOPSim and perfmod's ``loggp`` on the same GOAL schedules, CPU seconds (see the module docstring).
 
     ``grids`` are ``(px, py, iterations)`` of :func:`~perfmod.trace.formats.goal_halo.write_halo_goal`
-    (128 KiB halo messages, an 8-byte allreduce per iteration), ``jacobi2d`` ``(ranks, iterations)`` of a synthetic
-    Jacobi2D trace (:func:`~perfmod.apps.traces.synthetic`: the same exchange, its allreduce as the trace replay
-    expands it) written as GOAL by :func:`~perfmod.trace.formats.goal.write_goal`, the schedule a trace hands
-    LogGOPSim; ``params`` LogGOPSim's ``-L -o -g -G -S`` in ns.
+    (128 KiB halo messages, an 8-byte allreduce per iteration); ``traces`` more schedules by label, traces written
+    as GOAL by :func:`~perfmod.trace.formats.goal.write_goal` (``make bench``: a synthetic Jacobi2D trace, the
+    schedule a trace replay hands LogGOPSim); ``params`` LogGOPSim's ``-L -o -g -G -S`` in ns.
     Each round measures, side by side: the simulation alone (LogGOPSim's run of the ``txt2bin`` output;
     perfmod's kernel rows and event loop, :func:`~perfmod.replay.loggops.run_goal_graph`, in this process) and
     the whole job, each its own process (``txt2bin`` then ``LogGOPSim``; ``python -m perfmod replay x.goal
@@ -236,7 +235,6 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
     """
     import sys
 
-    from perfmod.apps.traces import synthetic
     from perfmod.machine.platforms import MODES, PROTOCOLS, load, write
     from perfmod.models.comm.network import Network
     from perfmod.replay.loggops import run_goal_graph
@@ -277,8 +275,7 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
                    "loggp"])  # and its cache for the whole job's process
         schedules = [(f"halo {px}x{py}x{it}", lambda g, px=px, py=py, it=it: write_halo_goal(g, px, py, it))
                      for px, py, it in grids]
-        schedules += [(f"Jacobi2D trace {p:,} x {it}",
-                       lambda g, p=p, it=it: write_goal(synthetic("jacobi2d", p, it), g)) for p, it in jacobi2d]
+        schedules += [(label, lambda g, t=t: write_goal(t, g)) for label, t in (traces or {}).items()]
         for label, make in schedules:
             goal = make(Path(tmp) / f"{label.replace(' ', '_').replace(',', '')}.goal")
             binf = goal.with_suffix(".bin")
