@@ -37,11 +37,15 @@ def test_counter_wrap_around():
 def test_measure_integrates_a_counter_that_wraps(tmp_path):
     d = _zone(tmp_path, "intel-rapl:0", "package-0", 999_000_000)  # 1 J before the 1000 J wrap
 
+    def counter(uj):  # replaced whole, as the kernel's counter reads: the sampler thread never sees it empty
+        (d / "energy_uj.new").write_text(f"{uj}\n")
+        os.replace(d / "energy_uj.new", d / "energy_uj")
+
     def work():
         time.sleep(0.08)
-        (d / "energy_uj").write_text("500000\n")  # +1.5 J, wrapped
+        counter(500_000)  # +1.5 J, wrapped
         time.sleep(0.08)
-        (d / "energy_uj").write_text("1000000\n")  # +0.5 J
+        counter(1_000_000)  # +0.5 J
         time.sleep(0.03)
         return "done"
 
