@@ -273,11 +273,11 @@ def loggopsim_side_by_side(loggopsim: str | os.PathLike, grids=((32, 48, 20), (1
         run_goal_graph(read_goal_graph(small), 1e-9, net, 4)  # load the compiled code
         _measured([sys.executable, "-m", "perfmod", "replay", str(small), "--platform", str(toml), "--model",
                    "loggp"])  # and its cache for the whole job's process
-        schedules = [(f"halo {px}x{py}x{it}", lambda g, px=px, py=py, it=it: write_halo_goal(g, px, py, it))
+        schedules = [(f"halo {px}x{py}x{it}", write_halo_goal(Path(tmp) / f"halo_{px}x{py}x{it}.goal", px, py, it))
                      for px, py, it in grids]
-        schedules += [(label, lambda g, t=t: write_goal(t, g)) for label, t in (traces or {}).items()]
-        for label, make in schedules:
-            goal = make(Path(tmp) / f"{label.replace(' ', '_').replace(',', '')}.goal")
+        schedules += [(label, write_goal(t, Path(tmp) / f"trace_{k}.goal"))
+                      for k, (label, t) in enumerate((traces or {}).items())]
+        for label, goal in schedules:
             binf = goal.with_suffix(".bin")
             labels.append(label)
             per = {n: [] for n in names}
