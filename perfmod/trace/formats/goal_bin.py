@@ -88,6 +88,15 @@ def read_goal_bin(path: str | os.PathLike, labels: bool, kern: Any) -> dict[str,
     return _parse(src, buf, labels, kern)
 
 
+def dependency_counts(succ: np.ndarray, ssucc: np.ndarray, n: int) -> np.ndarray:
+    """Each of ``n`` nodes' ``requires`` plus ``irequires``: how often it appears in the successor lists (int64; the
+    GOAL text reader counts them the same way)."""
+    ndeps = np.bincount(succ, minlength=n).astype(np.int64, copy=False)
+    if ssucc.size:
+        ndeps += np.bincount(ssucc, minlength=n)
+    return ndeps
+
+
 def _parse(src: str, buf: np.ndarray, labels: bool, kern: Any) -> dict[str, Any]:
     spans = kern._spans
     size = buf.size
@@ -171,7 +180,7 @@ def _parse(src: str, buf: np.ndarray, labels: bool, kern: Any) -> dict[str, Any]
 
     succ_ptr, succ = successors("nsucc", "succ0")
     ssucc_ptr, ssucc = successors("nssucc", "ssucc0")
-    ndeps = (np.bincount(succ, minlength=nn) + np.bincount(ssucc, minlength=nn)).astype(np.int64)
+    ndeps = dependency_counts(succ, ssucc, nn)
     bad = np.flatnonzero(ndeps != node["ndeps"])
     if bad.size:
         v = int(bad[0])

@@ -36,7 +36,7 @@ from perfmod.core.aot import Arg, Kernel, kernels
 from perfmod.core.jit import first_call
 from perfmod.core.memory import check_fits
 from perfmod.trace.core import TraceError
-from perfmod.trace.formats.goal_bin import is_loggopsim_bin, read_goal_bin
+from perfmod.trace.formats.goal_bin import dependency_counts, is_loggopsim_bin, read_goal_bin
 from perfmod.trace.formats.textio import FormatError
 
 __all__ = ["GoalGraph", "read_goal_graph"]
@@ -341,8 +341,6 @@ def _assemble(kern, src, st, n_rank, n_kind, n_size, n_peer, n_tag, n_cpu, n_nic
             names.append(bytes(store[o:o + int(n_llen[v])]).decode() if o >= 0 else f"_anon{int(line[v])}")
         extra = {"labels": names, "pred_ptr": pred_ptr, "pred": pred, "pred_start": pstart.astype(bool)}
     del ea, eb, es  # each node's dependencies counted from its predecessors' lists, the edges let go first
-    ndeps = np.bincount(succ, minlength=nn).astype(np.int64, copy=False)
-    if ssucc.size:
-        ndeps += np.bincount(ssucc, minlength=nn).astype(np.int64, copy=False)
+    ndeps = dependency_counts(succ, ssucc, nn)
     return GoalGraph(int(st[S_NRANKS]), rank, kind, size, peer, tag, cpu, nic, line, ndeps, succ_ptr, succ, ssucc_ptr,
                      ssucc, src, **extra)
