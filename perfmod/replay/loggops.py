@@ -67,7 +67,6 @@ from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, GoalGraph
 if TYPE_CHECKING:
     import xarray as xr
 
-    from perfmod.replay.graph import Graph
     from perfmod.trace.core import Trace
 
 __all__ = ["GoalTimes", "LogGOPSResult", "LoopInput", "goal_finish_times", "kernel_input", "message_params",
@@ -108,18 +107,14 @@ AOT_KERNELS = (
 )
 
 
-def _kernels(graph: Graph | GoalGraph) -> Any:
-    """The event loop's kernels for ``graph``: compiled ahead of time for a GOAL graph where they could be built
+def _kernels() -> Any:
+    """The event loop's kernels for a GOAL graph: compiled ahead of time where they could be built
     (:mod:`perfmod.core.aot`; the whole GOAL job then starts without numba), else numba's."""
-    if isinstance(graph, GoalGraph):
-        return kernels("loggops_loop", "perfmod.replay.loggops_kernel", f"{__name__}:AOT_KERNELS",
-                       ("perfmod.replay.loggops_layout",))
-    from perfmod.replay import loggops_kernel
-
-    return loggops_kernel
+    return kernels("loggops_loop", "perfmod.replay.loggops_kernel", f"{__name__}:AOT_KERNELS",
+                   ("perfmod.replay.loggops_layout",))
 
 
-def message_params(graph: Graph | GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def message_params(graph: GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The message classes of a graph's sends: ``(mode, par, gps)``.
 
     ``mode`` per node (int8; 0 but at sends) the mode code of the message
@@ -168,39 +163,36 @@ class LoopInput(NamedTuple):
     order: np.ndarray  # the node of each row (int32)
 
 
-def kernel_input(graph: Graph | GoalGraph, calc_scale: float, net: Network, nprocs: int,
-                 recv_rndv: bool) -> LoopInput:
-    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for ``graph`` (nodes of a rank contiguous,
-    ranks increasing), its rows in the loop's order (:func:`~perfmod.replay.loggops_kernel.time_major`).
+def kernel_input(graph: GoalGraph, calc_scale: float, net: Network, nprocs: int) -> LoopInput:
+    """What :func:`~perfmod.replay.loggops_kernel.run_loggops` takes for the GOAL graph ``graph`` (nodes of a rank
+    contiguous, ranks increasing), its rows in the loop's order (:func:`~perfmod.replay.loggops_kernel.time_major`).
 
-    ``calc_scale`` picoseconds per unit of a calc's ``size`` (0: they are picoseconds); ``recv_rndv``: a
-    receive's own size decides its protocol (GOAL, as LogGOPSim).
+    ``calc_scale`` picoseconds per unit of a calc's ``size`` (0: they are picoseconds).  A trace's graph is not
+    held whole: :mod:`perfmod.replay.loggops_stream` makes it as its loop runs.
     """
-    rows, order, newpos, init, init_ptr, par = kernel_rows(graph, calc_scale, net, nprocs, recv_rndv)
-    eptr, edges = kernel_edges(_kernels(graph), order, newpos, graph.succ_ptr, graph.succ,
-                               getattr(graph, "ssucc_ptr", None), getattr(graph, "ssucc", None))
+    rows, order, newpos, init, init_ptr, par = kernel_rows(graph, calc_scale, net, nprocs)
+    eptr, edges = kernel_edges(_kernels(), order, newpos, graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc)
     return LoopInput(rows, eptr, edges, par, init, init_ptr, order)
 
 
-def kernel_rows(graph: Graph | GoalGraph, calc_scale: float, net: Network, nprocs: int,
-                recv_rndv: bool) -> tuple:
+def kernel_rows(graph: GoalGraph, calc_scale: float, net: Network, nprocs: int) -> tuple:
     """The first half of :func:`kernel_input`: ``(rows, order, newpos, init, init_ptr, par)``, what needs the
-    graph's nodes (:func:`kernel_edges` then needs only its successor lists)."""
+    graph's nodes (:func:`kernel_edges` then needs only its successor lists).  GOAL's rules, as LogGOPSim's: a
+    receive's own size decides its protocol, a zero-byte send costs ``(0 - 1) G`` (:func:`_zero_byte_durations`)."""
     nn = len(graph)
     if 2 * nn >= 1 << 31:
         raise ValueError(f"the LogGOPS event loop takes fewer than 2**30 operations, not {nn:,}")
-    k = _kernels(graph)
+    k = _kernels()
     ndeps = graph.ndeps
     order, newpos, init, init_ptr = k.time_major(graph.rank, ndeps, nprocs, _BAND)
     mode, par, gps = message_params(graph, net, nprocs)
     rows = np.empty(nn, dtype=ROW)
     plat = net.platform
-    goal = isinstance(graph, GoalGraph)
-    zero_dur, wraps = _zero_byte_durations(par, gps) if goal else (np.zeros(len(par), dtype=np.int64), None)
+    zero_dur, wraps = _zero_byte_durations(par, gps)
     k.fill_rows(rows, newpos, graph.rank, graph.kind, graph.size, graph.peer, graph.tag, ndeps, float(calc_scale),
-                mode, graph.sync, gps, zero_dur, plat.short_max_bytes, plat.eager_max_bytes, recv_rndv)
+                mode, graph.sync, gps, zero_dur, plat.short_max_bytes, plat.eager_max_bytes, True)
     del mode, ndeps
-    if goal and wraps.any():
+    if wraps.any():
         _warn_zero_byte_sends(graph, rows, newpos, wraps)
     used = (np.flatnonzero(np.bincount(rows["cls"][rows["kind"] == SEND], minlength=len(par))) if (par < 0).any()
             else np.zeros(0, dtype=np.int64))
@@ -278,8 +270,8 @@ def run_goal_graph(graph: GoalGraph, time_unit: float, net: Network, nprocs: int
     on the bound network ``net`` (``detail``: per node done times and partners, else only the status and the
     per-rank finishing times)."""
     check_fits(_KERNEL_BYTES_PER_NODE * len(graph), f"the LogGOPS replay of {len(graph):,} operations")
-    inp = kernel_input(graph, time_unit * _PS, net, nprocs, True)  # LogGOPSim: see run_loggops
-    out = _run(_kernels(graph), nprocs, inp, True, detail)
+    inp = kernel_input(graph, time_unit * _PS, net, nprocs)
+    out = _run(_kernels(), nprocs, inp, True, detail)  # LogGOPSim: see run_loggops
     finished = np.empty(len(inp.order), dtype=bool)
     finished[inp.order] = inp.rows["kind"] >= _DONE
     return (*out, finished)
@@ -343,8 +335,8 @@ def goal_finish_times(path: str | os.PathLike, platform: Platform | str, model: 
     comp = np.bincount(graph.rank[calc], weights=graph.size[calc] * time_unit, minlength=p)
     del calc
     check_fits(_KERNEL_BYTES_PER_NODE * nn, f"the LogGOPS replay of {nn:,} operations")
-    k = _kernels(graph)
-    rows, order, newpos, init, init_ptr, par = kernel_rows(graph, time_unit * _PS, net, p, True)  # see run_loggops
+    k = _kernels()
+    rows, order, newpos, init, init_ptr, par = kernel_rows(graph, time_unit * _PS, net, p)
     # the rows hold what the loop needs of the nodes: only the successor lists are kept for the edges, so that
     # the nodes' arrays and the loop's edges are never held at once
     succ = (graph.succ_ptr, graph.succ, graph.ssucc_ptr, graph.ssucc)
