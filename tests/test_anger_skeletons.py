@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from perfmod.core.io import check_conventions
+from perfmod.core.io import check_conventions, read_dataset
 from perfmod.core.paperdata import read_table
 from perfmod.studies import anger_skeletons as study
 from perfmod.studies.anger_skeleton_steps import app_spec, timed_section
@@ -45,13 +45,13 @@ def test_timed_section_drops_the_setup_compute():
 
 
 @pytest.mark.mpi
-def test_run_with_the_smoke_parameters_gives_the_interface_variables(tmp_path):
-    nb = nbs.notebooks_dir() / "anger_skeletons.ipynb"
-    ds = study.run(**nbs.smoke_parameters(nb), raw_out=str(tmp_path))  # a test never writes into data/raw
+def test_run_with_the_smoke_parameters_gives_the_interface_variables(smoke_run_of):
+    run = smoke_run_of("anger_skeletons")  # the notebook's smoke run, raw files in a temporary directory
+    ds = read_dataset(run.dataset)
     check_conventions(ds)
     assert ds.interfered.dims == ("app", "size", "nprocs", "rep") and ds.interfered.dtype == bool
     assert ds.attrs["runs_total"] == 2 * 4 * 2 * 1  # apps x sizes x rank counts x reps
-    assert ds.attrs["raw_files"].count(str(tmp_path)) == 4  # per app: the native runs and the region store
+    assert ds.attrs["raw_files"].count(str(run.outputs / "raw_out")) == 4  # per app: the native runs, the region store
     for name in ("runtime_measured", "runtime_predicted"):
         assert {"app", "size", "method"} <= set(ds[name].dims)
         assert ds[name].dims == ds.runtime_measured.dims

@@ -6,7 +6,6 @@ or ``figures/``.
 """
 
 import json
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -28,18 +27,14 @@ def test_notebook_shape(nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_smoke_run(nb, tmp_path):
-    declared = nbs.declared_parameters(nb)
-    outputs = {"dataset_path": str(tmp_path / "out.nc"), "figures_dir": str(tmp_path / "figures")}
-    outputs.update({name: str(tmp_path / name) for name in declared if name.endswith("_out")})
-    outputs = {k: v for k, v in outputs.items() if k in declared}
-    executed = nbs.run_notebook(nb, outputs, smoke=True, output=tmp_path / nb.name, progress=False)
-    assert executed.exists()
-    ds = read_dataset(tmp_path / "out.nc")
+def test_notebook_smoke_run(nb, smoke_run_of):
+    run = smoke_run_of(nb.stem)  # papermill, every output in a temporary directory (conftest.py)
+    assert run.executed.exists()
+    ds = read_dataset(run.dataset)
     check_conventions(ds)
     assert ds.attrs["study"] == nb.stem
-    if "figures_dir" in declared:
-        assert list(Path(tmp_path / "figures").glob("*.png")), "the notebook wrote no figure"
+    if "figures_dir" in run.declared:
+        assert list(run.figures.glob("*.png")), "the notebook wrote no figure"
     # nothing written next to the notebook
     assert not (nb.parent / "out.nc").exists()
 

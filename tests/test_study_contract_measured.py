@@ -1,12 +1,12 @@
 """The study contract (issue 10 item 4) of the measuring studies; their interleaved run orders (issue 13 item 3).
 
-Each ``perfmod.studies.<x>.run(**smoke)`` (smoke parameters from the notebook's
-metadata, output paths redirected to a temporary directory, run from
-``notebooks/`` as papermill does) returns a dataset with units on every
-variable and the provenance attributes, and ``figures(ds)`` draws from it
-alone.  The run order of a design mixes training and held-out runs, never
-puts two repetitions of a configuration back to back, and depends only on
-the seed.
+The dataset ``perfmod.studies.<x>.run`` returns in the notebook's smoke run
+(papermill, smoke parameters from the notebook's metadata, output paths
+redirected to a temporary directory: the session's one run, ``conftest.py``),
+read back from the file the notebook wrote, has units on every variable and
+the provenance attributes, and ``figures(ds)`` draws from it alone.  The run
+order of a design mixes training and held-out runs, never puts two
+repetitions of a configuration back to back, and depends only on the seed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import xarray as xr
 
 from perfmod.campaign.design import interleaved_order, position_of
-from perfmod.core.io import REQUIRED_GLOBAL_ATTRS, check_conventions
+from perfmod.core.io import REQUIRED_GLOBAL_ATTRS, check_conventions, read_dataset
 from perfmod.measure.interference import usable_cores
 from perfmod.workflow import notebooks as nbs
 from perfmod.workflow.catalog import studies
@@ -28,34 +28,15 @@ from perfmod.workflow.catalog import studies
 STUDIES = {s.name: s.smoke_mpi for s in studies() if s.measuring}
 
 
-def _params(name: str, tmp_path) -> dict:
-    study = importlib.import_module(f"perfmod.studies.{name}")
-    nb = nbs.notebooks_dir() / f"{name}.ipynb"
-    params = nbs.smoke_parameters(nb)
-    params.update({k: str(tmp_path / k) for k in nbs.declared_parameters(nb) if k.endswith("_out")})
-    params["progress"] = False
-    return nbs.study_parameters(study.run, params)
-
-
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict:
-    """Cache: each study's smoke dataset, computed once per module."""
-    return {}
-
-
-def _run(name: str, results: dict, tmp_path_factory, monkeypatch) -> xr.Dataset:
-    if name not in results:
-        tmp = tmp_path_factory.mktemp(name)
-        study = importlib.import_module(f"perfmod.studies.{name}")
-        monkeypatch.chdir(nbs.notebooks_dir())  # the notebooks' relative paths
-        results[name] = study.run(**_params(name, tmp))
-    return results[name]
+def _run(name: str, smoke_run_of) -> xr.Dataset:
+    """The study's smoke dataset, as its notebook's smoke run wrote it (one run per session: conftest.py)."""
+    return read_dataset(smoke_run_of(name).dataset)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.mpi] if mpi else [])
                                   for n, mpi in STUDIES.items()])
-def test_run_returns_a_documented_dataset_and_figures_come_from_it(name, results, tmp_path_factory, monkeypatch):
-    ds = _run(name, results, tmp_path_factory, monkeypatch)
+def test_run_returns_a_documented_dataset_and_figures_come_from_it(name, smoke_run_of):
+    ds = _run(name, smoke_run_of)
     assert isinstance(ds, xr.Dataset) and ds.data_vars
     check_conventions(ds)
     for var in ds.data_vars.values():
@@ -124,9 +105,9 @@ def test_position_of_maps_the_order_onto_the_design():
 
 
 @pytest.mark.mpi
-def test_gol_design_interleaves_training_and_held_out_runs(results, tmp_path_factory, monkeypatch):
+def test_gol_design_interleaves_training_and_held_out_runs(smoke_run_of):
     """The GOL study measured its training cases first (issue 13); now the dataset shows them mixed."""
-    ds = _run("sharif_gol", results, tmp_path_factory, monkeypatch)
+    ds = _run("sharif_gol", smoke_run_of)
     train = ds.train_run_index.values.ravel()
     held = ds.run_index.values.ravel()
     assert sorted(np.concatenate([train, held]).tolist()) == list(range(train.size + held.size))
@@ -161,8 +142,8 @@ CLEAN_RUN_DIMS = {"sharif_gol": ("case", "nprocs", "rep"), "sharif_triton": ("ev
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.mpi] if STUDIES[n] else [])
                                   for n in CLEAN_RUN_DIMS])
-def test_measuring_study_flags_interfered_runs(name, results, tmp_path_factory, monkeypatch):
-    ds = _run(name, results, tmp_path_factory, monkeypatch)
+def test_measuring_study_flags_interfered_runs(name, smoke_run_of):
+    ds = _run(name, smoke_run_of)
     assert "interfered" in ds and ds.interfered.dtype == bool
     assert set(ds.interfered.dims) == set(CLEAN_RUN_DIMS[name])
     assert "clean_runs_missing" in ds.attrs and isinstance(ds.attrs["clean_runs_missing"], str)
