@@ -20,6 +20,7 @@ from perfmod.models.comm.message import message_time
 from perfmod.replay import replay
 from perfmod.trace import Call, Trace, TraceError, read_trace
 from perfmod.trace.formats.goal import read_goal, write_goal
+from perfmod.trace.formats.goal_scan import read_goal_graph
 from perfmod.trace.formats.goal_trace import goal_to_trace
 
 SUMMIT = load("summit")
@@ -136,8 +137,24 @@ def test_schedules_the_replay_cannot_take_are_named(tmp_path, text, match):
 def test_goal_to_trace_of_a_parsed_schedule(tmp_path):
     p = tmp_path / "pp.goal"
     p.write_text(PINGPONG)
-    t = goal_to_trace(read_goal(p), time_unit=1e-6)  # calc in microseconds
+    t = goal_to_trace(read_goal_graph(p), time_unit=1e-6)  # calc in microseconds
     assert t.compute[t.call == Call.COMPUTE].tolist() == [1000e-6, 500e-6]
+
+
+def test_a_dependency_written_twice_is_waited_for_once(tmp_path):
+    """Schedgen writes some ``requires`` twice (its binomial trees over 33 ranks): the trace waits for the
+    request once, and is the trace of the file without the repeated line; LogGOPSim runs both alike."""
+    text = ("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\nl2: calc 100\nl2 requires l1\nl2 requires l1\n}\n"
+            "rank 1 {\nl1: recv 8b from 0 tag 0\nl2: send 1b to 0 tag 1\nl2 requires l1\nl2 requires l1\n}\n")
+    twice, once = tmp_path / "twice.goal", tmp_path / "once.goal"
+    twice.write_text(text)
+    once.write_text(text.replace("l2 requires l1\nl2 requires l1\n", "l2 requires l1\n"))
+    a, b = read_trace(twice), read_trace(once)
+    assert a.call.tolist() == [Call.ISEND, Call.WAIT, Call.COMPUTE, Call.IRECV, Call.WAIT, Call.ISEND, Call.WAIT]
+    assert a.request.tolist() == [0, 0, -1, 0, 0, 1, 1]
+    for col in ("rank", "call", "peer", "nbytes", "tag", "request", "compute", "aux", "aux_ptr"):
+        np.testing.assert_array_equal(getattr(a, col), getattr(b, col), err_msg=col)
+    assert a.line[1] == 3 and b.line[1] == 3  # the wait names the line of what it waits for
 
 
 # --- the loggp replay runs a GOAL file's graph as written (issue 23) --------------------------------------------

@@ -40,16 +40,18 @@ Tags: a ``recv`` with tag ``-1`` is ``MPI_ANY_TAG``, from ``-1`` is
 
 from __future__ import annotations
 
-import heapq
 import os
 import weakref
-from dataclasses import replace
 
+import numpy as np
+
+from perfmod.core.jit import first_call
 from perfmod.trace.builder import TraceBuilder
-from perfmod.trace.core import ANY_SOURCE, ANY_TAG, Call, Trace, TraceError
-from perfmod.trace.formats.goal import GoalOp, GoalSchedule, schedule_of, write_goal
+from perfmod.trace.core import ANY_SOURCE, ANY_TAG, NO_PEER, NO_REQUEST, Call, Trace
+from perfmod.trace.formats.goal import write_goal
 from perfmod.trace.formats.goal_bin import MAGIC_BYTES as LOGGOPSIM_MAGIC
-from perfmod.trace.formats.goal_scan import GoalGraph, read_goal_graph
+from perfmod.trace.formats.goal_order import POST, post_order
+from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, WILD, GoalGraph, read_goal_graph
 from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError
 
@@ -59,76 +61,14 @@ __all__ = ["as_written", "goal_to_trace", "read_goal_trace", "TRACE_FORMAT"]
 _AS_WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _rank_order(ops: list[GoalOp], requires: list[tuple[str, str, bool]], source: str, rank: int) -> list[tuple]:
-    """Steps of one rank: ``("post", op index)``, ``("wait", [op indices])``, in the order described above."""
-    index = {op.label: k for k, op in enumerate(ops)}
-    n = len(ops)
-    need_done = [0] * n  # requires not yet completed
-    need_posted = [0] * n  # requires and irequires not yet posted
-    on_done: list[list[int]] = [[] for _ in range(n)]
-    on_post: list[list[int]] = [[] for _ in range(n)]
-    deps: list[list[int]] = [[] for _ in range(n)]
-    for a, b, start in requires:
-        i, j = index[a], index[b]
-        need_posted[i] += 1
-        on_post[j].append(i)
-        if not start:
-            need_done[i] += 1
-            on_done[j].append(i)
-            deps[i].append(j)
-    ready = [k for k in range(n) if need_done[k] == 0 and need_posted[k] == 0]
-    heapq.heapify(ready)
-    waitable: list[int] = []  # every dependency posted, some not completed: a wait would unblock it
-    posted, done = [False] * n, [False] * n
-    steps: list[tuple] = []
-
-    def complete(j: int) -> None:
-        done[j] = True
-        for i in on_done[j]:
-            need_done[i] -= 1
-            if need_done[i] == 0 and need_posted[i] == 0:
-                heapq.heappush(ready, i)
-
-    while True:
-        while ready:
-            k = heapq.heappop(ready)
-            if posted[k]:
-                continue
-            posted[k] = True
-            steps.append(("post", k))
-            for i in on_post[k]:
-                need_posted[i] -= 1
-                if need_posted[i] == 0:
-                    heapq.heappush(ready if need_done[i] == 0 else waitable, i)
-            if ops[k].kind == "calc":
-                complete(k)
-        while waitable and (posted[waitable[0]] or need_done[waitable[0]] == 0):
-            heapq.heappop(waitable)
-        if not waitable:
-            break
-        k = heapq.heappop(waitable)
-        open_ = sorted(j for j in deps[k] if not done[j])
-        steps.append(("wait", open_))
-        for j in open_:
-            complete(j)
-    left = [k for k in range(n) if not posted[k]]
-    if left:
-        op = ops[left[0]]
-        raise FormatError(source, op.line, f"rank {rank}: operation {op.label!r} can never start: its "
-                          "dependencies form a cycle")
-    rest = [k for k in range(n) if ops[k].kind != "calc" and not done[k]]
-    if rest:
-        steps.append(("wait", rest))
-    return steps
-
-
-def goal_to_trace(schedule: GoalSchedule, time_unit: float = 1e-9) -> Trace:
-    """The :class:`~perfmod.trace.core.Trace` that replays ``schedule`` (see the module docstring).
+def goal_to_trace(graph: GoalGraph, time_unit: float = 1e-9) -> Trace:
+    """The :class:`~perfmod.trace.core.Trace` that replays the GOAL graph ``graph`` (see the module docstring;
+    the order is :func:`~perfmod.trace.formats.goal_order.post_order`'s, compiled).
 
     Parameters
     ----------
-    schedule : GoalSchedule
-        From :func:`~perfmod.trace.formats.goal.read_goal`.
+    graph : GoalGraph
+        From :func:`~perfmod.trace.formats.goal_scan.read_goal_graph` (text or LogGOPSim's binary).
     time_unit : float
         Seconds per ``calc`` unit (1e-9: nanoseconds, LogGOPSim's usual unit).
 
@@ -136,64 +76,79 @@ def goal_to_trace(schedule: GoalSchedule, time_unit: float = 1e-9) -> Trace:
     -------
     Trace
         ``nprocs = num_ranks``; ``line`` holds each event's line in the
-        GOAL file (waits: the line of the operation they complete first);
-        ``meta["format"] = "goal"``.
+        GOAL file (waits: the line of the operation they complete first;
+        -1 in a binary schedule); ``meta["format"] = "goal"``.
 
     Raises
     ------
     FormatError
         A ``cpu``/``nic`` other than 0, a dependency cycle, a peer outside
-        ``0 .. num_ranks - 1`` (naming file and line).
+        ``0 .. num_ranks - 1``, a tag beyond the trace's 32-bit tags (naming file and line).
     """
     if time_unit <= 0:
         raise ValueError(f"time_unit must be > 0 s, got {time_unit!r}")
-    src = schedule.source or "GOAL schedule"
-    b = TraceBuilder(schedule.num_ranks, source=src)
-    for rank in sorted(schedule.ops):
-        ops = list(schedule.ops[rank].values())
-        for op in ops:
-            if op.cpu or op.nic:
-                raise FormatError(src, op.line, f"rank {rank}: cpu {op.cpu} nic {op.nic}: perfmod's replay models "
-                                  "one CPU and one network interface per rank (cpu 0, nic 0)")
-            if op.kind != "calc" and not (op.peer == -1 and op.kind == "recv") and not 0 <= op.peer < \
-                    schedule.num_ranks:
-                raise FormatError(src, op.line, f"rank {rank}: {op.kind} peer {op.peer} is outside 0.."
-                                  f"{schedule.num_ranks - 1}")
-        request = {}
-        for what, arg in _rank_order(ops, list(schedule.requires.get(rank, [])), src, rank):
-            if what == "wait":
-                reqs = [request[k] for k in arg]
-                line = ops[arg[0]].line
-                if len(reqs) == 1:
-                    b.append(rank, Call.WAIT, request=reqs[0], line=line)
-                else:
-                    b.append(rank, Call.WAITALL, aux=reqs, line=line)
-                continue
-            op = ops[arg]
-            if op.kind == "calc":
-                b.append(rank, Call.COMPUTE, compute=op.size * time_unit, line=op.line)
-                continue
-            request[arg] = len(request)
-            if op.kind == "send":
-                b.append(rank, Call.ISEND, peer=op.peer, nbytes=op.size, tag=op.tag, request=request[arg],
-                         line=op.line)
-            else:
-                b.append(rank, Call.IRECV, peer=ANY_SOURCE if op.peer == -1 else op.peer, nbytes=op.size,
-                         tag=ANY_TAG if op.tag == -1 else op.tag, request=request[arg], line=op.line)
-    try:
-        return b.build(meta={"format": "goal", "time_unit": time_unit})
-    except TraceError:
-        raise
-    except (ValueError, OverflowError) as err:  # sizes or tags beyond the trace's integer columns
-        raise TraceError(f"{src}: {err}") from None
+    src = graph.source or "GOAL schedule"
+    kind, peer, tag = graph.kind, graph.peer, graph.tag
+    calc = kind == CALC
+    bad_cpu = (graph.cpu != 0) | (graph.nic != 0)
+    bad_peer = ~calc & ~((kind == RECV) & (peer == WILD)) & ((peer < 0) | (peer >= graph.num_ranks))
+    bad_tag = ~calc & ((tag > np.iinfo(np.int32).max) | (tag < WILD))
+    if (bad_cpu | bad_peer | bad_tag).any():
+        v = int(np.flatnonzero(bad_cpu | bad_peer | bad_tag)[0])
+        r, what = int(graph.rank[v]), "send" if kind[v] == SEND else "recv"
+        if bad_cpu[v]:
+            why = (f"cpu {graph.cpu[v]} nic {graph.nic[v]}: perfmod's replay models one CPU and one network "
+                   "interface per rank (cpu 0, nic 0)")
+        elif bad_peer[v]:
+            why = f"{what} peer {peer[v]} is outside 0..{graph.num_ranks - 1}"
+        else:
+            why = f"{what} tag {tag[v]} is beyond the trace's tags (signed 32-bit)"
+        raise FormatError(src, int(graph.line[v]), f"rank {r}: {why}")
+    rank_ptr = np.searchsorted(graph.rank, np.arange(graph.num_ranks + 1))
+    with first_call("the GOAL schedule's posting order"):
+        step, node, wptr, wnode, request, cycle = post_order(rank_ptr, kind, calc, graph.succ_ptr, graph.succ,
+                                                             graph.ssucc_ptr, graph.ssucc)
+    if cycle >= 0:
+        raise FormatError(src, int(graph.line[cycle]), f"rank {int(graph.rank[cycle])}: operation "
+                          f"{_label(graph, cycle)!r} can never start: its dependencies form a cycle")
+    k = node
+    posted = step == POST
+    nwait = np.diff(wptr)
+    one = np.zeros(step.size, dtype=bool)
+    one[~posted] = nwait == 1
+    call = np.where(calc[k], int(Call.COMPUTE), np.where(kind[k] == SEND, int(Call.ISEND), int(Call.IRECV)))
+    call = np.where(posted, call, np.where(one, int(Call.WAIT), int(Call.WAITALL)))
+    msg = posted & ~calc[k]
+    recv = msg & (kind[k] == RECV)
+    aux_len = np.zeros(step.size, dtype=np.int64)
+    aux_len[~posted] = np.where(nwait == 1, 0, nwait)
+    keep = np.repeat(nwait > 1, nwait)
+    b = TraceBuilder(graph.num_ranks, source=src)
+    b.extend(graph.rank[k], call,
+             peer=np.where(msg, np.where(recv & (peer[k] == WILD), ANY_SOURCE, peer[k]), NO_PEER),
+             nbytes=np.where(msg, graph.size[k], 0),
+             tag=np.where(msg, np.where(recv & (tag[k] == WILD), ANY_TAG, tag[k]), 0),
+             request=np.where(msg | one, request[k], NO_REQUEST),
+             compute=np.where(posted & calc[k], graph.size[k] * time_unit, 0.0),
+             aux_len=aux_len, aux=request[wnode[keep]], line=graph.line[k])
+    return b.build(meta={"format": "goal", "time_unit": time_unit})
+
+
+def _label(graph: GoalGraph, v: int) -> str:
+    """Node ``v``'s label (the file read again with its labels where the graph has none: an error's message),
+    else where it is written."""
+    labels = graph.labels
+    if labels is None and graph.line[v] >= 0 and os.path.isfile(graph.source):
+        labels = read_goal_graph(graph.source, labels=True).labels
+    return labels[v] if labels is not None else graph.where(v)
 
 
 def read_goal_trace(path: str | os.PathLike, time_unit: float = 1e-9) -> Trace:
     """Read a GOAL schedule and turn it into a replayable trace (:func:`goal_to_trace`), remembering the
     graph as written for the ``loggp`` replay (:func:`as_written`)."""
-    graph = read_goal_graph(path, labels=True)
-    trace = goal_to_trace(schedule_of(graph), time_unit=time_unit)
-    _AS_WRITTEN[trace] = (replace(graph, labels=None, pred_ptr=None, pred=None, pred_start=None), time_unit)
+    graph = read_goal_graph(path)
+    trace = goal_to_trace(graph, time_unit=time_unit)
+    _AS_WRITTEN[trace] = (graph, time_unit)
     return trace
 
 
