@@ -72,8 +72,8 @@ def test_bench_loggopsim_side_by_side(benchmark, tmp_path):
         pytest.skip("set PERFMOD_LOGGOPSIM to a directory with LogGOPSim's txt2bin and LogGOPSim binaries")
     full = not benchmark.disabled
     grids = ((32, 48, 20), (128, 128, 3)) if full else ((6, 8, 2),)
-    p, it = (1536, 20) if full else (16, 2)
-    traces = {f"Jacobi2D trace {p:,} x {it}": synthetic("jacobi2d", p, it)}
+    sizes = ((1536, 20), (16384, 10)) if full else ((16, 2),)  # the scale, then where the caches end
+    traces = {f"Jacobi2D trace {p:,} x {it}": synthetic("jacobi2d", p, it) for p, it in sizes}
     ds = benchmark.pedantic(loggopsim_side_by_side, args=(d,),
                             kwargs={"grids": grids, "traces": traces, "workdir": tmp_path,
                                     "rounds": 2 if full else 1},
