@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+import pytest
 from numba import njit
 
 from perfmod.core.jit import _symbol, perf_map
@@ -52,3 +53,17 @@ def test_numba_names_are_read_back_as_dotted_names():
         "perfmod.replay.loggops_kernel._run"
     assert _symbol("cfunc._ZN8__main__10twice_plusB2v1Exx") == "cfunc.__main__.twice_plus"
     assert _symbol("NRT_incref") == "NRT_incref"
+
+
+def test_a_numba_that_keeps_its_code_elsewhere_is_said(monkeypatch, tmp_path):
+    """Where numba's libraries hold none of the attributes perf_map reads, it says so instead of an empty map."""
+    import types
+
+    from perfmod.core import jit
+
+    lib = types.SimpleNamespace(get_pointer_to_function=lambda name: 0)
+    fake = types.SimpleNamespace(overloads={"sig": types.SimpleNamespace(library=lib)})
+    monkeypatch.setattr(jit, "_dispatchers", lambda: [fake])
+    with pytest.raises(RuntimeError, match="found no code in their libraries"):
+        perf_map(tmp_path / "perf.map")
+    assert not (tmp_path / "perf.map").exists()

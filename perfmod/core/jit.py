@@ -103,6 +103,19 @@ def _symbol(mangled: str) -> str:
     return prefix + ".".join(parts) if parts else mangled
 
 
+def _dispatchers() -> list:
+    """The module-level numba functions (``@njit`` dispatchers) of every loaded module, each once."""
+    from numba.core.registry import CPUDispatcher
+
+    out, seen = [], set()
+    for module in list(sys.modules.values()):
+        for obj in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(obj, CPUDispatcher) and id(obj) not in seen:
+                seen.add(id(obj))
+                out.append(obj)
+    return out
+
+
 def perf_map(path: str | Path | None = None) -> Path:
     """Write the perf map of the numba functions compiled or loaded in this process; returns its path.
 
@@ -117,24 +130,23 @@ def perf_map(path: str | Path | None = None) -> Path:
     """
     if "numba" not in sys.modules:
         raise RuntimeError("numba is not loaded in this process: no compiled code to name")
-    from numba.core.registry import CPUDispatcher
-
     found: dict[int, str] = {}
-    seen: set[int] = set()
-    for module in list(sys.modules.values()):
-        for obj in list(getattr(module, "__dict__", {}).values()):
-            if not isinstance(obj, CPUDispatcher) or id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            for cres in list(obj.overloads.values()):
-                lib = cres.library
-                for ll_module in (getattr(lib, "_final_module", None), getattr(lib, "_shared_module", None)):
-                    for fn in getattr(ll_module, "functions", ()):
-                        if fn.is_declaration:
-                            continue
-                        address = lib.get_pointer_to_function(fn.name)
-                        if address:
-                            found.setdefault(int(address), _symbol(fn.name))
+    dispatchers = _dispatchers()
+    for obj in dispatchers:
+        for cres in list(obj.overloads.values()):
+            lib = cres.library
+            for ll_module in (getattr(lib, "_final_module", None), getattr(lib, "_shared_module", None)):
+                for fn in getattr(ll_module, "functions", ()):
+                    if fn.is_declaration:
+                        continue
+                    address = lib.get_pointer_to_function(fn.name)
+                    if address:
+                        found.setdefault(int(address), _symbol(fn.name))
+    if not found and any(obj.overloads for obj in dispatchers):
+        import numba
+
+        raise RuntimeError(f"numba {numba.__version__} compiled functions here, but perf_map found no code in their "
+                           "libraries: this numba keeps them where perf_map does not look")
     out = Path(path) if path is not None else Path(f"/tmp/perf-{os.getpid()}.map")
     starts = sorted(found)
     with open(out, "w") as fh:
