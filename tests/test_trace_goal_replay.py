@@ -125,6 +125,8 @@ def test_perfmods_own_schedules_replay_like_the_trace_they_came_from(tmp_path):
     ("num_ranks 2\nrank 0 {\na: send 8b to 5\n}\n", r"c.goal:3: rank 0: send peer 5 is outside 0..1"),
     ("num_ranks 1\nrank 0 {\na: calc 1\nb: calc 1\na requires b\nb requires a\n}\n",
      r"c.goal:3: rank 0: operation 'a' can never start: its dependencies form a cycle"),
+    ("num_ranks 2\nrank 0 {\na: calc 1\nb: send 8b to 1 tag 3000000000\n}\n",  # LogGOPSim's unsigned 32-bit tag
+     r"c.goal:4: rank 0: send tag 3000000000 is beyond the trace's tags \(signed 32-bit\)"),
 ])
 def test_schedules_the_replay_cannot_take_are_named(tmp_path, text, match):
     p = tmp_path / "c.goal"
