@@ -424,3 +424,19 @@ def test_an_interrupted_in_process_sweep_stops_its_workers_and_keeps_the_complet
         if d.is_dir() and not (d / "status.json").exists():
             with point_lock(d) as fd:
                 assert fd is not None  # nobody holds it: the point can be resumed
+
+
+def test_a_point_counts_as_finished_only_by_a_whole_ok_record(tmp_path):
+    """What an interrupted sweep keeps of a point whose worker finished before the client heard (and what --resume
+    skips): its status.json saying ok; not a failed one, a half-written one, or none."""
+    from perfmod.workflow.sweep import _finished
+
+    d = tmp_path / "p"
+    d.mkdir()
+    assert _finished(d) is None
+    (d / "status.json").write_text('{"status": "ok", "elapsed": 1.5')  # being written
+    assert _finished(d) is None
+    (d / "status.json").write_text('{"status": "failed", "error": "boom"}')
+    assert _finished(d) is None
+    (d / "status.json").write_text('{"status": "ok", "elapsed": 1.5}')
+    assert _finished(d) == {"status": "ok", "elapsed": 1.5}

@@ -395,10 +395,8 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
     records: list[dict[str, Any] | None] = [None] * len(points)
     todo = []
     for i, d in enumerate(dirs):
-        status = d / "status.json"
-        if resume and status.is_file() and json.loads(status.read_text()).get("status") == "ok":
-            records[i] = json.loads(status.read_text())
-        else:
+        records[i] = _finished(d) if resume else None
+        if records[i] is None:
             todo.append(i)
     try:
         with _terminate_as_interrupt():
@@ -406,6 +404,9 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Any] | str | os.PathLi
                 _run_points(nb, points, dirs, records, todo, smoke, exclusive, scheduler, workers, progress, module,
                             notebooks)
     except KeyboardInterrupt:
+        for i in todo:  # a point its worker finished before the interrupt, whose record had not come back yet
+            if records[i] is None:
+                records[i] = _finished(dirs[i])
         stop_points([dirs[i] for i in todo if records[i] is None])
         _write(nb, g, points, records, dirs, root, scheduler, workers)  # the completed points and their status
         raise
@@ -452,6 +453,16 @@ def _run_points(nb: Path, points: list[Point], dirs: list[Path], records: list[d
             raise
         finally:
             bar.close()
+
+
+def _finished(d: Path) -> dict[str, Any] | None:
+    """The status record of point directory ``d`` where its run finished ok (``status.json``, written after its
+    dataset), else None (not run, failed, or the record being written)."""
+    try:
+        record = json.loads((d / "status.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("status") == "ok" else None
 
 
 def _write(nb: Path, grid: dict[str, Any], points: list[Point], records: list[dict[str, Any] | None],
