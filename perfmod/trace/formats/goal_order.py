@@ -10,8 +10,8 @@ end it waits for every send and receive still open.  A dependency written
 twice (Schedgen writes some) is waited for once.  :func:`post_order`
 runs them for every rank of a graph read by
 :func:`~perfmod.trace.formats.goal_scan.read_goal_graph` in one compiled
-pass, where a Python loop per operation had read about 60,000 operations
-per second (a 1.4 M-operation schedule took 20 s).
+pass, where a Python loop had taken each operation in turn (the docs'
+replay page gives the times measured).
 """
 
 from __future__ import annotations
@@ -88,11 +88,12 @@ def _posted(k, ptr, nodes, need_done, need_posted, ready, nr, waitable, nq):
 
 
 @njit(cache=True)
-def post_order(rank_ptr, kind, calc, succ_ptr, succ, ssucc_ptr, ssucc):
+def post_order(rank_ptr, calc, ndeps, succ_ptr, succ, ssucc_ptr, ssucc, pred_ptr, pred):
     """The steps of every rank (module docstring) of a graph whose nodes are in rank order.
 
-    ``kind``: per node, whether it is a send or receive (a request; else ``calc``: ``calc`` true);
-    ``succ_ptr``/``succ`` the nodes requiring each node, ``ssucc_ptr``/``ssucc`` those irequiring it.
+    ``calc``: per node, whether it is a ``calc`` (else a send or receive: a request); ``ndeps`` its
+    ``requires`` plus ``irequires``; ``succ_ptr``/``succ`` the nodes requiring each node, ``ssucc_ptr``/``ssucc``
+    those irequiring it, ``pred_ptr``/``pred`` those it requires (ascending).
     Returns ``(step, node, wptr, wnode, request, cycle)``: per step its kind (:data:`POST`, :data:`WAIT`)
     and the node posted (for a wait: the first node waited for); a wait's nodes
     ``wnode[wptr[w]:wptr[w + 1]]`` (``w`` counting the waits); each node's request number on its rank
@@ -101,25 +102,9 @@ def post_order(rank_ptr, kind, calc, succ_ptr, succ, ssucc_ptr, ssucc):
     """
     nn = calc.size
     nprocs = rank_ptr.size - 1
-    # what each node requires (ascending, as the file's numbering), and how many of each kind
-    pptr = np.zeros(nn + 1, dtype=np.int64)
-    need_done = np.zeros(nn, dtype=np.int64)
-    need_posted = np.zeros(nn, dtype=np.int64)
-    for j in range(nn):
-        for q in range(succ_ptr[j], succ_ptr[j + 1]):
-            need_done[succ[q]] += 1
-        for q in range(ssucc_ptr[j], ssucc_ptr[j + 1]):
-            need_posted[ssucc[q]] += 1
-    for i in range(nn):
-        pptr[i + 1] = pptr[i] + need_done[i]
-        need_posted[i] += need_done[i]
-    pred = np.empty(pptr[nn], dtype=np.int64)
-    fill = pptr[:-1].copy()
-    for j in range(nn):
-        for q in range(succ_ptr[j], succ_ptr[j + 1]):
-            i = succ[q]
-            pred[fill[i]] = j
-            fill[i] += 1
+    need_done = np.diff(pred_ptr)  # requires not yet completed
+    need_posted = ndeps.copy()  # requires and irequires not yet posted
+    pptr = pred_ptr
     posted = np.zeros(nn, dtype=np.bool_)
     done = np.zeros(nn, dtype=np.bool_)
     request = np.full(nn, -1, dtype=np.int64)

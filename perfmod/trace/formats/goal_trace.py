@@ -52,6 +52,7 @@ from perfmod.trace.formats.goal import write_goal
 from perfmod.trace.formats.goal_bin import MAGIC_BYTES as LOGGOPSIM_MAGIC
 from perfmod.trace.formats.goal_order import POST, post_order
 from perfmod.trace.formats.goal_scan import CALC, RECV, SEND, WILD, GoalGraph, read_goal_graph
+from perfmod.trace.formats.goal_scan_kernels import _csr
 from perfmod.trace.formats.registry import TraceFormat, first_line
 from perfmod.trace.formats.textio import FormatError
 
@@ -106,8 +107,11 @@ def goal_to_trace(graph: GoalGraph, time_unit: float = 1e-9) -> Trace:
         raise FormatError(src, int(graph.line[v]), f"rank {r}: {why}")
     rank_ptr = np.searchsorted(graph.rank, np.arange(graph.num_ranks + 1))
     with first_call("the GOAL schedule's posting order"):
-        step, node, wptr, wnode, request, cycle = post_order(rank_ptr, kind, calc, graph.succ_ptr, graph.succ,
-                                                             graph.ssucc_ptr, graph.ssucc)
+        # what each node requires, ascending (the reader's CSR of the requires edges reversed)
+        pred_ptr, pred = _csr(graph.succ, np.repeat(np.arange(len(graph)), np.diff(graph.succ_ptr)), len(graph))
+        step, node, wptr, wnode, request, cycle = post_order(rank_ptr, calc, graph.ndeps, graph.succ_ptr, graph.succ,
+                                                             graph.ssucc_ptr, graph.ssucc, pred_ptr, pred)
+        del pred_ptr, pred
     if cycle >= 0:
         raise FormatError(src, int(graph.line[cycle]), f"rank {int(graph.rank[cycle])}: operation "
                           f"{_label(graph, cycle)!r} can never start: its dependencies form a cycle")
