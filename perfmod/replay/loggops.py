@@ -203,11 +203,11 @@ def kernel_rows(graph: GoalGraph, calc_scale: float, net: Network, nprocs: int) 
 
 
 def kernel_edges(k: Any, order: np.ndarray, newpos: np.ndarray, succ_ptr: np.ndarray, succ: np.ndarray,
-                 ssucc_ptr: np.ndarray | None = None, ssucc: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 ssucc_ptr: np.ndarray, ssucc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The second half of :func:`kernel_input`: ``(eptr, edges)``, the rows' successors, from the graph's successor
     lists alone (``ssucc_ptr``, ``ssucc``: GOAL's irequires, if any); ``k`` the graph's kernels."""
     none = np.zeros(0, dtype=np.int64)
-    starts = ssucc_ptr is not None and ssucc_ptr[-1] > 0
+    starts = ssucc_ptr[-1] > 0
     return k.time_major_edges(order, newpos, succ_ptr, succ, ssucc_ptr if starts else none,
                               ssucc if starts else none)
 
