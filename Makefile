@@ -18,6 +18,11 @@ LIB        := $(shell find perfmod -name '*.py' 2>/dev/null) pyproject.toml
 PAPER      := $(wildcard data/paper/*.csv)
 PLATFORMS  := $(wildcard data/platforms/*.toml)
 DEVICES    := $(wildcard data/devices/*.csv)
+# Extra-P (PyPI extrap), the reference modeler of the modeling_benchmark study, in an environment of its own: it pins
+# NumPy 1.x and Qt, which perfmod's environment does not take (perfmod.models.compute.extrap_runner)
+EXTRAP_VENV  := .venv-extrap
+EXTRAP_STAMP := $(EXTRAP_VENV)/.extrap-installed
+EXTRAP_PIN   := extrap==4.2.5
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-24s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,7 +30,18 @@ help: ## list the targets
 	headline figures of each run, median and range in $(PROCESSED)/repeat_<study>.nc (not part of all)"
 	@printf "  %-24s %s\n" "" "<study>: $(MEASURING)"
 
-setup: $(STAMP) ## create .venv and install perfmod with its dependencies (idempotent)
+setup: $(STAMP) $(EXTRAP_STAMP) ## create .venv and install perfmod with its dependencies, and .venv-extrap (idempotent)
+
+extrap-env: $(EXTRAP_STAMP) ## create .venv-extrap with Extra-P alone (modeling_benchmark runs it beside perfmod)
+
+# not fatal: without it modeling_benchmark runs without the Extra-P column and says so in its dataset
+$(EXTRAP_STAMP):
+	@echo "perfmod setup: installing $(EXTRAP_PIN) into $(EXTRAP_VENV) (Extra-P, for modeling_benchmark)"
+	@{ test -x $(EXTRAP_VENV)/bin/python || $(PYTHON_SYS) -m venv $(EXTRAP_VENV); } \
+	  && $(EXTRAP_VENV)/bin/python -m pip install --quiet --progress-bar off '$(EXTRAP_PIN)' \
+	  && touch $@ \
+	  || echo "perfmod setup: WARNING: Extra-P could not be installed into $(EXTRAP_VENV);" \
+	          "modeling_benchmark will run without it (make extrap-env to try again)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "perfmod setup: creating $(VENV) with $(PYTHON_SYS)"; $(PYTHON_SYS) -m venv $(VENV); }
@@ -49,7 +65,7 @@ $(STUDIES_MK): notebooks $(wildcard notebooks/*.ipynb) perfmod/workflow/catalog.
 	@PYTHONPATH=$(CURDIR) $(PYTHON_SYS) -m perfmod.workflow.catalog make > $@.tmp && mv $@.tmp $@
 include $(STUDIES_MK)
 
-.PHONY: help setup all test test-all bench lint clean $(STUDIES) $(ALIASES)
+.PHONY: help setup extrap-env all test test-all bench lint clean $(STUDIES) $(ALIASES)
 
 all: setup $(STUDIES) ## run every study notebook (datasets in data/processed, figures in figures/)
 	@$(PERFMOD) check || echo "make all: a measuring study has no headline (see its detail above); \

@@ -18,21 +18,21 @@ Cluster 2016, §V-A), made a seeded study:
 
 Methods: perfmod mode (``fit_compute_model(method="perfmod")`` at its defaults), Eiger mode
 (``method="eiger"``), the loop baseline (time proportional to the product of the parameters)
-and the constant mean, and Extra-P 4's default modeler when the optional ``extrap`` package is
-installed (its absence is recorded in the dataset attribute ``extrap``).
+and the constant mean, and Extra-P 4's default modeler, run in a Python of its own
+(:mod:`perfmod.models.compute.extrap_runner`; ``make extrap-env`` builds it) where there is one
+(its absence is recorded in the dataset attribute ``extrap``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
-import tempfile
 import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -41,14 +41,15 @@ import xarray as xr
 
 from perfmod.core.io import annotate
 from perfmod.measure.interference import usable_cores
-from perfmod.models.compute import fit_compute_model, write_extrap_text
+from perfmod.models.compute import fit_compute_model
+from perfmod.models.compute.extrap_runner import ExtrapModeler, extrap_python
 
 __all__ = ["Case", "make_cases", "measure", "run", "summary", "verdict", "figures", "headline", "extrap_available",
            "NAMES", "VALUES", "VARIANTS"]
 
 STUDY = "modeling_benchmark"
 SOURCE = ("synthetic normal-form functions (Calotoiu et al. SC13 §IV-A, Cluster 2016 §V-A), fitted by perfmod and, "
-          "when installed, Extra-P")
+          "where a Python with it is at hand, Extra-P")
 NAMES = ("p", "n", "s")
 VALUES = (4.0, 8.0, 16.0, 32.0, 64.0)
 SCALES = (2, 4, 8)
@@ -132,12 +133,8 @@ def measure(case: Case, noise: float, rng: np.random.Generator, reps: int = 5,
 
 # --------------------------------------------------------------------------- methods
 def extrap_available() -> bool:
-    """Whether the optional ``extrap`` package (Extra-P) imports."""
-    try:
-        import extrap.modelers.model_generator  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether a Python with Extra-P is at hand (:func:`~perfmod.models.compute.extrap_runner.extrap_python`)."""
+    return extrap_python() is not None
 
 
 def _perfmod_lead(model: Any, m: int) -> tuple[tuple[float, int], ...]:
@@ -195,37 +192,16 @@ def _fit_ours(frame: pd.DataFrame, names: list[str], variant: str) -> _Fitted:
     return _Fitted(predict, interval if method == "perfmod" else None, lead, sec)
 
 
-def _fit_extrap(frame: pd.DataFrame, names: list[str]) -> _Fitted:
-    from extrap.fileio.file_reader.text_file_reader import TextFileReader
-    from extrap.modelers.model_generator import ModelGenerator
-
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = write_extrap_text(frame.rename(columns={"time": "value"}), Path(tmp) / "exp.txt", names)
-        exp = TextFileReader().read_experiment(str(path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ModelGenerator(exp).model_all()
-    model = next(iter(exp.modelers[0].models.values()))
-    func = model.hypothesis.function
-    sec = time.perf_counter() - t0
-    order = [p.name for p in exp.parameters]
-    perm = [order.index(nm) for nm in names]
-    m = len(names)
+def _fit_extrap(modeler: ExtrapModeler, frame: pd.DataFrame, names: list[str], Xq: np.ndarray) -> _Fitted:
+    """Extra-P's model of ``frame``, predicted at ``Xq`` by Extra-P itself (its own process)."""
+    fit = modeler.fit(frame, names, Xq)
 
     def predict(X):
-        Xe = np.asarray(X, dtype=float)[:, np.argsort(perm)] if m > 1 else np.asarray(X, dtype=float)
-        return np.asarray(func.evaluate(Xe.T if m > 1 else Xe[:, 0]), dtype=float)
+        if not np.array_equal(X, Xq):
+            raise ValueError("Extra-P's model was evaluated at the query points it was fitted with only")
+        return fit.predicted
 
-    lead = [(0.0, 0)] * m
-    for ct in func.compound_terms:
-        pairs = ct.parameter_term_pairs if hasattr(ct, "parameter_term_pairs") else [(0, ct)]
-        for pidx, cterm in pairs:
-            e = sum(float(s.exponent) for s in cterm.simple_terms if s.term_type == "polynomial")
-            k = int(sum(float(s.exponent) for s in cterm.simple_terms if s.term_type == "logarithm"))
-            q = names.index(order[pidx])
-            lead[q] = max(lead[q], (e, k))
-    return _Fitted(predict, None, tuple(lead), sec)
+    return _Fitted(predict, None, fit.lead, fit.seconds)
 
 
 def _scaled_points(m: int) -> np.ndarray:
@@ -247,6 +223,15 @@ def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float],
     out = {"rel_error": np.full((*shape, len(SCALES)), np.nan), "covered": np.full((*shape, len(SCALES)), np.nan),
            "lead_right": np.full(shape, np.nan), "fit_seconds": np.full(shape, np.nan),
            "function": np.full((len(n_params), n_max), "", dtype=object)}
+    with contextlib.ExitStack() as stack:
+        modeler = stack.enter_context(ExtrapModeler()) if "extrap" in methods else None
+        _fit_cases(seed, n_cases, n_cases_3p, noises, n_params, methods, progress, modeler, out)
+    return out
+
+
+def _fit_cases(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float], n_params: Sequence[int],
+               methods: Sequence[str], progress: bool, modeler: ExtrapModeler | None,
+               out: dict[str, np.ndarray]) -> None:
     for a, m in enumerate(n_params):
         count = n_cases_3p if m >= 3 else n_cases
         cases = make_cases(m, count, seed)
@@ -261,7 +246,7 @@ def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float],
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")  # extrapolation warnings: the errors say it all
-                            fitted = _fit_extrap(frame, names) if method == "extrap" else \
+                            fitted = _fit_extrap(modeler, frame, names, Xq) if method == "extrap" else \
                                 _fit_ours(frame, names, method)
                             pred = fitted.predict(Xq)
                             bounds = fitted.interval(Xq) if fitted.interval is not None else None
@@ -277,7 +262,6 @@ def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float],
                         out["covered"][k, a, b, c] = (bounds[0] <= truth) & (truth <= bounds[1])
             if progress:
                 print(f"seed {seed}: {m} parameter(s), case {c + 1}/{count}", flush=True)
-    return out
 
 
 def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01, 0.05, 0.10),
@@ -302,7 +286,7 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
         cases on 20, 21 and 22); the later ``x^1`` candidate was also measured on 0-2 and 20-22, and
         30-31 check it.
     methods : sequence of str
-        Among ``extrap`` (skipped when not installed) and :data:`VARIANTS`.
+        Among ``extrap`` (skipped where no Python has Extra-P: :func:`extrap_available`) and :data:`VARIANTS`.
     progress : bool
         Print a line per case.
     workers : int
@@ -337,12 +321,11 @@ def run(n_cases: int = 40, n_cases_3p: int = 8, noises: Sequence[float] = (0.01,
     parts = [{k: np.concatenate([done[int(sd), int(m)][k] for m in n_params], axis=0 if k == "function" else 1)
               for k in done[int(seeds[0]), int(n_params[0])]} for sd in seeds]
     stack = {k: np.stack([p[k] for p in parts], axis=1 if k != "function" else 0) for k in parts[0]}
-    if have_extrap:
-        import importlib.metadata as md
-
-        extrap_note = f"extrap {md.version('extrap')}, default modeler"
+    if have_extrap and "extrap" in used:
+        with ExtrapModeler() as modeler:
+            extrap_note = f"extrap {modeler.version}, default modeler, in its own Python"
     else:
-        extrap_note = "not installed (pip install 'perfmod[extrap]'): no Extra-P column"
+        extrap_note = "not run: no Python with Extra-P (make extrap-env, or $PERFMOD_EXTRAP_PYTHON): no Extra-P column"
     dims = ("model", "seed", "n_params", "noise", "case")
     coords = {"model": list(used), "seed": [int(x) for x in seeds], "n_params": [int(x) for x in n_params],
               "noise": [float(x) for x in noises], "case": np.arange(max(n_cases, n_cases_3p)),
