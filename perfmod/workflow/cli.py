@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perfmod.workflow.cli_model import add_model
 from perfmod.workflow.notebooks import declared_parameters, notebooks_dir, run_notebook, study_notebooks
 from perfmod.workflow.params import (
     ParameterError,
@@ -549,6 +550,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="measure and write data/platforms/local.toml (what make calibration does)")
     cal.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     cal.set_defaults(func=_cmd_calibrate)
+    add_model(sub)
     lst = sub.add_parser("list", help="list studies, platforms, devices, paper tables or communication models")
     lst.add_argument("what", nargs="?", default="all", choices=("all", "studies", "platforms", "devices", "tables",
                                                                  "models"))
