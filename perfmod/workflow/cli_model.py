@@ -109,7 +109,7 @@ def add_model(sub: Any) -> None:
     """Register ``perfmod model`` on the command's subparsers."""
     m = sub.add_parser("model", help="fit compute models to an Extra-P experiment and predict beyond it",
                        description="Fit a compute model to each callpath and metric of an Extra-P experiment "
-                                   "(text, JSON or JSON Lines) and predict, with its 95 %% interval, at larger "
+                                   "(text, JSON or JSON Lines) and predict, with its 95 % interval, at larger "
                                    "points; --extrap puts Extra-P's own model beside it.")
     m.add_argument("experiment", help="Extra-P experiment file (.txt, .json, .jsonl)")
     m.add_argument("--at", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
