@@ -21,7 +21,7 @@ DEVICES    := $(wildcard data/devices/*.csv)
 # Extra-P (PyPI extrap), the reference modeler of the modeling_benchmark study, in an environment of its own: it pins
 # NumPy 1.x and Qt, which perfmod's environment does not take (perfmod.models.compute.extrap_runner)
 EXTRAP_VENV  := .venv-extrap
-EXTRAP_STAMP := $(EXTRAP_VENV)/.extrap-installed
+EXTRAP_STAMP := $(EXTRAP_VENV)/.extrap-tried
 EXTRAP_PIN   := extrap==4.2.5
 
 help: ## list the targets
@@ -32,27 +32,23 @@ help: ## list the targets
 
 setup: $(STAMP) $(EXTRAP_STAMP) ## create .venv and install perfmod with its dependencies, and .venv-extrap (idempotent)
 
-extrap-env: $(EXTRAP_STAMP) ## create .venv-extrap with Extra-P alone (modeling_benchmark runs it beside perfmod)
+extrap-env: ## (re)build .venv-extrap with Extra-P alone (modeling_benchmark and perfmod model --extrap run it)
+	@rm -f $(EXTRAP_STAMP)
+	@$(MAKE) --no-print-directory $(EXTRAP_STAMP)
 
-# not fatal: without it modeling_benchmark runs without the Extra-P column and says so in its dataset
+# tried once per checkout by setup, not fatal: without it modeling_benchmark leaves Extra-P out and says so in its
+# dataset; .extrap-installed marks an environment that has it (perfmod.models.compute.extrap_runner)
 $(EXTRAP_STAMP):
 	@echo "perfmod setup: installing $(EXTRAP_PIN) into $(EXTRAP_VENV) (Extra-P, for modeling_benchmark)"
-	@{ test -x $(EXTRAP_VENV)/bin/python || $(PYTHON_SYS) -m venv $(EXTRAP_VENV); } \
-	  && $(EXTRAP_VENV)/bin/python -m pip install --quiet --progress-bar off '$(EXTRAP_PIN)' \
-	  && touch $@ \
-	  || echo "perfmod setup: WARNING: Extra-P could not be installed into $(EXTRAP_VENV);" \
-	          "modeling_benchmark will run without it (make extrap-env to try again)"
-
-$(STAMP): pyproject.toml
-	@test -x $(PY) || { echo "perfmod setup: creating $(VENV) with $(PYTHON_SYS)"; $(PYTHON_SYS) -m venv $(VENV); }
-	@echo "perfmod setup: upgrading pip"
-	@$(PY) -m pip install --quiet --upgrade pip
-	@echo "perfmod setup: installing perfmod and its dependencies into $(VENV) (a few minutes on a fresh machine;" \
-	      "one line per package)"
-	@$(PY) -m pip install --progress-bar off -e '.[dev]' \
-	  | { grep --line-buffered -E '^(Collecting|Successfully)' || true; } | sed -u 's/^/  /'
-	@echo "perfmod setup: done"
-	@touch $@
+	@rm -f $(EXTRAP_VENV)/.extrap-installed
+	@if { test -x $(EXTRAP_VENV)/bin/python || $(PYTHON_SYS) -m venv $(EXTRAP_VENV); } \
+	    && $(EXTRAP_VENV)/bin/python -m pip install --quiet --progress-bar off '$(EXTRAP_PIN)'; then \
+	  touch $(EXTRAP_VENV)/.extrap-installed; \
+	else \
+	  echo "perfmod setup: WARNING: Extra-P could not be installed into $(EXTRAP_VENV); modeling_benchmark" \
+	       "will run without it (make extrap-env tries again)"; \
+	fi
+	@mkdir -p $(EXTRAP_VENV) && touch $@
 
 # The studies: the notebooks' metadata is the one list (perfmod.workflow.catalog; a study is its module, its
 # notebook and its note).  build/studies.mk, remade whenever a notebook changes, defines STUDIES, MEASURING (the

@@ -10,7 +10,8 @@ back JSON: Extra-P's model, its predictions and its lead-order terms.  Nothing b
 
 Which Python runs Extra-P (:func:`extrap_python`): ``$PERFMOD_EXTRAP_PYTHON`` when set (a Python
 with ``extrap`` installed); else this Python if it has ``extrap``; else the checkout's
-``.venv-extrap/bin/python``; else none, and the study records that Extra-P was not run.
+``.venv-extrap/bin/python`` where ``make extrap-env`` installed Extra-P (it leaves :data:`INSTALLED` there); else
+none, and the study records that Extra-P was not run.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ __all__ = ["ENV_VAR", "ExtrapError", "ExtrapFit", "ExtrapModeler", "extrap_pytho
 
 #: the environment variable naming a Python that has ``extrap`` installed
 ENV_VAR = "PERFMOD_EXTRAP_PYTHON"
+#: the file ``make extrap-env`` leaves in ``.venv-extrap`` once Extra-P is installed there
+INSTALLED = ".extrap-installed"
 _BRIDGE = Path(__file__).with_name("extrap_bridge.py")
 
 
@@ -66,8 +69,8 @@ def extrap_python() -> str | None:
         return env
     if importlib.util.find_spec("extrap") is not None:
         return sys.executable
-    venv = repo_root() / ".venv-extrap" / "bin" / "python"
-    return str(venv) if venv.is_file() else None
+    venv = repo_root() / ".venv-extrap"
+    return str(venv / "bin" / "python") if (venv / INSTALLED).is_file() else None
 
 
 def _environment() -> dict[str, str]:
