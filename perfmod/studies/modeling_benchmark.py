@@ -223,8 +223,7 @@ def _run_seed(seed: int, n_cases: int, n_cases_3p: int, noises: Sequence[float],
     out = {"rel_error": np.full((*shape, len(SCALES)), np.nan), "covered": np.full((*shape, len(SCALES)), np.nan),
            "lead_right": np.full(shape, np.nan), "fit_seconds": np.full(shape, np.nan),
            "function": np.full((len(n_params), n_max), "", dtype=object)}
-    with contextlib.ExitStack() as stack:
-        modeler = stack.enter_context(ExtrapModeler()) if "extrap" in methods else None
+    with ExtrapModeler() if "extrap" in methods else contextlib.nullcontext() as modeler:
         _fit_cases(seed, n_cases, n_cases_3p, noises, n_params, methods, progress, modeler, out)
     return out
 
