@@ -7,7 +7,9 @@ import xarray as xr
 
 from perfmod.core.io import check_conventions, read_dataset
 from perfmod.core.paperdata import read_table
+from perfmod.models.compute.extrap_runner import extrap_python
 from perfmod.studies import anger_skeletons as study
+from perfmod.studies.anger_extrap import region_errors
 from perfmod.studies.anger_skeleton_steps import app_spec, timed_section
 from perfmod.workflow import notebooks as nbs
 
@@ -412,3 +414,38 @@ def test_region_predictions_beyond_the_training_range_are_flagged(tmp_path, monk
     flagged = ds.region_extrapolated.sel({"method": "loop"})  # sizes 4, 5, 6, 7, 10: only 10 lies beyond
     assert flagged.dims == ("region", "size")
     assert flagged.isel(size=4).all() and not flagged.isel(size=slice(0, 4)).any()
+
+
+@pytest.mark.skipif(extrap_python() is None, reason="no Python with Extra-P (make extrap-env)")
+def test_extrap_predicts_the_regions_beside_the_methods(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "measure_native", _fake_measure(set()))
+    ds = study.run(**(_small_run(tmp_path) | {"hpccg_train": [4, 5, 6, 7], "hpccg_test": [10]}))
+    # the store's exact law, time = LAW x n with n = size^3: Extra-P finds it on the 1-rank calls of sizes 4-7
+    # and predicts size 10 (n = 1000), beyond them
+    for region, c in LAW.items():
+        i = list(ds.region.values).index(f"hpccg.{region}")
+        assert float(ds.region_time_extrap[i, 4]) == pytest.approx(c * 1000, rel=1e-6)
+        assert "n^(1)" in str(ds.region_extrap_function[i].values)
+    table = region_errors(ds, *study.training_range_masks(ds))
+    assert table.loc[("held out, beyond the training range", "hpccg"), "extrap"] == pytest.approx(0, abs=1e-6)
+    assert table.loc[("held out, beyond the training range", "hpccg"), "n"] == len(LAW)
+
+
+def test_region_errors_average_every_column_over_the_same_held_out_pairs():
+    # app a: sizes 4, 6, 8 (training), 5 (held out, inside), 10 (held out, beyond); one region
+    meas = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]])
+    pred = np.stack([meas * 1.1, meas * 0.8], axis=-1)  # methods: +10 %, -20 %
+    extrap = meas * [[1.0, 1.5, 1.0, 1.0, 0.5]]  # +50 % at size 5, -50 % at size 10
+    extrap[0, 4] = np.nan  # where Extra-P did not fit, no column is scored
+    pred[0, 1, 1] = 2.0  # -0 % beyond
+    ds = xr.Dataset({"region_time_measured": (("region", "size"), meas),
+                     "region_time_predicted": (("region", "size", "method"), pred),
+                     "region_time_extrap": (("region", "size"), extrap),
+                     "held_out": (("app", "size"), [[False, True, False, False, True]]),
+                     "problem_size": (("app", "size"), [[4.0, 5.0, 6.0, 8.0, 10.0]])},
+                    coords={"region": ["a.r"], "region_app": ("region", ["a"]), "app": ["a"], "size": np.arange(5),
+                            "method": ["eiger", "loop"]})
+    t = region_errors(ds, *study.training_range_masks(ds))
+    assert t.loc[("held out, inside the training range", "a")].tolist() == pytest.approx([0.1, 0.0, 0.5, 1])
+    assert t.loc[("held out, beyond the training range", "all"), "n"] == 0  # Extra-P's NaN leaves it out
+    assert np.isnan(t.loc[("held out, beyond the training range", "all"), "eiger"])

@@ -32,6 +32,7 @@ whose regions have clean calls at fewer than
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -50,6 +51,8 @@ from perfmod.measure.bench.cachesize import MiB, cache_shared, effective_llc, pr
 from perfmod.measure.regions.skeleton import Skeleton
 from perfmod.measure.validity import clean_reduce
 from perfmod.models.compute import BandwidthCurve, ComputeModelError, ExtrapolationWarning
+from perfmod.models.compute.extrap_runner import ExtrapModeler, extrap_python
+from perfmod.studies.anger_extrap import extrap_region_predictions, region_error_variables
 from perfmod.studies.anger_skeleton_steps import (
     CONTENTION,
     METHODS,
@@ -200,6 +203,7 @@ def run(apps: Sequence[str] = ("hpccg", "minimd"),
     ds["interfered"] = ds["interfered"].fillna(False).astype(bool).assign_attrs(ds["interfered"].attrs)
     regions = xr.concat([p.regions for p in per_app], dim="region")
     ds = xr.merge([ds, regions])
+    ds = ds.assign(region_error_variables(ds, *training_range_masks(ds)))
     if "hpccg" in apps:
         ds = xr.merge([ds, per_app[apps.index("hpccg")].sweep])
     if probe is not None:
@@ -300,7 +304,8 @@ def _one_app(app: str, sizes: list[int], held: set[int], train_sizes: list[int],
     app_ds["scale_size_per_rank"] = ("app", [scale_size], {"units": "1",
                                                             "long_name": f"per-rank size: {spec.size_meaning}"})
     bar.update()
-    regions = _region_dataset(app, spec, store, sizes, nsize, models, frames, clean_runs(runs))
+    with ExtrapModeler() if models is not None and extrap_python() else contextlib.nullcontext() as extrap:
+        regions = _region_dataset(app, spec, store, sizes, nsize, models, frames, clean_runs(runs), extrap)
     sweep = _threshold_sweep(spec, frames, models, app_ds, sizes, held, eiger_threshold, thresholds,
                              platform, comm_model) if app == "hpccg" else None
     bar.update()
@@ -477,8 +482,9 @@ def slow_repetitions_note(ds: xr.Dataset) -> str:
 
 
 def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: int, models: dict | None,
-                    frames: dict, clean: pd.DataFrame) -> xr.Dataset:
-    """Figure 6 data: per region, median call time per size (1 rank, clean runs) and each method's fit.
+                    frames: dict, clean: pd.DataFrame, extrap: ExtrapModeler | None = None) -> xr.Dataset:
+    """Figure 6 data: per region, median call time per size (1 rank, clean runs) and each method's fit; with
+    ``extrap``, Extra-P's beside them (:mod:`perfmod.studies.anger_extrap`).
 
     ``models`` None (not fitted): the predictions and fit statistics are NaN.
     """
@@ -490,9 +496,12 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
     r2 = np.full((len(names), len(METHODS)), np.nan)
     err = np.full_like(r2, np.nan)
     slow = np.array([frames[r].attrs.get("slow_repetitions", 0) for r in spec.regions], dtype=float)
+    by_extrap = np.full((len(names), nsize), np.nan)
+    functions = [""] * len(names)
     for i, region in enumerate(spec.regions):
         allf = training_frame(store, region, spec.regions[region], runs=clean)
         one = allf[allf["nprocs"] == 1]
+        points = {}
         for j, s in enumerate(sizes):
             rows = one[one["size"] == s]
             if len(rows):
@@ -500,6 +509,7 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
                 if models is None:
                     continue
                 point = rows[[*spec.regions[region], CONTENTION]].median().to_frame().T
+                points[j] = point.iloc[0]
                 for k, m in enumerate(METHODS):
                     model = models[m][region]
                     with warnings.catch_warnings():  # recorded in region_unsupported instead
@@ -511,6 +521,10 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
         fr = frames[region]
         if models is None or fr.empty:
             continue
+        if extrap is not None:
+            got, functions[i] = extrap_region_predictions(extrap, fr, spec.regions[region], CONTENTION, points)
+            for j, v in got.items():
+                by_extrap[i, j] = v
         y = fr["time"].to_numpy()
         for k, m in enumerate(METHODS):
             model = models[m][region]
@@ -532,6 +546,11 @@ def _region_dataset(app: str, spec: Any, store: Path, sizes: list[int], nsize: i
                           "points (median call time per run and parameter point)"}),
             "region_error": (("region", "method"), err, {"units": "1", "long_name": "mean |relative error| of "
                              "the fit on the training points"}),
+            "region_time_extrap": (("region", "size"), by_extrap, {"units": "s", "long_name": "Extra-P's time "
+                                   "per call (its default modeler on the region's 1-rank training calls; NaN where "
+                                   "it did not run)"}),
+            "region_extrap_function": ("region", np.array(functions, dtype=str), {"units": "1", "long_name":
+                                       "Extra-P's model of the region (empty where it did not run)"}),
             "region_slow_repetitions": ("region", slow, {"units": "1", "long_name": "training points' repetitions "
                                         "left out as disturbed: their median call time more than "
                                         f"{REPETITION_SPREAD:g} x the fastest repetition's"}),

@@ -26,7 +26,8 @@ def _paper(paper: pd.DataFrame, quantity: str, method: str, app: str = "all") ->
 
 
 def plot_region_fit(ds: xr.Dataset, paper: pd.DataFrame, regions: list[str] | None = None) -> plt.Figure:
-    """Figure 6: a region's time per call vs size, measured and each method's fit, with R^2 and mean error."""
+    """Figure 6: a region's time per call vs size, measured and each method's fit, with R^2 and mean error, and
+    Extra-P's where it ran (``region_time_extrap``)."""
     regions = regions or [r for r in ("hpccg.waxpby", "minimd.force", "lulesh.volume_forces")
                           if r in ds.region.values] or [str(ds.region.values[0])]
     fig, axes = plt.subplots(1, len(regions), figsize=(5.2 * len(regions), 3.8), squeeze=False)
@@ -44,6 +45,9 @@ def plot_region_fit(ds: xr.Dataset, paper: pd.DataFrame, regions: list[str] | No
             e = float(ds.region_error.sel({"region": reg, "method": m}))
             ax.plot(x[order], ds.region_time_predicted.sel({"region": reg, "method": m}).values[order] * 1e6, style,
                     color=c, ms=3, label=f"{m}: R^2 {r2:.3f}, error {e:.1%}")
+        if "region_time_extrap" in ds and np.isfinite(ds.region_time_extrap.sel(region=reg).values).any():
+            ax.plot(x[order], ds.region_time_extrap.sel(region=reg).values[order] * 1e6, ":", color="C7", ms=3,
+                    label="Extra-P (1-rank calls)")
         ax.set_xlabel("HPCCG: block edge n" if app == "hpccg" else "MiniMD: FCC cells per edge"
                       if app == "minimd" else "LULESH: elements per edge" if app == "lulesh" else "problem size")
         ax.set_ylabel("time per call [us]")
