@@ -46,7 +46,7 @@ def plot_region_fit(ds: xr.Dataset, paper: pd.DataFrame, regions: list[str] | No
             ax.plot(x[order], ds.region_time_predicted.sel({"region": reg, "method": m}).values[order] * 1e6, style,
                     color=c, ms=3, label=f"{m}: R^2 {r2:.3f}, error {e:.1%}")
         if "region_time_extrap" in ds and np.isfinite(ds.region_time_extrap.sel(region=reg).values).any():
-            ax.plot(x[order], ds.region_time_extrap.sel(region=reg).values[order] * 1e6, ":", color="C7", ms=3,
+            ax.plot(x[order], ds.region_time_extrap.sel(region=reg).values[order] * 1e6, "-.", color="C4", ms=3,
                     label="Extra-P (1-rank calls)")
         ax.set_xlabel("HPCCG: block edge n" if app == "hpccg" else "MiniMD: FCC cells per edge"
                       if app == "minimd" else "LULESH: elements per edge" if app == "lulesh" else "problem size")
