@@ -32,6 +32,17 @@ help: ## list the targets
 
 setup: $(STAMP) $(EXTRAP_STAMP) ## create .venv and install perfmod with its dependencies, and .venv-extrap (idempotent)
 
+$(STAMP): pyproject.toml
+	@test -x $(PY) || { echo "perfmod setup: creating $(VENV) with $(PYTHON_SYS)"; $(PYTHON_SYS) -m venv $(VENV); }
+	@echo "perfmod setup: upgrading pip"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "perfmod setup: installing perfmod and its dependencies into $(VENV) (a few minutes on a fresh machine;" \
+	      "one line per package)"
+	@$(PY) -m pip install --progress-bar off -e '.[dev]' \
+	  | { grep --line-buffered -E '^(Collecting|Successfully)' || true; } | sed -u 's/^/  /'
+	@echo "perfmod setup: done"
+	@touch $@
+
 extrap-env: ## (re)build .venv-extrap with Extra-P alone (modeling_benchmark and perfmod model --extrap run it)
 	@rm -f $(EXTRAP_STAMP)
 	@$(MAKE) --no-print-directory $(EXTRAP_STAMP)
