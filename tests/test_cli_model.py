@@ -66,3 +66,22 @@ def test_a_point_lacking_a_parameter_names_it(tmp_path, capsys):
     path = write_extrap_text(pd.DataFrame({"p": p, "n": n, "value": 1.0 + p * n}), tmp_path / "e.txt", ["p", "n"])
     assert main(["model", str(path), "--at", "p=128"]) == 1
     assert "give every parameter a value; missing: n" in capsys.readouterr().err
+
+
+def test_default_points_keep_a_parameter_the_data_hold_fixed(tmp_path):
+    x = np.repeat(VALUES, 2)
+    path = write_extrap_text(pd.DataFrame({"p": x, "n": 16.0, "value": 5.0 + 2.0 * x}), tmp_path / "e.txt", ["p", "n"])
+    out = tmp_path / "p.csv"
+    assert main(["model", str(path), "-o", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table.p.tolist() == [128.0, 256.0, 512.0] and table.n.tolist() == [16.0] * 3
+    np.testing.assert_allclose(table.predicted, 5.0 + 2.0 * table.p, rtol=1e-6)
+
+
+@pytest.mark.skipif(extrap_python() is None, reason="no Python with Extra-P (make extrap-env)")
+def test_extrap_gets_the_parameters_the_data_vary(tmp_path):
+    x = np.repeat(VALUES, 2)
+    path = write_extrap_text(pd.DataFrame({"p": x, "n": 16.0, "value": 5.0 + 2.0 * x}), tmp_path / "e.txt", ["p", "n"])
+    out = tmp_path / "p.csv"
+    assert main(["model", str(path), "--extrap", "--at", "p=1000,n=16", "-o", str(out)]) == 0
+    np.testing.assert_allclose(pd.read_csv(out).extrap, [2005.0], rtol=1e-9)

@@ -3,9 +3,10 @@
 The experiment is read with :func:`~perfmod.models.compute.read_extrap` (Extra-P's text, JSON or JSON
 Lines files); each callpath and metric is fitted with
 :func:`~perfmod.models.compute.fit_compute_model` and predicted, with its 95 % interval, at the points
-``--at`` names (default: 2, 4 and 8 times the largest measured value of every parameter, where the
-``modeling_benchmark`` study judges extrapolation).  ``--extrap`` fits Extra-P itself on the same data
-(:class:`~perfmod.models.compute.extrap_runner.ExtrapModeler`, in its own Python) and prints its model
+``--at`` names (default: 2, 4 and 8 times the largest measured value of every parameter the data vary,
+where the ``modeling_benchmark`` study judges extrapolation; a parameter they hold fixed keeps its value).
+``--extrap`` fits Extra-P itself on the same data, over the parameters they vary
+(:class:`~perfmod.models.compute.extrap_runner.ExtrapModeler`, in its own Python), and prints its model
 and predictions beside perfmod's.
 """
 
@@ -61,8 +62,9 @@ def _cmd_model(args: argparse.Namespace) -> int:
                 raise ValueError(f"{args.experiment}: no {col} {wanted!r}; it has: "
                                  + ", ".join(sorted(map(str, set(frame[col])))))
             frame = frame[frame[col] == wanted]
+    # default: the parameters the data vary scaled, those they hold fixed kept
     points = parse_points(args.at, names) if args.at else \
-        [{n: float(frame[n].max()) * s for n in names} for s in SCALES]
+        [{n: float(frame[n].max()) * (s if frame[n].nunique() > 1 else 1) for n in names} for s in SCALES]
     query = pd.DataFrame(points, columns=names)
     extrap = None
     if args.extrap:
@@ -82,8 +84,9 @@ def _cmd_model(args: argparse.Namespace) -> int:
             print(f"{cp} / {mt}: {len(sub)} values at {len(sub[names].drop_duplicates())} points")
             print(f"  perfmod ({args.method}): {model_expression(model)}")
             fit = None
-            if extrap is not None:
-                fit = extrap.fit(sub, names, query.to_numpy(), value="value")
+            varying = [n for n in names if sub[n].nunique() > 1]  # Extra-P finds no term in a fixed parameter
+            if extrap is not None and varying:
+                fit = extrap.fit(sub[[*varying, "value"]], varying, query[varying].to_numpy(), value="value")
                 print(f"  Extra-P {extrap.version}: {fit.function}")
             for j, point in enumerate(points):
                 row = {"callpath": cp, "metric": mt, **point, "predicted": float(pred["predicted"][j]),
@@ -114,7 +117,7 @@ def add_model(sub: Any) -> None:
     m.add_argument("experiment", help="Extra-P experiment file (.txt, .json, .jsonl)")
     m.add_argument("--at", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
                    help="a point to predict at, every parameter named (repeat the option for more; default: 2, 4 "
-                        "and 8 times the largest measured value of every parameter)")
+                        "and 8 times the largest measured value of every parameter the data vary)")
     m.add_argument("--method", default="perfmod", choices=("perfmod", "eiger"),
                    help="perfmod mode (Extra-P's normal form, cross-validated; default) or Eiger mode")
     m.add_argument("--extrap", action="store_true",
