@@ -62,3 +62,21 @@ def test_three_parameters_from_a_notebook_kernel(monkeypatch):
         fit = m.fit(frame, ["p", "n", "s"], np.array([[128.0, 128.0, 128.0]]))
     assert fit.lead == ((1.0, 0), (2.0, 0), (0.0, 1))
     np.testing.assert_allclose(fit.predicted, [2.0 + 12.8 + 163.84 + 3.5], rtol=1e-6)
+
+
+def _stand_in(tmp_path, after_hello):
+    """A stand-in for Extra-P's Python that greets as the bridge does, then runs ``after_hello`` (shell)."""
+    path = tmp_path / "python"
+    path.write_text(f'#!/bin/sh\necho \'{{"extrap": "0"}}\'\nread line\n{after_hello}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize("after_hello, message", [
+    ("echo 'Qt: something on stdout'", "answered something other than a reply: 'Qt: something on stdout"),
+    ("echo 'Segmentation fault' >&2; exit 139", r"process ended \(exit status 139\): Segmentation fault"),
+])
+def test_a_process_that_breaks_the_protocol_is_a_clear_error(tmp_path, after_hello, message):
+    frame = pd.DataFrame({"p": VALUES, "time": VALUES})
+    with ExtrapModeler(_stand_in(tmp_path, after_hello)) as m, pytest.raises(ExtrapError, match=message):
+        m.fit(frame, ["p"], np.array([[128.0]]))

@@ -14,6 +14,7 @@ or ``{"error": "<what went wrong>"}``.  An empty line or the end of input ends i
 """
 
 import json
+import os
 import sys
 import time
 import warnings
@@ -60,8 +61,11 @@ def _fit(req):
 def main():
     from importlib.metadata import version
 
-    out = sys.stdout
-    sys.stdout = sys.stderr  # what Extra-P prints stays out of the replies
+    # the replies get a descriptor of their own; whatever else writes to the standard output (Extra-P, or a
+    # library's C code) goes to the standard error instead, so it cannot break a reply
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     out.write(json.dumps({"extrap": version("extrap")}) + "\n")
     out.flush()
     for line in sys.stdin:

@@ -113,7 +113,10 @@ class ExtrapModeler:
             said = self._err.read().strip().splitlines()
             raise ExtrapError(f"Extra-P's process ended (exit status {self._proc.returncode}): "
                               + (said[-1] if said else "it said nothing"))
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            raise ExtrapError(f"Extra-P's process answered something other than a reply: {line[:200]!r}") from None
 
     def fit(self, frame: pd.DataFrame, names: list[str], query: np.ndarray, value: str = "time") -> ExtrapFit:
         """Extra-P's default model of ``frame[value]`` over the parameters ``names`` (a tidy frame, repetitions
@@ -122,8 +125,11 @@ class ExtrapModeler:
         path = write_extrap_text(frame.rename(columns={value: "value"}), Path(self._tmp.name) / f"e{self._n}.txt",
                                  names)
         q = np.asarray(query, dtype=float).reshape(-1, len(names))
-        self._proc.stdin.write(json.dumps({"path": str(path), "names": list(names), "query": q.tolist()}) + "\n")
-        self._proc.stdin.flush()
+        try:
+            self._proc.stdin.write(json.dumps({"path": str(path), "names": list(names), "query": q.tolist()}) + "\n")
+            self._proc.stdin.flush()
+        except OSError:  # the process is gone: its exit status and last words say why
+            pass
         out = self._reply()
         path.unlink()
         if "error" in out:
