@@ -13,6 +13,7 @@ and predictions beside perfmod's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import warnings
 from typing import Any
 
@@ -53,6 +54,7 @@ def _cmd_model(args: argparse.Namespace) -> int:
 
     from perfmod.core.extrapolation import ExtrapolationWarning
     from perfmod.models.compute import fit_compute_model, model_expression, read_extrap
+    from perfmod.models.compute.extrap_runner import ExtrapModeler
 
     frame = read_extrap(args.experiment)
     names = [c for c in frame.columns if c not in ("callpath", "metric", "value", "repetition")]
@@ -66,13 +68,8 @@ def _cmd_model(args: argparse.Namespace) -> int:
     points = parse_points(args.at, names) if args.at else \
         [{n: float(frame[n].max()) * (s if frame[n].nunique() > 1 else 1) for n in names} for s in SCALES]
     query = pd.DataFrame(points, columns=names)
-    extrap = None
-    if args.extrap:
-        from perfmod.models.compute.extrap_runner import ExtrapModeler
-
-        extrap = ExtrapModeler()
     rows = []
-    try:
+    with ExtrapModeler() if args.extrap else contextlib.nullcontext() as extrap:
         for (cp, mt), grp in frame.groupby(["callpath", "metric"], sort=False):
             sub = grp[[*names, "value"]]
             with warnings.catch_warnings():
@@ -99,9 +96,6 @@ def _cmd_model(args: argparse.Namespace) -> int:
                     line += f", Extra-P {row['extrap']:.6g}"
                 print(line + (" (beyond the measured range)" if row["extrapolated"] else ""))
                 rows.append(row)
-    finally:
-        if extrap is not None:
-            extrap.close()
     if args.output:
         pd.DataFrame(rows).to_csv(args.output, index=False)
         print(f"wrote {args.output}")

@@ -104,14 +104,13 @@ def post_order(rank_ptr, calc, ndeps, succ_ptr, succ, ssucc_ptr, ssucc, pred_ptr
     nprocs = rank_ptr.size - 1
     need_done = np.diff(pred_ptr)  # requires not yet completed
     need_posted = ndeps.copy()  # requires and irequires not yet posted
-    pptr = pred_ptr
     posted = np.zeros(nn, dtype=np.bool_)
     done = np.zeros(nn, dtype=np.bool_)
     request = np.full(nn, -1, dtype=np.int64)
     step = np.empty(2 * nn + nprocs, dtype=np.int8)
     node = np.empty(2 * nn + nprocs, dtype=np.int64)
     wptr = np.zeros(nn + nprocs + 1, dtype=np.int64)
-    wnode = np.empty(pptr[nn] + nn, dtype=np.int64)
+    wnode = np.empty(pred_ptr[nn] + nn, dtype=np.int64)
     cap = 1
     for r in range(nprocs):
         b, e = rank_ptr[r], rank_ptr[r + 1]
@@ -155,7 +154,7 @@ def post_order(rank_ptr, calc, ndeps, succ_ptr, succ, ssucc_ptr, ssucc, pred_ptr
             nq = _pop(waitable, nq)
             w0 = wptr[nw]
             m = w0
-            for q in range(pptr[k], pptr[k + 1]):  # ascending: what a rank waits for, each once
+            for q in range(pred_ptr[k], pred_ptr[k + 1]):  # ascending: what a rank waits for, each once
                 j = pred[q]
                 if not done[j] and (m == w0 or wnode[m - 1] != j):  # a dependency written twice: one request
                     wnode[m] = j
