@@ -314,12 +314,13 @@ def test_compute_hook_and_totals():
     assert replay(tr, SUMMIT, compute=0.0).compute_time.sum().item() == 0.0
 
 
-def test_warnings_for_unmatched_eager_send_and_unwaited_request():
+@pytest.mark.parametrize("model", ["postal", "loggp"])  # loggp counts them before its event loop
+def test_warnings_for_unmatched_eager_send_and_unwaited_request(model):
     tb = TraceBuilder(2)
     tb.append(0, "send", peer=1, nbytes=8)
     tb.append(1, "isend", peer=0, nbytes=8, request=1)
     with pytest.warns(ReplayWarning) as rec:
-        ds = replay(tb.build(), SUMMIT, "postal")
+        ds = replay(tb.build(), SUMMIT, model)
     text = " ".join(str(w.message) for w in rec)
     assert "2 eager sends have no matching receive" in text and "1 requests are never waited for" in text
     assert ds.attrs["unmatched_sends"] == 2 and ds.attrs["requests_never_completed"] == 1

@@ -156,6 +156,24 @@ def test_dataset_adds_up_and_deadlocks_are_named():
         replay(b.build(), platform(2500, 1500, 1000, 6), "loggp")
 
 
+def test_deadlock_report_names_what_each_rank_waits_for_as_the_message_kernel_does():
+    # rank 0's rendezvous send matches rank 1's second receive, which rank 1 never posts: its first receive
+    # has no send (the loggp replay matches again for the report, having let the matching go before its loop)
+    b = TraceBuilder(2)
+    b.append(0, "send", peer=1, nbytes=1 << 22, tag=1)
+    b.append(0, "recv", peer=1, nbytes=8, tag=5)
+    b.append(1, "recv", peer=0, nbytes=8, tag=9)
+    b.append(1, "recv", peer=0, nbytes=1 << 22, tag=1)
+    details = {}
+    for model in ("kmodel", "loggp"):
+        with pytest.raises(DeadlockError) as err:
+            replay(b.build(), "summit", model)
+        details[model] = err.value.details
+    assert [d["waiting_for"] for d in details["loggp"]] == [
+        "rendezvous: rank 1 has not posted the receive (event 1)", "no matching send in the trace"]
+    assert details["loggp"] == details["kmodel"]
+
+
 # LogGOPSim's per-host finishing times (ns), computed by LogGOPSim built from github.com/spcl/LogGOPSim at
 # commit 76451de16546c7ea39651c183cbc532f4a3457c0 (src/LogGOPSim: make, with -O2), for perfmod's write_goal
 # schedule of the trace: txt2bin -i s.goal -o s.bin; LogGOPSim -f s.bin -L L -o o -g g -G G -S 65535

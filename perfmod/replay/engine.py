@@ -112,6 +112,11 @@ def _check_truncation(trace: Trace, dynamic: Any, pdst: np.ndarray) -> None:
                           f"{int(trace.tag[i])}) it matched: MPI_ERR_TRUNCATE in {bad.size} receives")
 
 
+def _unmatched_sends(trace: Trace, pdst: np.ndarray) -> int:
+    """The send events that matched no receive (``pdst`` -1)."""
+    return int(np.count_nonzero((pdst == -1) & call_is(trace.call, SEND_CODES)))
+
+
 def _describe(trace: Trace, i: int) -> dict[str, Any]:
     c = int(trace.call[i])
     d = {"rank": int(trace.rank[i]), "event": int(trace.seq[i]), "call": CALL_NAMES.get(c, str(c)),
@@ -330,19 +335,29 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     rank_ptr = trace.rank_ptr
     if net.model.replay == "loggops":
         stage(4)
+        # what the event loop does not read is let go before it runs (a deadlock's report matches again): the
+        # message costs, the collective instances (checked above), and but with wildcards the matching
+        del msg_time, rndv, coll, psrc
+        unmatched = None
+        if dynamic is None:
+            unmatched = _unmatched_sends(trace, pdst)
+            del pdst
         res = replay_loggops(trace, net, comp, reqs, n_iter, iteration, matches=dynamic is not None)
         clock, acc, iter_comm = res.clock, res.acc, res.iter_comm
         loggops_attrs = {"operations": res.operations}  # the graph operations the replay simulated
         if not res.ok:
             pc = rank_ptr[1:].copy()
             pc[list(res.blocked)] = list(res.blocked.values())
-            raise _deadlock(trace, pc, rank_ptr[1:], pdst, psrc, coll, reqs, res.sdone)
+            again = match_messages(trace, None, wildcards)
+            raise _deadlock(trace, pc, rank_ptr[1:], again.pdst, again.psrc, collective_instances(trace), reqs,
+                            res.sdone)
         if dynamic is not None:  # the kernel matched the messages to wildcard receives
             dyn = dynamic.sgrp >= 0
             pdst[dyn] = res.pdst[dyn]
         never_completed = reqs.never_completed
     else:
         loggops_attrs = {}
+        unmatched = None
         inst_cost = collective_costs(trace, coll, net)
         stage(4)
         # each event's state in two rows the loop reads together (kernel.replay_events): indices, then times
@@ -370,7 +385,8 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         pdst = evi[:, 0]  # the send events' receives, the kernel's wildcard matches included
     if dynamic is not None:
         _check_truncation(trace, dynamic, pdst)
-    unmatched = int(np.count_nonzero((pdst == -1) & call_is(trace.call, SEND_CODES)))
+    if unmatched is None:
+        unmatched = _unmatched_sends(trace, pdst)
     if unmatched:
         warnings.warn(f"{trace.source or 'trace'}: {unmatched} eager sends have no matching receive "
                       "(replayed as sent)", ReplayWarning, stacklevel=3)

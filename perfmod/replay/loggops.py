@@ -495,8 +495,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     if status == STATUS_EARLY:
         raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
                            "cannot order (a bug: please report it with the schedule)")
-    acc, iter_comm, clock = _account(trace.rank_ptr, trace.call.astype(np.int64), iteration.astype(np.int64),
-                                     n_iter, _SLOT, units, cend, emax, nexto)
+    acc, iter_comm, clock = _account(trace.rank_ptr, trace.call, iteration, n_iter, _SLOT, units, cend, emax, nexto)
     stuck = np.flatnonzero(blocked >= 0) if status != STATUS_OK else np.zeros(0, dtype=np.int64)
     return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm,
                          dict(zip(stuck.tolist(), blocked[stuck].tolist(), strict=True)), sdone, pdst, int(nops))

@@ -775,5 +775,7 @@ def stream_inputs(trace, reqs, compute: np.ndarray) -> tuple:
     _picoseconds(np.asarray(compute, dtype=np.float64), evr["units"])
     raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x, _ = collective_inputs(
         trace, evr["ck"], mem, mem_ptr)
+    # an operation's kind and member index, narrower: 11 of the 16 bytes of each template operation
+    op_x, op_kind = op_x.astype(np.int32), op_kind.astype(np.int8)
     return (trace.rank_ptr, evr, trace.nbytes, trace.comm, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux,
             trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from perfmod.core.memory import index_dtype
 from perfmod.core.rows import unique_rows
 from perfmod.trace.core import ANY_SOURCE, ANY_TAG, PROC_NULL, Call, Trace, TraceError
 from perfmod.trace.formats.textio import alltoallv_recv_bytes
@@ -417,6 +418,17 @@ def _positions(trace: Trace, ev: np.ndarray, ck: np.ndarray, mem: np.ndarray, me
     return order[j] - mem_ptr[ck[ev]]
 
 
+@njit(cache=True)
+def _sorted_ptr(keys, ptr):
+    """CSR offsets of the sorted ``keys`` (``ptr[k]``: the first position of a key ``>= k``), with no array of a
+    count per key (which at 8 bytes per event was the largest of the collectives' inputs)."""
+    j = 0
+    for k in range(ptr.size):
+        while j < keys.size and keys[j] < k:
+            j += 1
+        ptr[k] = j
+
+
 def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray):
     """Collective parts per event (CSR) and the rounds of each distinct ``(call, v, p, root)``."""
     n = len(trace)
@@ -444,8 +456,8 @@ def _templates(trace: Trace, call: np.ndarray, ck: np.ndarray, mem: np.ndarray, 
     p_size = np.concatenate([first_size, -(-nb[sec] // np.maximum(p[sec], 1))])
     order = np.lexsort((p_no, p_ev))
     p_ev, p_call, p_v, p_p, p_root, p_size = (x[order] for x in (p_ev, p_call, p_v, p_p, p_root, p_size))
-    part_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(p_ev, minlength=n), out=part_ptr[1:])
+    part_ptr = np.empty(n + 1, dtype=index_dtype(n + p_ev.size))
+    _sorted_ptr(p_ev, part_ptr)
     keys, part_key = unique_rows(np.stack([p_call, p_v, p_p, p_root], axis=1).reshape(-1, 4))
     rcount, ocount, kinds, xs = _expand(keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3])
     key_rptr = np.zeros(len(rcount) + 1, dtype=np.int64)
@@ -508,10 +520,11 @@ def collective_inputs(trace: Trace, ck: np.ndarray, mem: np.ndarray, mem_ptr: np
     """The collectives' part of :func:`build_inputs`: ``(raux, part_ptr, part_key, part_size, part_a2av,
     key_rptr, rnd_optr, op_kind, op_x, work)``: each alltoallv's received bytes, the collective parts of each
     event and the rounds of each distinct ``(call, rank, size, root)``, and the operations they expand into."""
-    raux = np.zeros(trace.aux.size, dtype=np.int64)
-    for i, recv in alltoallv_recv_bytes(trace).items():
+    recv_bytes = alltoallv_recv_bytes(trace)  # read only where an alltoallv's part is: none, none kept
+    raux = np.zeros(trace.aux.size if recv_bytes else 0, dtype=np.int64)
+    for i, recv in recv_bytes.items():
         raux[trace.aux_ptr[i]:trace.aux_ptr[i + 1]] = recv
-    return raux, *_templates(trace, trace.call.astype(np.int64), ck, mem, mem_ptr)
+    return raux, *_templates(trace, trace.call, ck, mem, mem_ptr)
 
 
 def event_fields(trace: Trace, ck: np.ndarray, mem: np.ndarray, mem_ptr: np.ndarray, cls: np.ndarray,
