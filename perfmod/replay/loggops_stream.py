@@ -94,10 +94,9 @@ _MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``ke
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
 # the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
 # message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells, the ranks whose
-# next chunk an event triggered (count, those made), the nodes made of the current one, log2 of a home's slots;
-# then each rank's first free home slot, then each rank's first free home cell
+# next chunk an event triggered (count, those made), the nodes made of the current one, log2 of a home's slots
 (_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_NG, _G_NJ, _G_MADE,
- _G_HSH, _G_BASE) = range(15)
+ _G_HSH, _G_WORDS) = range(15)
 #: log2 of the slots of each rank's own (its "home": rank r's are r * 2**h .. (r + 1) * 2**h - 1, the shared
 #: pool after all homes; twice as many cells): the nodes the ranks run at one simulated moment lie together in
 #: memory, as in the full graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M
@@ -106,18 +105,25 @@ _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
 #: broadcast 17.5 -> 11.5 CPU-s, 3.78 -> 2.44 GiB; a recursive-doubling allreduce, two operations a round,
 #: overflowed 4 into the shared pool: 1,048,576 ranks 2.00 -> 2.28 GiB)
 _HOME_SHIFT, _HOME_SHIFT_ONE = 3, 2
+#: a rank's generator state in one record (one cache line, where eight arrays and the message mode's two took a
+#: line each): its cursor into its events, the collective part and round it is in (-1: none), its frontier's
+#: cells (head, tail, count), the chunk epoch, the send that reports its current collective event, socket, node,
+#: the first free slot and cell of its home (-1: none)
+RANK = np.dtype([("gcur", np.int64), ("gq", np.int64), ("grd", np.int64), ("frh", np.int32), ("frt", np.int32),
+                 ("gnf", np.int32), ("epoch", np.int32), ("cand", np.int32), ("sock", np.int32), ("host", np.int32),
+                 ("sfree", np.int32), ("cfree", np.int32)], align=True)
+assert RANK.itemsize == 64
 _NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
 _GROW, _LACKS = 1, 2  # what the loop's hook (_freed) stops it with: the pools must grow, a message class lacking
 
 
 @njit(cache=True, _nrt=False)
-def _cell(r, gs, cells, x):
+def _cell(r, gs, rs, cells, x):
     """A cell of rank ``r`` holding ``x`` (``cells[2 c]``; ``cells[2 c + 1]`` the next cell of its list, -1
     none): from its home, else from the shared pool."""
-    h = _G_BASE + gs[_G_P] + r
-    c = gs[h]
+    c = rs[r].cfree
     if c >= 0:
-        gs[h] = cells[2 * c + 1]
+        rs[r].cfree = cells[2 * c + 1]
     else:
         c = gs[_G_LHEAD]
         gs[_G_LHEAD] = cells[2 * c + 1]
@@ -128,9 +134,9 @@ def _cell(r, gs, cells, x):
 
 
 @njit(cache=True, _nrt=False)
-def _push_cell(r, gs, cells, x, head, tail):
+def _push_cell(r, gs, rs, cells, x, head, tail):
     """Append a cell of rank ``r`` holding ``x`` to the list ``head`` .. ``tail`` (-1: empty); the new ends."""
-    c = _cell(r, gs, cells, x)
+    c = _cell(r, gs, rs, cells, x)
     if head < 0:
         return c, c
     cells[2 * tail + 1] = c
@@ -138,11 +144,11 @@ def _push_cell(r, gs, cells, x, head, tail):
 
 
 @njit(cache=True, _nrt=False)
-def _free_cell(gs, cells, c):
+def _free_cell(gs, rs, cells, c):
     if c < gs[_G_HC]:
-        h = _G_BASE + gs[_G_P] + (c >> (gs[_G_HSH] + 1))
-        cells[2 * c + 1] = gs[h]
-        gs[h] = c
+        h = c >> (gs[_G_HSH] + 1)
+        cells[2 * c + 1] = rs[h].cfree
+        rs[h].cfree = c
     else:
         cells[2 * c + 1] = gs[_G_LHEAD]
         gs[_G_LHEAD] = c
@@ -150,17 +156,17 @@ def _free_cell(gs, cells, c):
 
 
 @njit(cache=True, _nrt=False)
-def _maybe_free(v, nd, cand, gs):
+def _maybe_free(v, nd, rs, gs):
     """Give slot ``v`` back if its node is done and nothing refers to it (frontier, request, message)."""
     x = nd[v]
     if x.kind >= _DONE and x.flag & (_F_FR | _F_PEND | _F_MSG) == 0:
-        if cand[x.rank] == v:
-            cand[x.rank] = -1
+        if rs[x.rank].cand == v:
+            rs[x.rank].cand = -1
         x.kind = 0
         if v < gs[_G_HS]:
-            h = _G_BASE + (v >> gs[_G_HSH])
-            x.head = gs[h]
-            gs[h] = v
+            h = v >> gs[_G_HSH]
+            x.head = rs[h].sfree
+            rs[h].sfree = v
         else:
             x.head = gs[_G_SHEAD]
             gs[_G_SHEAD] = v
@@ -168,15 +174,15 @@ def _maybe_free(v, nd, cand, gs):
 
 
 @njit(cache=True, _nrt=False)
-def _requires_frontier(s, r, nd, frh, gs, cells):
+def _requires_frontier(s, r, nd, rs, gs, cells):
     """Node ``s`` requires its rank's frontier: an edge from each member not done yet (those done count no
     more; the module docstring says why one is always left)."""
-    c = frh[r]
+    c = rs[r].frh
     k = 0
     while c >= 0:
         u = cells[2 * c]
         if nd[u].kind < _DONE:
-            e = _cell(r, gs, cells, s)
+            e = _cell(r, gs, rs, cells, s)
             if nd[u].head < 0:
                 nd[u].head = e
             else:
@@ -188,37 +194,39 @@ def _requires_frontier(s, r, nd, frh, gs, cells):
 
 
 @njit(cache=True, _nrt=False)
-def _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells):
-    c = frh[r]
+def _fr_clear(r, nd, rs, gs, cells):
+    c = rs[r].frh
     while c >= 0:
         u = cells[2 * c]
         nd[u].flag &= ~_F_FR
-        _maybe_free(u, nd, cand, gs)
+        _maybe_free(u, nd, rs, gs)
         nxt = cells[2 * c + 1]
-        _free_cell(gs, cells, c)
+        _free_cell(gs, rs, cells, c)
         c = nxt
-    frh[r] = -1
-    frt[r] = -1
-    gnf[r] = 0
+    rs[r].frh = -1
+    rs[r].frt = -1
+    rs[r].gnf = 0
 
 
 @njit(cache=True, _nrt=False)
-def _fr_push(r, u, nd, frh, frt, gnf, gs, cells):
-    c = _cell(r, gs, cells, u)
-    if frh[r] < 0:
-        frh[r] = c
+def _fr_push(r, u, nd, rs, gs, cells):
+    c = _cell(r, gs, rs, cells, u)
+    if rs[r].frh < 0:
+        rs[r].frh = c
     else:
-        cells[2 * frt[r] + 1] = c
-    frt[r] = c
-    gnf[r] += 1
+        cells[2 * rs[r].frt + 1] = c
+    rs[r].frt = c
+    rs[r].gnf += 1
     nd[u].flag |= _F_FR
 
 
 @njit(cache=True, _nrt=False)
-def _new_frontier(r, head, tail, cnt, nd, frh, frt, gnf, cand, gs, cells):
+def _new_frontier(r, head, tail, cnt, nd, rs, gs, cells):
     """The cells ``head`` .. ``tail`` (``cnt`` new nodes) become rank ``r``'s frontier, the old one let go."""
-    _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
-    frh[r], frt[r], gnf[r] = head, tail, cnt
+    _fr_clear(r, nd, rs, gs, cells)
+    rs[r].frh = head
+    rs[r].frt = tail
+    rs[r].gnf = cnt
     c = head
     while c >= 0:
         nd[cells[2 * c]].flag |= _F_FR
@@ -226,13 +234,13 @@ def _new_frontier(r, head, tail, cnt, nd, frh, frt, gnf, cand, gs, cells):
 
 
 @njit(cache=True, _nrt=False)
-def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max):
+def _node(r, kind, size, peer, tag, sync, ev, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max):
     """Make a node of rank ``r`` requiring its frontier (its row as :func:`~perfmod.replay.loggops_kernel.fill_rows`
     fills it; a calc's ``size`` in ps); returns its slot."""
-    s = gs[_G_BASE + r]
+    s = rs[r].sfree
     if s >= 0:
         row = nd[s]
-        gs[_G_BASE + r] = row.head
+        rs[r].sfree = row.head
     else:
         s = gs[_G_SHEAD]
         row = nd[s]
@@ -251,7 +259,7 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, ibuf, sock, ho
     elif kind == _SEND:
         nb = max(size, 1)
         pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
-        mode = 0 if sock[r] == sock[peer] else (1 if host[r] == host[peer] else 2)
+        mode = 0 if rs[r].sock == rs[peer].sock else (1 if rs[r].host == rs[peer].host else 2)
         c = 3 * mode + pc
         if par[c, 0] < 0 and gs[_G_BAD] < 0:
             gs[_G_BAD] = c
@@ -266,7 +274,7 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, ibuf, sock, ho
     row.flag = 0
     row.rr = -1
     gs[_G_NODES] += 1
-    _requires_frontier(s, r, nd, frh, gs, cells)
+    _requires_frontier(s, r, nd, rs, gs, cells)
     if gs[_G_NI] >= 0 and row.ndeps == 0:  # the first chunks: an init node
         ibuf[gs[_G_NI]] = s
         gs[_G_NI] += 1
@@ -274,23 +282,23 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, gs, frh, cells, ibuf, sock, ho
 
 
 @njit(cache=True, _nrt=False)
-def _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max):
+def _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max):
     """A frontier of several nodes joined by one zero calc that requires them all, made the frontier
     (:func:`~perfmod.trace.formats.goal_graph._join`); returns the nodes made (0 or 1)."""
-    if gnf[r] <= 1:
+    if rs[r].gnf <= 1:
         return 0
-    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-    _fr_clear(r, nd, frh, frt, gnf, cand, gs, cells)
-    _fr_push(r, s, nd, frh, frt, gnf, gs, cells)
+    s = _node(r, _CALC, 0, 0, 0, 0, -1, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
+    _fr_clear(r, nd, rs, gs, cells)
+    _fr_push(r, s, nd, rs, gs, cells)
     return 1
 
 
 @njit(cache=True, _nrt=False)
-def _may_end(r, nd, frh, gnf, cells):
+def _may_end(r, nd, rs, cells):
     """A chunk may end here: the frontier holds nodes, and none not done is queued yet (``ndeps`` 0)."""
-    if gnf[r] == 0:
+    if rs[r].gnf == 0:
         return False
-    c = frh[r]
+    c = rs[r].frh
     while c >= 0:
         u = cells[2 * c]
         if nd[u].kind < _DONE and nd[u].ndeps == 0:
@@ -312,27 +320,27 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
     """
     (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key, part_size,
      part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
-    gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max = st
+    rs, pend, par, gps, short_max, eager_max = st
     emax = out[1]
     end = rank_ptr[r + 1]
     while True:
-        i = gcur[r]
+        i = rs[r].gcur
         if i >= end:
             return _OK, made
-        if made >= chunk and _may_end(r, nd, frh, gnf, cells):
-            epoch[r] += 1  # the frontier's nodes: the first of them queued makes the next chunk
-            c = frh[r]
+        if made >= chunk and _may_end(r, nd, rs, cells):
+            rs[r].epoch += 1  # the frontier's nodes: the first of them queued makes the next chunk
+            c = rs[r].frh
             while c >= 0:
-                nd[cells[2 * c]].trig = epoch[r]
+                nd[cells[2 * c]].trig = rs[r].epoch
                 c = cells[2 * c + 1]
             return _OK, made
         if gs[_G_BAD] >= 0:
             return _BAD, made
-        if gs[_G_SFREE] < smax or gs[_G_LFREE] < lmax + gnf[r] + ref_ptr[i + 1] - ref_ptr[i]:
+        if gs[_G_SFREE] < smax or gs[_G_LFREE] < lmax + rs[r].gnf + ref_ptr[i + 1] - ref_ptr[i]:
             return _NEED, made
-        if gq[r] >= 0:  # one round of the collective event i
-            q, rnd = gq[r], grd[r]
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+        if rs[r].gq >= 0:  # one round of the collective event i
+            q, rnd = rs[r].gq, rs[r].grd
+            made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
             base = mem_ptr[evr[i].ck]
             a = aux_ptr[i]
             ctag = COLLECTIVE_TAG + comm[i]
@@ -344,53 +352,54 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 nb = part_size[q]
                 if part_a2av[q]:
                     nb = aux[a + x] if op_kind[o] == _SEND else raux[a + x]
-                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
+                s = _node(r, op_kind[o], nb, mem[base + x], ctag, 0, i, nd, gs, rs, cells, ibuf, par, gps,
                           short_max, eager_max)
                 nd[s].rel = i
-                head, tail = _push_cell(r, gs, cells, s, head, tail)
+                head, tail = _push_cell(r, gs, rs, cells, s, head, tail)
                 if op_kind[o] == _SEND:
                     last = s
             n_new = rnd_optr[rnd + 1] - rnd_optr[rnd]
             made += n_new
             if head >= 0:
-                _new_frontier(r, head, tail, n_new, nd, frh, frt, gnf, cand, gs, cells)
+                _new_frontier(r, head, tail, n_new, nd, rs, gs, cells)
             if last >= 0:  # the event's latest send reports it (the full graph's last send of an event wins)
-                if cand[r] >= 0:
-                    nd[cand[r]].flag &= ~_F_LAST
+                if rs[r].cand >= 0:
+                    nd[rs[r].cand].flag &= ~_F_LAST
                 nd[last].flag |= _F_LAST
-                cand[r] = last
+                rs[r].cand = last
             rnd += 1  # the next round: of this part, else of the next part with rounds, else the next event
             while q < part_ptr[i + 1] and rnd >= key_rptr[part_key[q] + 1]:
                 q += 1
                 if q < part_ptr[i + 1]:
                     rnd = key_rptr[part_key[q]]
             if q < part_ptr[i + 1]:
-                gq[r], grd[r] = q, rnd
+                rs[r].gq = q
+                rs[r].grd = rnd
             else:
-                gq[r] = -1
-                cand[r] = -1
-                gcur[r] = i + 1
+                rs[r].gq = -1
+                rs[r].cand = -1
+                rs[r].gcur = i + 1
             continue
         e_i = evr[i]
         if e_i.units > 0:  # an event's start: its calc, then its operation
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, _CALC, e_i.units, 0, 0, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+            made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
+            s = _node(r, _CALC, e_i.units, 0, 0, 0, i, nd, gs, rs, cells, ibuf, par, gps, short_max,
                       eager_max)
             made += 1
-            e = _cell(r, gs, cells, s)
-            _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
+            e = _cell(r, gs, rs, cells, s)
+            _new_frontier(r, e, e, 1, nd, rs, gs, cells)
         c = e_i.cls
         if c == _NONBLOCKING or c == _BLOCKING:
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
-            s = _node(r, e_i.kind, nbytes[i], e_i.peer, e_i.tag, e_i.sync, i, nd, gs, frh, cells, ibuf, sock, host, par,
-                      gps, short_max, eager_max)
+            made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
+            s = _node(r, e_i.kind, nbytes[i], e_i.peer, e_i.tag, e_i.sync, i, nd, gs, rs, cells, ibuf, par, gps,
+                      short_max, eager_max)
             made += 1
             if e_i.kind == _SEND:
                 nd[s].flag |= _F_LAST
             if c == _BLOCKING:
                 nd[s].rel = i
-                e = _cell(r, gs, cells, s)
-                _new_frontier(r, e, e, 1, nd, frh, frt, gnf, cand, gs, cells)
+                e = _cell(r, gs, rs, cells, s)
+                _new_frontier(r, e, e, 1, nd, rs, gs, cells)
             else:
                 pend[i] = s
                 nd[s].flag |= _F_PEND
@@ -401,7 +410,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 if u >= 0:
                     pend[x] = -1
                     nd[u].flag &= ~_F_PEND
-                    _fr_push(r, u, nd, frh, frt, gnf, gs, cells)
+                    _fr_push(r, u, nd, rs, gs, cells)
                     if nd[u].kind >= _DONE:
                         emax[i] = max(emax[i], nd[u].rr)
                     else:
@@ -409,43 +418,44 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
         elif c == _SENDRECV:
             a = aux_ptr[i]
             src, rb, rt = aux[a], aux[a + 1], _recv_tag(aux[a + 2], comm[i])
-            made += _join(r, nd, gs, frh, frt, gnf, cand, cells, ibuf, sock, host, par, gps, short_max, eager_max)
+            made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
             head = -1
             tail = -1
             n_new = 0
             if e_i.peer != PROC_NULL:
-                s = _node(r, _SEND, nbytes[i], e_i.peer, e_i.tag, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps,
+                s = _node(r, _SEND, nbytes[i], e_i.peer, e_i.tag, 0, i, nd, gs, rs, cells, ibuf, par, gps,
                           short_max, eager_max)
                 nd[s].flag |= _F_LAST
                 nd[s].rel = i
-                head = tail = _cell(r, gs, cells, s)
+                head = tail = _cell(r, gs, rs, cells, s)
                 n_new += 1
             if src != PROC_NULL:
                 ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[e_i.ck] + src])
-                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, frh, cells, ibuf, sock, host, par, gps, short_max,
+                s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, rs, cells, ibuf, par, gps, short_max,
                           eager_max)
                 nd[s].rel = i
-                head, tail = _push_cell(r, gs, cells, s, head, tail)
+                head, tail = _push_cell(r, gs, rs, cells, s, head, tail)
                 n_new += 1
             made += n_new
             if n_new:
-                _new_frontier(r, head, tail, n_new, nd, frh, frt, gnf, cand, gs, cells)
+                _new_frontier(r, head, tail, n_new, nd, rs, gs, cells)
         elif c == _COLLECTIVE:
             q = part_ptr[i]
             while q < part_ptr[i + 1] and key_rptr[part_key[q]] == key_rptr[part_key[q] + 1]:
                 q += 1
             if q < part_ptr[i + 1]:
-                gq[r], grd[r] = q, key_rptr[part_key[q]]
+                rs[r].gq = q
+                rs[r].grd = key_rptr[part_key[q]]
                 continue  # its rounds, a step each
-        gcur[r] = i + 1
+        rs[r].gcur = i + 1
 
 
 @njit(cache=True, _nrt=False)
 def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     """Mark node ``v`` done at ``t`` (the CPU's time then: ``cpu_t``): its event's times, the nodes it frees
     appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it.
-    (The stream's hooks of :func:`~perfmod.replay.loggops_kernel._run`: ``g`` is ``(cand, gs, cells, out)``.)"""
-    cand, gs, cells, out = g
+    (The stream's hooks of :func:`~perfmod.replay.loggops_kernel._run`: ``g`` is ``(rs, gs, cells, out)``.)"""
+    rs, gs, cells, out = g
     cend, emax, sdone = out[0], out[1], out[2]
     x = nd[v]
     k = x.kind
@@ -468,11 +478,11 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
             fbuf[nfree] = w
             nfree += 1
         nxt = cells[2 * c + 1]
-        _free_cell(gs, cells, c)
+        _free_cell(gs, rs, cells, c)
         c = nxt
     x.head = -1
     x.tail = -1
-    _maybe_free(v, nd, cand, gs)
+    _maybe_free(v, nd, rs, gs)
     return nfree
 
 
@@ -488,12 +498,12 @@ def _started(v, nd, g, fbuf, nfree):
 def _matched(m, v, nd, g):
     """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``, where it is kept), and
     the message holds the send's slot no more (an eager send, done when it started, lets it go)."""
-    cand, gs, out = g[0], g[1], g[3]
+    rs, gs, out = g[0], g[1], g[3]
     pdst = out[3]
     if pdst.size and nd[m].flag & _F_LAST:
         pdst[nd[m].event] = nd[v].event
     nd[m].flag &= ~_F_MSG
-    _maybe_free(m, nd, cand, gs)
+    _maybe_free(m, nd, rs, gs)
 
 
 @njit(cache=True, _nrt=False)
@@ -502,14 +512,14 @@ def _freed(nd, g, gen, fbuf, nfree):
     node can be done (the module docstring).  Returns ``_GROW`` when the pools must grow first (the ranks left
     to do are kept in ``gs``: the caller grows them and calls again with ``nfree`` 0), ``_LACKS`` at a message
     class the platform lacks, else 0."""
-    cand, gs, cells, out = g
+    rs, gs, cells, out = g
     ev, st, chunk, smax, lmax, ibuf, gl = gen
-    epoch = st[6]
+    rs = st[0]
     ng = gs[_G_NG]
     for q in range(nfree):
         w = fbuf[q]
         r = nd[w].rank
-        if nd[w].trig == epoch[r]:
+        if nd[w].trig == rs[r].epoch:
             seen = False
             for j in range(ng):
                 seen = seen or gl[j] == r
@@ -533,11 +543,11 @@ graph_hooks(SLOT, _done, _started, _matched, _freed)
 
 
 @njit(cache=True, _nrt=False)
-def _cells_to_grow(r, lmax, gnf, gcur, ref_ptr):
+def _cells_to_grow(r, lmax, rs, ref_ptr):
     """The free cells to grow to before rank ``r``'s next step: what :func:`_generate` checks for it (``lmax``,
     the frontier's and the event's requests'), the requests' counted twice."""
-    i = gcur[r]
-    return lmax + gnf[r] + 2 * (ref_ptr[i + 1] - ref_ptr[i])
+    i = rs[r].gcur
+    return lmax + rs[r].gnf + 2 * (ref_ptr[i + 1] - ref_ptr[i])
 
 
 @njit(cache=True)
@@ -625,41 +635,46 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
         maxops = max(maxops, rnd_optr[k + 1] - rnd_optr[k])
     smax = maxops + 8  # slots a step makes at most (joins, a calc, its operations)
     lmax = 2 * maxops + 16  # cells a step takes at most, but for the frontier's and the requests'
-    gcur = rank_ptr[:-1].astype(np.int64)
-    gq = np.full(nprocs, -1, dtype=np.int64)
-    grd = np.zeros(nprocs, dtype=np.int64)
-    frh = np.full(nprocs, -1, dtype=np.int32)
-    frt = np.full(nprocs, -1, dtype=np.int32)
-    gnf = np.zeros(nprocs, dtype=np.int32)
-    epoch = np.zeros(nprocs, dtype=np.int32)
-    cand = np.full(nprocs, -1, dtype=np.int32)
+    rs = np.empty(nprocs, dtype=RANK)
+    for r in range(nprocs):
+        x = rs[r]
+        x.gcur = rank_ptr[r]
+        x.gq = -1
+        x.grd = 0
+        x.frh = -1
+        x.frt = -1
+        x.gnf = 0
+        x.epoch = 0
+        x.cand = -1
+        x.sock = sock[r]
+        x.host = host[r]
     pend = np.full(n, -1, dtype=np.int32)
     cend = np.full(n, -1, dtype=np.int64)
     emax = np.full(n, -1, dtype=np.int64)
     sdone = np.zeros(n, dtype=np.bool_)
     pdst = np.full(n if matches else 0, -1, dtype=np.int64)
     out = (cend, emax, sdone, pdst)
-    st = (gcur, gq, grd, frh, frt, gnf, epoch, cand, pend, sock, host, par, gps, short_max, eager_max)
-    # the slots: each rank's home (its free ones chained from gs[_G_BASE + r]), then the shared pool (grown as
+    st = (rs, pend, par, gps, short_max, eager_max)
+    # the slots: each rank's home (its free ones chained from its record's sfree), then the shared pool (grown as
     # needed); the cells likewise
     hsh = _HOME_SHIFT_ONE if n < 2 * nprocs and maxops <= 1 else _HOME_SHIFT
     home = 1 << hsh
     hs, hc = nprocs * home, nprocs * 2 * home
     cap = hs + max(1024, 2 * smax)
     nd = np.empty(cap, dtype=SLOT)
-    gs = np.zeros(_G_BASE + 2 * nprocs, dtype=np.int64)
+    gs = np.zeros(_G_WORDS, dtype=np.int64)
     gs[_G_HSH] = hsh
     for s in range(cap):
         nd[s].kind = 0
         nd[s].head = s + 1 if s + 1 < cap and (s >= hs or (s + 1) & (home - 1)) else -1
     for r in range(nprocs):
-        gs[_G_BASE + r] = r * home
+        rs[r].sfree = r * home
     lcap = hc + max(1024, 2 * lmax)
     cells = np.empty(2 * lcap, dtype=np.int32)
     for c in range(lcap):
         cells[2 * c + 1] = c + 1 if c + 1 < lcap and (c >= hc or (c + 1) & (2 * home - 1)) else -1
     for r in range(nprocs):
-        gs[_G_BASE + nprocs + r] = r * 2 * home
+        rs[r].cfree = r * 2 * home
     gs[_G_SFREE] = cap - hs
     gs[_G_SHEAD] = hs
     gs[_G_LFREE] = lcap - hc
@@ -706,7 +721,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
             if stt != _NEED:
                 break
             nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                smax, _cells_to_grow(r, lmax, gnf, gcur, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
+                smax, _cells_to_grow(r, lmax, rs, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
                 qpool, bnext, fstk, cur, qs)
         if stt == _BAD:
             return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
@@ -718,16 +733,16 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
     ibuf = np.empty(0, dtype=np.int32)  # no more init nodes
     gl = np.empty(4, dtype=np.int64)  # the ranks whose next chunk an event triggered (of at most 4 it frees)
     while True:
-        hook, gen = (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)  # the hooks' state
+        hook, gen = (rs, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)  # the hooks' state
         code, aqtime = _run(nd, hook, gen, _MSG, False, par, nexto, nextgs, nextgr, rq_head, rq_tail, uq_head, uq_tail,
                             fbuf, sbuf, abuf, kbuf, fhost, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill,
                             bmin, fstk, qs)
         while code == _GROW:  # grow the pools (new arrays: the hooks' state again), then the triggered ranks go on
             r = gl[gs[_G_NJ]]
             nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur = _grow(
-                smax, _cells_to_grow(r, lmax, gnf, gcur, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
+                smax, _cells_to_grow(r, lmax, rs, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
                 qpool, bnext, fstk, cur, qs)
-            hook, gen = (cand, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)
+            hook, gen = (rs, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)
             code = _freed(nd, hook, gen, fbuf, 0)
         if code == _LACKS:
             return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
@@ -746,10 +761,10 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
                 blocked[r] = e
             status = STATUS_DEADLOCK
     for r in range(nprocs):
-        if gcur[r] < rank_ptr[r + 1]:
+        if rs[r].gcur < rank_ptr[r + 1]:
             status = STATUS_DEADLOCK
             if blocked[r] < 0:
-                blocked[r] = gcur[r]
+                blocked[r] = rs[r].gcur
     return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
 
 
