@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +44,10 @@ def ns(ds, var="total_time"):
     return np.rint(ds[var].values / NS).astype(np.int64).tolist()
 
 
+@pytest.mark.parametrize("n", [1001, 0])  # a zero-byte message costs LogGOPSim's (0 - 1) G
 @pytest.mark.parametrize("o, g, G", [(1500, 1000, 2), (1500, 1000, 0), (500, 3000, 1), (800, 800, 0)])
-def test_back_to_back_messages_inject_every_max_o_g(o, g, G):
-    L, n = 2000, 1001
+def test_back_to_back_messages_inject_every_max_o_g(o, g, G, n):
+    L = 2000
     b = TraceBuilder(2)
     for tag in (0, 1):
         b.append(0, "isend", peer=1, nbytes=n, tag=tag, request=tag)
@@ -210,21 +212,52 @@ def test_rooted_collectives_alone_agree_with_loggopsim_to_the_ns(call, nbytes):
     assert ds.attrs["operations"] == 2 * 2 * 12  # a send and a receive per edge of the tree, twice
 
 
-@pytest.mark.parametrize("call, nbytes", [("bcast", 4096), ("reduce", 100000), ("bcast", 8), ("allreduce", 8)])
+@pytest.mark.parametrize("call, nbytes", [("bcast", 4096), ("reduce", 100000), ("bcast", 8), ("allreduce", 8),
+                                          ("barrier", 0)])
 @pytest.mark.parametrize("iterations", [1, 2])
 def test_a_lone_collectives_stream_with_small_homes_equals_the_graph_held_whole(tmp_path, call, nbytes, iterations):
     """One event per rank and one operation a round (a lone broadcast or reduce) gives each rank 4 home slots in
     the streaming replay instead of 8 (``loggops_stream._HOME_SHIFT_ONE``): the same simulation, host for host, as
     the whole graph of ``write_goal``'s schedule of it (the GOAL path); 300 ranks, root 7, so that the root's
-    sends outrun a small home."""
+    sends outrun a small home.  A barrier's messages have zero bytes: LogGOPSim's ``(0 - 1) G`` on both paths."""
     trace = collective(call, 300, nbytes, root=7, iterations=iterations)
     plat = platform(2500, 1500, 1000, 6, S=4096)
     streamed = replay(trace, plat, "loggp")
     whole = replay(read_trace(write_goal(trace, tmp_path / "c.goal")), plat, "loggp")
     assert ns(streamed) == ns(whole)
     assert streamed.attrs["operations"] == whole.attrs["operations"]
-    if call != "allreduce":  # a send and a receive per edge of the tree
+    if call in ("bcast", "reduce"):  # a send and a receive per edge of the tree
         assert streamed.attrs["operations"] == iterations * 2 * 299
+
+
+# LogGOPSim's per-host finishing times (ns) for write_goal's schedule of the authors' DUMPI traces of "End-to-end
+# Performance Modeling of Distributed GPU Applications" (Choi et al., ICS 2020; Lassen; SOURCES.md of the trace
+# directory names their origin), L=2500
+# o=1500 g=1000 G=6 S=65535, LogGOPSim as above (commit 76451de).  MiniMD's 2,401 barriers a rank are 57,624
+# zero-byte messages, which LogGOPSim costs (0 - 1) G.
+LOGGOPSIM_CHOI = {
+    ("minife", 16): [6265359637, 6265361763, 6265355595, 6265357721, 6265355595, 6265357721, 6265351553, 6265353679,
+                     6265355595, 6265357721, 6265351553, 6265353679, 6265351553, 6265353679, 6265347511, 6265349637],
+    ("minimd", 8): [11269281442, 11269237785, 11269236655, 11269236755, 11269239165, 11269234611, 11269239972,
+                    11269237155],
+}
+
+
+@pytest.mark.parametrize("app, nprocs", list(LOGGOPSIM_CHOI))
+def test_the_authors_lassen_traces_replay_as_loggopsim_runs_their_schedule(tmp_path, app, nprocs):
+    from perfmod.replay.loggops import goal_finish_times
+    from perfmod.studies.papers.choi2020_lassen import trace_root
+
+    root = trace_root("")
+    if root is None or not (root / app / f"n{nprocs}.meta").is_file():
+        pytest.skip("the authors' Lassen DUMPI traces are not here (PERFMOD_CHOI2020_TRACES)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the traces were renamed after the run: the reader says so
+        trace = read_trace(root / app / f"n{nprocs}.meta")
+    plat = platform(2500, 1500, 1000, 6)
+    assert ns(replay(trace, plat, "loggp")) == LOGGOPSIM_CHOI[app, nprocs]  # streamed, never whole
+    whole = goal_finish_times(write_goal(trace, tmp_path / "t.goal"), plat).total_time  # the file's graph, whole
+    assert np.rint(whole / NS).astype(np.int64).tolist() == LOGGOPSIM_CHOI[app, nprocs]
 
 
 @pytest.mark.parametrize("params", list(LOGGOPSIM_JACOBI16))

@@ -28,12 +28,13 @@ registry entry says ``replay="loggops"`` (``loggp``):
 So ``replay(trace, platform, "loggp")`` with the platform's L, o, g, G in
 whole nanoseconds gives, per rank, the finishing time LogGOPSim computes
 for ``write_goal(trace)`` run with the same ``-L -o -g -G -S``, to the
-nanosecond (the tests compare them).  Differences that remain: compute is
-kept to the picosecond where ``write_goal`` rounds it to nanoseconds; a
-zero-byte message of a trace costs like one byte, as in the other models
-(LogGOPSim computes ``(0 - 1) G`` in unsigned arithmetic, i.e. ``-G``,
-which a GOAL file's replay follows where o and g are at least G:
-``_zero_byte_durations``); parameters differ per mode and protocol
+nanosecond (the tests compare them).  A zero-byte message costs what
+LogGOPSim computes, ``(0 - 1) G`` in its unsigned arithmetic, i.e. ``-G``,
+where o and g are at least G (a trace's as a GOAL file's; the other models
+cost it like one byte); where o or g is less than G, LogGOPSim's times wrap
+around below 0, and perfmod costs it like one byte and warns
+(``_zero_byte_durations``).  Differences that remain: compute is kept to the
+picosecond where ``write_goal`` rounds it to nanoseconds; parameters differ per mode and protocol
 (intra-socket, inter-socket, inter-node; short, eager, rendezvous) where
 LogGOPSim has one set.  LogGOPSim orders the operations one event frees
 with GCC's unstable ``std::sort``; the kernel reproduces that order.
@@ -213,7 +214,7 @@ def kernel_edges(k: Any, order: np.ndarray, newpos: np.ndarray, succ_ptr: np.nda
 
 
 def _zero_byte_durations(par: np.ndarray, gps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per message class, what a GOAL file's zero-byte send costs in place of ``(n - 1) G`` (ps), and where
+    """Per message class, what a zero-byte send costs in place of ``(n - 1) G`` (ps), and where
     LogGOPSim's arithmetic wraps around: ``(0 - 1) G`` is ``-G`` in LogGOPSim's unsigned 64-bit arithmetic, as in
     signed, while ``t + o - G`` and ``t + g - G`` (the CPU and the NICs after such a message) cannot fall below 0,
     which holds at every time ``t`` where o and g are at least G: there perfmod computes LogGOPSim's ``-G``.  Where
@@ -230,10 +231,14 @@ def _warn_zero_byte_sends(graph: GoalGraph, rows: np.ndarray, newpos: np.ndarray
     z = np.flatnonzero((graph.kind == SEND) & (graph.size == 0))
     z = z[wraps[rows["cls"][newpos[z]]]] if z.size else z
     if z.size:
-        warnings.warn(f"{graph.where(int(z[0]))}: {z.size:,} zero-byte message(s) where o or g is less than G: "
-                      "perfmod costs each like a 1-byte one; LogGOPSim computes their (0 - 1) G in unsigned "
-                      "arithmetic, where t + g - G wraps around below 0, so its finishing times differ from "
-                      "perfmod's where they count", ReplayWarning, stacklevel=4)
+        _warn_zero_byte(graph.where(int(z[0])), z.size, stacklevel=5)
+
+
+def _warn_zero_byte(where: str, count: int, stacklevel: int = 4) -> None:
+    warnings.warn(f"{where}: {count:,} zero-byte message(s) where o or g is less than G: perfmod costs each like a "
+                  "1-byte one; LogGOPSim computes their (0 - 1) G in unsigned arithmetic, where t + g - G wraps "
+                  "around below 0, so its finishing times differ from perfmod's where they count", ReplayWarning,
+                  stacklevel=stacklevel)
 
 
 def _run(k: Any, nprocs: int, inp: LoopInput, recv_decides: bool, detail: bool) -> tuple:
@@ -484,10 +489,13 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     host = node_of(ranks, plat.ranks_per_node, net.mapping, **net.nnodes_kw(p))
     del ranks
     par, gps = _class_params(net)
+    zero_dur, wraps = _zero_byte_durations(par, gps)
     with first_call("the LogGOPS event loop"):
-        status, nexto, cend, emax, sdone, pdst, blocked, nops, bad = run_stream(
-            ev, sock.astype(np.int64), host.astype(np.int64), par, gps, int(plat.short_max_bytes),
-            int(plat.eager_max_bytes), CHUNK, bool(matches))
+        status, nexto, cend, emax, sdone, pdst, blocked, nops, bad, wrapped = run_stream(
+            ev, sock.astype(np.int64), host.astype(np.int64), np.column_stack([par, zero_dur, wraps]), gps,
+            int(plat.short_max_bytes), int(plat.eager_max_bytes), CHUNK, bool(matches))
+    if wrapped:
+        _warn_zero_byte(trace.source or "trace", int(wrapped), stacklevel=5)
     units = ev[1]["units"]
     del ev
     if status == STATUS_CLASS:

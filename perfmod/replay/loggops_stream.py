@@ -94,9 +94,13 @@ _MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``ke
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
 # the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
 # message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells, the ranks whose
-# next chunk an event triggered (count, those made), the nodes made of the current one, log2 of a home's slots
+# next chunk an event triggered (count, those made), the nodes made of the current one, log2 of a home's slots,
+# the zero-byte sends made in a class where LogGOPSim's arithmetic wraps around
 (_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_NG, _G_NJ, _G_MADE,
- _G_HSH, _G_WORDS) = range(15)
+ _G_HSH, _G_ZW, _G_WORDS) = range(16)
+#: the columns of ``par`` beyond the event loop's o, g, L: what a zero-byte send of the class costs (ps: LogGOPSim's
+#: ``(0 - 1) G``, else 0 where its arithmetic wraps around) and whether it wraps (1: counted in ``gs[_G_ZW]``)
+_P_Z, _P_W = 3, 4
 #: log2 of the slots of each rank's own (its "home": rank r's are r * 2**h .. (r + 1) * 2**h - 1, the shared
 #: pool after all homes; twice as many cells): the nodes the ranks run at one simulated moment lie together in
 #: memory, as in the full graph's time-major rows (from a shared pool alone, 131,072-rank Jacobi2D ran at 0.8 M
@@ -264,7 +268,11 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, gs, rs, cells, ibuf, par, gps,
         if par[c, 0] < 0 and gs[_G_BAD] < 0:
             gs[_G_BAD] = c
         row.cls = c
-        row.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+        if size > 0:
+            row.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
+        else:  # LogGOPSim's (0 - 1) G, or as one byte where its arithmetic wraps (counted: the caller warns)
+            row.dur = par[c, _P_Z]
+            gs[_G_ZW] += par[c, _P_W]
         row.rndv = size > eager_max or sync != 0
     row.head = -1
     row.tail = -1
@@ -618,14 +626,16 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
     :func:`stream_inputs` are ``ev`` (a calc's units in ps), made rank by rank
     as the loop reaches it (the module docstring).
 
-    ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L (ps) and G
-    (s per byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
-    ``(status, nexto, cend, emax, sdone, pdst, blocked, nodes, bad)``: each rank's CPU time at the end; per
+    ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L, a zero-byte
+    send's cost (ps) and whether LogGOPSim's arithmetic wraps there (:data:`_P_Z`, :data:`_P_W`), and G (s per
+    byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
+    ``(status, nexto, cend, emax, sdone, pdst, blocked, nodes, bad, wrapped)``: each rank's CPU time at the end; per
     event the CPU time when its calc was done and the latest over the nodes it adds to its rank's frontier
     (ps, -1: none or never), whether its send was done (of several, the last made) and, with ``matches``, the
     receive event it matched (-1: none; else an empty array, as the replay needs it only where the matching was
     left to the loop: 8 bytes per event); on a deadlock each rank's first event not finished (-1: none); the
-    operations made; the message class the platform lacks (``STATUS_CLASS``; else -1).
+    operations made; the message class the platform lacks (``STATUS_CLASS``; else -1); the zero-byte sends
+    costed as one byte where LogGOPSim's arithmetic wraps.
     """
     rank_ptr, ref_ptr, rnd_optr = ev[0], ev[6], ev[16]
     nprocs = rank_ptr.size - 1
@@ -724,7 +734,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
                 smax, _cells_to_grow(r, lmax, rs, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
                 qpool, bnext, fstk, cur, qs)
         if stt == _BAD:
-            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD], gs[_G_ZW]
         m = gs[_G_NI]
         _queue(nd, ibuf, m, abuf, kbuf, 0, 0, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk,
                qs)
@@ -745,11 +755,11 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
             hook, gen = (rs, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)
             code = _freed(nd, hook, gen, fbuf, 0)
         if code == _LACKS:
-            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD]
+            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD], gs[_G_ZW]
         if qs[_LIVE] == 0:
             break
     if qs[_EARLY] > 0:
-        return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
+        return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1, gs[_G_ZW]
     # each rank's first node not done is an operation (a join waits for an earlier one), of its earliest event
     status = STATUS_OK
     for s in range(nd.shape[0]):
@@ -765,7 +775,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
             status = STATUS_DEADLOCK
             if blocked[r] < 0:
                 blocked[r] = rs[r].gcur
-    return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1
+    return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1, gs[_G_ZW]
 
 
 
