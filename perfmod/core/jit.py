@@ -54,8 +54,8 @@ def _notice_class() -> Any:
 
         def on_start(self, event: Any) -> None:
             if self.started is None:
-                print(f"perfmod: compiling {self.what} with numba (first use on this install; cached afterwards) "
-                      "...", file=self.out, flush=True)
+                print(f"perfmod: compiling {self.what} with numba (first use on this install, or since its sources "
+                      "changed; cached afterwards) ...", file=self.out, flush=True)
             if self.depth == 0:
                 self.started = time.perf_counter()
             self.depth += 1

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.kernel_cache import njit
 from perfmod.machine.platforms import MODES
 from perfmod.models.comm.collectives import ALGORITHMS, binomial_tree_steps, steps_time
 from perfmod.models.comm.network import Network

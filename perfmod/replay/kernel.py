@@ -48,8 +48,8 @@ from __future__ import annotations
 from collections.abc import Set
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.kernel_cache import njit
 from perfmod.core.prefetch import prefetch
 from perfmod.trace.core import COLLECTIVES, WAITS, Call
 

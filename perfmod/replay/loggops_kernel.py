@@ -96,10 +96,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 from numba.extending import overload
 from numba.np.numpy_support import from_dtype
 
+from perfmod.core.kernel_cache import njit
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_layout import (
     _CALC,

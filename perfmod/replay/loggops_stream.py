@@ -40,8 +40,8 @@ event adds to its rank's frontier (``emax``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.kernel_cache import njit
 from perfmod.replay.loggops_kernel import (
     _BS,
     _EARLY,

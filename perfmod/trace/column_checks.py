@@ -9,7 +9,8 @@ trace names the event (:meth:`perfmod.trace.core.Trace._fail_at`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from perfmod.core.kernel_cache import njit
 
 __all__ = ["CHECKS", "check_columns"]
 

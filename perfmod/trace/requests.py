@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.kernel_cache import njit
 from perfmod.core.memory import index_dtype
 from perfmod.trace.core import LIST_CALLS, NO_REQUEST, NONBLOCKING, Call, Trace, TraceError, code_set
 

@@ -5,7 +5,7 @@ importing the models does not import numba)."""
 
 from __future__ import annotations
 
-from numba import njit
+from perfmod.core.kernel_cache import njit
 
 
 @njit(cache=True)

@@ -27,10 +27,11 @@ byte offset, never as an exception inside the compiled code.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import types
 from numba.typed import Dict
+
+from perfmod.core.kernel_cache import njit
 
 __all__ = ["H", "ERR", "scan", "layout_tokens"]
 
@@ -66,17 +67,17 @@ def layout_tokens(layouts: list[str | None]) -> tuple[np.ndarray, np.ndarray, np
     return np.array(tok, np.uint8), np.array(ptr, np.int64), np.array(has, np.bool_)
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _u16(b: np.ndarray, p: int) -> int:
     return (np.int64(b[p]) << 8) | np.int64(b[p + 1])
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _u32(b: np.ndarray, p: int) -> int:
     return (np.int64(b[p]) << 24) | (np.int64(b[p + 1]) << 16) | (np.int64(b[p + 2]) << 8) | np.int64(b[p + 3])
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _i32(b: np.ndarray, p: int) -> int:
     v = _u32(b, p)
     return v - 4294967296 if v >= 2147483648 else v
@@ -85,7 +86,7 @@ def _i32(b: np.ndarray, p: int) -> int:
 _SMALL = 1 << 16  # request ids below this are tracked in a flag array, others in a dict
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _add(small, pending, r):  # noqa: ANN001, ANN202
     if 0 <= r < _SMALL:
         small[r] = 1
@@ -93,7 +94,7 @@ def _add(small, pending, r):  # noqa: ANN001, ANN202
         pending[r] = 1
 
 
-@numba.njit(inline="always")
+@njit(inline="always")
 def _take(small, pending, r):  # noqa: ANN001, ANN202
     """Remove request ``r`` from the pending ones; True when it was pending."""
     if 0 <= r < _SMALL:
@@ -107,7 +108,7 @@ def _take(small, pending, r):  # noqa: ANN001, ANN202
     return False
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _skip_fields(b, p, end, tok, t0, t1, mask, v, apos, alen):  # noqa: ANN001, ANN202
     """Read the arguments ``tok[t0:t1]`` at ``p``: scalars into ``v``, arrays' (data offset, count) into apos/alen.
 
@@ -210,7 +211,7 @@ def _skip_fields(b, p, end, tok, t0, t1, mask, v, apos, alen):  # noqa: ANN001, 
     return p, nv, na
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def scan(b, start, end, wall_off, handler, code, tok, tok_ptr, has, sizes, locked, comm_map, unknown_mode, fill,
          o_call, o_peer, o_nbytes, o_tag, o_comm, o_req, o_t0, o_t1, o_off, o_compute, o_auxlen, o_aux,
          s_label, s_off, s_a, s_b, unknown_counts):  # noqa: ANN001, ANN201

@@ -17,7 +17,8 @@ replay page gives the times measured).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from perfmod.core.kernel_cache import njit
 
 __all__ = ["POST", "WAIT", "post_order"]
 

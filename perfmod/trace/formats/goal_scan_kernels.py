@@ -8,8 +8,8 @@ that reading a schedule starts without numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from perfmod.core.kernel_cache import njit
 from perfmod.trace.formats.goal_scan import (
     _ANY32,
     _OK,
