@@ -21,7 +21,7 @@ import pytest
 
 from perfmod.apps.traces import collective, synthetic
 from perfmod.machine.platforms import MODES, PROTOCOLS, PlatformError, from_dict, load, to_dict
-from perfmod.replay import DeadlockError, replay
+from perfmod.replay import DeadlockError, ReplayWarning, replay
 from perfmod.replay.graph import CALC, RECV, SEND, WILD, build_graph
 from perfmod.trace import TraceBuilder, read_trace
 from perfmod.trace.formats.goal import read_goal, write_goal
@@ -61,6 +61,19 @@ def test_back_to_back_messages_inject_every_max_o_g(o, g, G, n):
     second_in = max(second + o + L, first_in + o + gn, first_in + g + gn)  # behind the first reception
     assert ns(ds) == [second + o, second_in + o + gn]
     assert ns(ds, "wait_time") == ns(ds) and ns(ds, "compute_time") == [0, 0]
+
+
+def test_a_zero_byte_message_costs_minus_G_unless_loggopsims_arithmetic_wraps():
+    L, o, G = 2500, 1500, 6
+    b = TraceBuilder(2)
+    b.append(0, "send", peer=1, nbytes=0)
+    b.append(1, "recv", peer=0, nbytes=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # g >= G: no warning
+        assert ns(replay(b.build(), platform(L, o, 1000, G), "loggp")) == [o, o + L + o - G]
+    with pytest.warns(ReplayWarning, match=r"trace: 1 zero-byte message\(s\) where o or g is less than G"):
+        ds = replay(b.build(), platform(L, o, 4, G), "loggp")  # g < G: LogGOPSim's g - G wraps; one byte's cost
+    assert ns(ds) == [o, o + L + o]
 
 
 @pytest.mark.parametrize("o, g, G", [(1500, 1000, 3), (500, 3000, 1), (1000, 1000, 0)])

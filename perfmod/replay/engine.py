@@ -336,7 +336,7 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
     if net.model.replay == "loggops":
         stage(4)
         # what the event loop does not read is let go before it runs (a deadlock's report matches again): the
-        # message costs, the collective instances (checked above), and but with wildcards the matching
+        # message costs, the collective instances (checked above) and, without wildcard receives, the matching
         del msg_time, rndv, coll, psrc
         unmatched = None
         if dynamic is None:
