@@ -158,6 +158,29 @@ def test_graph_is_write_goals_schedule(tmp_path, trace):
     assert WILD == -1
 
 
+@pytest.mark.parametrize("make", [lambda: synthetic("jacobi2d", 1024, 2), lambda: synthetic("jacobi2d", 256, 10),
+                                  lambda: synthetic("minife", 64, 3, box=20), lambda: collective("allreduce", 4096),
+                                  lambda: collective("bcast", 4096)])
+def test_the_check_before_allocating_covers_what_the_replay_allocates(make):
+    """``stream_bytes``, which the ``loggp`` replay of a trace checks against the memory available before it
+    allocates, is at least the peak of what the replay allocates beyond the trace (tracemalloc counts NumPy's
+    and numba's arrays): one event a rank and several, halos and collectives."""
+    import tracemalloc
+
+    from perfmod.replay.engine import replay_times
+    from perfmod.replay.loggops import stream_bytes
+
+    trace = make()
+    replay_times(trace, "summit", "loggp", progress=False)  # compiled code loaded first
+    tracemalloc.start()
+    try:
+        replay_times(trace, "summit", "loggp", progress=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.2 * stream_bytes(len(trace), trace.nprocs) < peak <= stream_bytes(len(trace), trace.nprocs)
+
+
 def test_dataset_adds_up_and_deadlocks_are_named():
     ds = replay(synthetic("jacobi2d", 16, 3, compute=2e-6), platform(2500, 1500, 1000, 6), "loggp")
     np.testing.assert_allclose(ds.comm_time + ds.compute_time, ds.total_time, rtol=1e-12)

@@ -79,15 +79,19 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 #: asked and 24 more while they are put back in node order), for the check before allocating
 _KERNEL_BYTES_PER_NODE = 120
 #: what the replay of a trace (:mod:`perfmod.replay.loggops_stream`) allocates per event and per rank beyond the
-#: trace, for the check before allocating (the graph is never held whole): per event its inputs (23 bytes), its
-#: calc in ps (8), its pending request's slot (4), its two times (16), whether its send was done (1; the receive
-#: it matched, 8 more, only where wildcard receives leave the matching to the loop), and room for the other
-#: stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
-#: event queue and buffers (about 300) and its state (about 150). Nodes beyond the homes grow the shared pool.
-#: Measured whole-job peaks beyond the trace (2026-11-27): 1,048,576 x 10 Jacobi2D 12.7 GB for 104.8 M events and
-#: 1 M ranks; an 8,388,608-rank allreduce 15.8 GB (about 1,900 bytes per rank, one event each); both before the
-#: send results shrank from 16 bytes per event to 1
-_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK = 110, 1900
+#: trace, for the check before allocating (the graph is never held whole; :func:`stream_bytes`): per event its
+#: inputs (24 bytes), its pending request's slot (4), its two times (16), whether its send was done (1; the
+#: receive it matched, 8 more, only where wildcard receives leave the matching to the loop), and room for the
+#: other stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
+#: event queue and buffers (about 300) and its state (about 150); and where ranks have several events, the
+#: shared pool of the nodes beyond a home's 8 (a halo's requests, a collective's rounds: about 8 more slots of 64
+#: bytes and their 41 bytes of queue and buffers), twice that while the pool grows (old and new arrays at once),
+#: counted in full from 10 events a rank.  Measured peaks beyond the trace (tracemalloc, 2026-11-28): Jacobi2D
+#: 131,072 x 2 238 bytes per event (4,760 a rank), 1,048,576 x 1 365 (3,650 a rank), 16,384 x 10 94; a lone
+#: allreduce over 1,048,576 ranks 1,663 bytes a rank, a broadcast 1,243; an 8,388,608-rank allreduce 15.8 GB
+#: whole job (2026-11-27); and a fixed part, the pools' and the event queue's first sizes (0.69 MB measured for 2 to
+#: 8 ranks)
+_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK, _SHARED_BYTES_PER_RANK, _STREAM_FIXED_BYTES = 110, 1900, 1700, 2 << 20
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
@@ -463,6 +467,13 @@ def _replay_as_written(trace: Trace, graph: GoalGraph, time_unit: float, net: Ne
     return LogGOPSResult(ok, clock, acc, np.zeros((p, max(n_iter, 1))), blocked, sdone, pdst, len(graph))
 
 
+def stream_bytes(events: int, ranks: int) -> int:
+    """What the ``loggp`` replay of a trace of ``events`` events over ``ranks`` ranks allocates beyond the trace
+    at its peak, as :func:`replay_loggops` checks before allocating (the constants above say what it counts)."""
+    per_rank = _STREAM_BYTES_PER_RANK + _SHARED_BYTES_PER_RANK * min(events / max(ranks, 1), 10) / 10
+    return int(_STREAM_FIXED_BYTES + _TRACE_BYTES_PER_EVENT * events + per_rank * ranks)
+
+
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
                    iteration: np.ndarray, matches: bool = True) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
@@ -479,7 +490,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     if written is not None and compute is trace.compute:
         return _replay_as_written(trace, *written, net, n_iter)
     p, n = trace.nprocs, len(trace)
-    check_fits(_TRACE_BYTES_PER_EVENT * n + _STREAM_BYTES_PER_RANK * p, f"the LogGOPS replay of {n:,} events")
+    check_fits(stream_bytes(n, p), f"the LogGOPS replay of {n:,} events")
     if n >= 1 << 31:
         raise ValueError(f"the LogGOPS replay takes fewer than 2**31 events, not {n:,}")
     ev = stream_inputs(trace, reqs, compute)
