@@ -93,11 +93,11 @@ _MSG = np.int64(1) << 31  # an event's key: the message of the send in slot ``ke
 # flags: in its rank's frontier, a pending request, its message not yet matched, the send its event reports
 _F_FR, _F_PEND, _F_MSG, _F_LAST = 1, 2, 4, 8
 # the pools' words ``gs``: free shared slots (count, first), free shared cells (count, first), nodes made, the bad
-# message class, init nodes recorded (-1: not recording), the ranks, the home slots and cells, the ranks whose
+# message class, init nodes recorded (-1: not recording), the home slots and cells, the ranks whose
 # next chunk an event triggered (count, those made), the nodes made of the current one, log2 of a home's slots,
 # the zero-byte sends made in a class where LogGOPSim's arithmetic wraps around
-(_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_P, _G_HS, _G_HC, _G_NG, _G_NJ, _G_MADE,
- _G_HSH, _G_ZW, _G_WORDS) = range(16)
+(_G_SFREE, _G_SHEAD, _G_LFREE, _G_LHEAD, _G_NODES, _G_BAD, _G_NI, _G_HS, _G_HC, _G_NG, _G_NJ, _G_MADE, _G_HSH,
+ _G_ZW, _G_WORDS) = range(15)
 #: the columns of ``par`` beyond the event loop's o, g, L: what a zero-byte send of the class costs (ps: LogGOPSim's
 #: ``(0 - 1) G``, else 0 where its arithmetic wraps around) and whether it wraps (1: counted in ``gs[_G_ZW]``)
 _P_Z, _P_W = 3, 4
@@ -695,7 +695,6 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
     gs[_G_LFREE] = lcap - hc
     gs[_G_LHEAD] = hc
     gs[_G_BAD] = -1
-    gs[_G_P] = nprocs
     gs[_G_HS] = hs
     gs[_G_HC] = hc
     ibuf = np.empty(cap + 2, dtype=np.int32)
