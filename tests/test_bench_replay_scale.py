@@ -99,11 +99,12 @@ def test_bench_loggopsim_side_by_side(benchmark, tmp_path):
 def test_bench_collective_at_8_million_ranks(benchmark, tmp_path):
     """LogGOPSim's headline case (issue 23 item 4): a broadcast and an allreduce over 8,388,608 ranks, each model
     in its own process; a replay that would not fit is refused before it allocates.  Under ``make test``: 4,096
-    ranks, with a memory budget (5 MB) that the loggp replays exceed (its streaming graph: 110 B per event and
-    1,900 per rank, 7.9 MiB here, the same for both collectives) and the other models do not."""
+    ranks, with a memory budget (5 MB) that the loggp replays exceed (its streaming graph:
+    ``loggops.stream_bytes``, 10.5 MiB here, the same for both collectives) and the other models do not."""
     from perfmod.apps.traces import collective
     from perfmod.replay import replay
     from perfmod.replay.collective_scale import COLLECTIVE_MARKERS, collective_markdown, collective_scale
+    from perfmod.replay.loggops import stream_bytes
 
     full = not benchmark.disabled
     p = 8_388_608 if full else 4096
@@ -117,8 +118,10 @@ def test_bench_collective_at_8_million_ranks(benchmark, tmp_path):
     if not full:  # the job's finishing time is the in-process replay's; the budget refuses the loggp replays only
         want = replay(collective("bcast", p), "summit", "kmodel").total_time.max()
         assert float(bcast.finish_s.sel(model="kmodel")) == pytest.approx(float(want), rel=1e-6)
+        need = stream_bytes(p, p)  # one event a rank
+        assert f"{need / 2**20:.1f} MiB" == "10.5 MiB"  # 2 MiB, and 110 B an event and 2,070 a rank
         for c in ("bcast", "allreduce"):
-            assert "the LogGOPS replay of 4,096 events needs about 7.9 MiB" in str(
+            assert "the LogGOPS replay of 4,096 events needs about 10.5 MiB" in str(
                 ds.refused.sel(collective=c, model="loggp").values)
         assert int((ds.refused != "").sum()) == 2
     else:
