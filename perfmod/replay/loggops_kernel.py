@@ -721,6 +721,17 @@ def by_node(order, done, rr, mate):
     return d, r, m
 
 
+@njit(cache=True, _nrt=False)
+def send_cost(size, smode, gps, zero_dur, short_max, eager_max):
+    """A send's message class ``3 * mode + protocol`` (short, eager, rendezvous by its bytes, a zero-byte message
+    counting as one) and its ``rint((n - 1) G)`` ps (``gps``: G in s per byte per class), a zero-byte message its
+    class's ``zero_dur`` (:func:`~perfmod.replay.loggops._zero_byte_durations`): the one rule of a GOAL file's
+    rows (:func:`fill_rows`) and a trace's streamed nodes (:mod:`perfmod.replay.loggops_stream`)."""
+    nb = max(size, 1)
+    c = 3 * smode + (0 if nb <= short_max else (1 if nb <= eager_max else 2))
+    return c, (np.int64(np.rint((nb - 1.0) * gps[c] * 1e12)) if size > 0 else np.int64(zero_dur[c]))
+
+
 @njit(cache=True)
 def fill_rows(rows, newpos, rank, kind, size, peer, tag, ndeps, calc_scale, smode, sync, gps, zero_dur, short_max,
               eager_max, recv_rndv):
@@ -753,11 +764,8 @@ def fill_rows(rows, newpos, rank, kind, size, peer, tag, ndeps, calc_scale, smod
         if k == _CALC:
             r.dur = np.int64(np.rint(size[v] * calc_scale)) if calc_scale > 0 else size[v]
         elif k == _SEND:
-            nb = max(size[v], 1)
-            pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
-            c = 3 * smode[v] + pc
+            c, r.dur = send_cost(size[v], smode[v], gps, zero_dur, short_max, eager_max)
             r.cls = c
-            r.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12)) if size[v] > 0 else zero_dur[c]
             r.rndv = size[v] > eager_max or sync[v]
         elif k == _RECV and recv_rndv:
             r.rndv = size[v] > eager_max

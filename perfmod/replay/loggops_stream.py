@@ -54,6 +54,7 @@ from perfmod.replay.loggops_kernel import (
     _queue,
     _run,
     graph_hooks,
+    send_cost,
 )
 from perfmod.replay.loggops_layout import _CALC, _DONE, _RECV, _SEND, _WILD, STATUS_DEADLOCK, STATUS_EARLY, STATUS_OK
 from perfmod.trace.core import ANY_SOURCE, PROC_NULL
@@ -261,17 +262,12 @@ def _node(r, kind, size, peer, tag, sync, ev, nd, gs, rs, cells, ibuf, par, gps,
     if kind == _CALC:
         row.dur = size
     elif kind == _SEND:
-        nb = max(size, 1)
-        pc = 0 if nb <= short_max else (1 if nb <= eager_max else 2)
         mode = 0 if rs[r].sock == rs[peer].sock else (1 if rs[r].host == rs[peer].host else 2)
-        c = 3 * mode + pc
+        c, row.dur = send_cost(size, mode, gps, par[:, _P_Z], short_max, eager_max)
         if par[c, 0] < 0 and gs[_G_BAD] < 0:
             gs[_G_BAD] = c
         row.cls = c
-        if size > 0:
-            row.dur = np.int64(np.rint((nb - 1.0) * gps[c] * 1e12))
-        else:  # LogGOPSim's (0 - 1) G, or as one byte where its arithmetic wraps (counted: the caller warns)
-            row.dur = par[c, _P_Z]
+        if size <= 0:  # counted where LogGOPSim's arithmetic wraps (costed as one byte): the caller warns
             gs[_G_ZW] += par[c, _P_W]
         row.rndv = size > eager_max or sync != 0
     row.head = -1
