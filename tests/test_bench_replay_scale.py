@@ -100,7 +100,7 @@ def test_bench_collective_at_8_million_ranks(benchmark, tmp_path):
     """LogGOPSim's headline case (issue 23 item 4): a broadcast and an allreduce over 8,388,608 ranks, each model
     in its own process; a replay that would not fit is refused before it allocates.  Under ``make test``: 4,096
     ranks, with a memory budget (5 MB) that the loggp replays exceed (its streaming graph:
-    ``loggops.stream_bytes``, 10.5 MiB here, the same for both collectives) and the other models do not."""
+    ``loggops.stream_bytes``, 10.4 MiB here, the same for both collectives) and the other models do not."""
     from perfmod.apps.traces import collective
     from perfmod.replay import replay
     from perfmod.replay.collective_scale import COLLECTIVE_MARKERS, collective_markdown, collective_scale
@@ -119,9 +119,9 @@ def test_bench_collective_at_8_million_ranks(benchmark, tmp_path):
         want = replay(collective("bcast", p), "summit", "kmodel").total_time.max()
         assert float(bcast.finish_s.sel(model="kmodel")) == pytest.approx(float(want), rel=1e-6)
         need = stream_bytes(p, p)  # one event a rank
-        assert f"{need / 2**20:.1f} MiB" == "10.5 MiB"  # 2 MiB, and 110 B an event and 2,070 a rank
+        assert f"{need / 2**20:.1f} MiB" == "10.4 MiB"  # 2 MiB, and 90 B an event and 2,070 a rank
         for c in ("bcast", "allreduce"):
-            assert "the LogGOPS replay of 4,096 events needs about 10.5 MiB" in str(
+            assert "the LogGOPS replay of 4,096 events needs about 10.4 MiB" in str(
                 ds.refused.sel(collective=c, model="loggp").values)
         assert int((ds.refused != "").sum()) == 2
     else:

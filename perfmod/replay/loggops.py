@@ -80,18 +80,20 @@ _PS = 1e12  # picoseconds per second: the kernel's time unit
 _KERNEL_BYTES_PER_NODE = 120
 #: what the replay of a trace (:mod:`perfmod.replay.loggops_stream`) allocates per event and per rank beyond the
 #: trace, for the check before allocating (the graph is never held whole; :func:`stream_bytes`): per event its
-#: inputs (24 bytes), its pending request's slot (4), its two times (16), whether its send was done (1; the
-#: receive it matched, 8 more, only where wildcard receives leave the matching to the loop), and room for the
-#: other stages' arrays (the matching, the requests); per rank its home slots and cells (640), their share of the
-#: event queue and buffers (about 300) and its state (about 150); and where ranks have several events, the
+#: record (24 bytes: its inputs, then its two times and its pending request's slot, ``loggops_stream.RESULT``),
+#: whether its send was done (1; the receive it matched, 8 more, only where wildcard receives leave the matching
+#: to the loop), and room for the other stages' arrays (the matching, the requests); per rank its home slots
+#: and cells (640), their share of the event queue and buffers (about 300) and its state (about 150); and where
+#: ranks have several events, the
 #: shared pool of the nodes beyond a home's 8 (a halo's requests, a collective's rounds: about 8 more slots of 64
 #: bytes and their 41 bytes of queue and buffers), twice that while the pool grows (old and new arrays at once),
 #: counted in full from 10 events a rank.  Measured peaks beyond the trace (tracemalloc, 2026-11-28): Jacobi2D
-#: 131,072 x 2 238 bytes per event (4,760 a rank), 1,048,576 x 1 365 (3,650 a rank), 16,384 x 10 94; a lone
+#: 131,072 x 2 238 bytes per event (4,760 a rank), 1,048,576 x 1 365 (3,650 a rank), 16,384 x 10 94 (63 once
+#: the times took the inputs' place, 131,072 x 2 165); a lone
 #: allreduce over 1,048,576 ranks 1,663 bytes a rank, a broadcast 1,243; an 8,388,608-rank allreduce 15.8 GB
 #: whole job (2026-11-27); and a fixed part, the pools' and the event queue's first sizes (0.69 MB measured for 2 to
 #: 8 ranks)
-_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK, _SHARED_BYTES_PER_RANK, _STREAM_FIXED_BYTES = 110, 1900, 1700, 2 << 20
+_TRACE_BYTES_PER_EVENT, _STREAM_BYTES_PER_RANK, _SHARED_BYTES_PER_RANK, _STREAM_FIXED_BYTES = 90, 1900, 1700, 2 << 20
 #: nodes of a rank kept together in the loop's time-major order (:func:`~perfmod.replay.loggops_kernel.time_major`):
 #: 16 rows are 512 bytes, so the passes that reorder the graph read and write whole cache lines, while the rows
 #: the ranks run at one simulated moment stay close (measured 4, 16, 64 at 1,536 and 16,384 ranks: 16 best)
@@ -502,19 +504,20 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     par, gps = _class_params(net)
     zero_dur, wraps = _zero_byte_durations(par, gps)
     with first_call("the LogGOPS event loop"):
-        status, nexto, cend, emax, sdone, pdst, blocked, nops, bad, wrapped = run_stream(
+        status, nexto, sdone, pdst, blocked, nops, bad, wrapped = run_stream(
             ev, sock.astype(np.int64), host.astype(np.int64), np.column_stack([par, zero_dur, wraps]), gps,
             int(plat.short_max_bytes), int(plat.eager_max_bytes), CHUNK, bool(matches))
     if wrapped:
         _warn_zero_byte(trace.source or "trace", int(wrapped), stacklevel=5)
-    units = ev[1]["units"]
+    res = ev[-1]  # the events' times, where their inputs were (loggops_stream.RESULT)
     del ev
     if status == STATUS_CLASS:
         net.loggp_params(MODES[bad // 3], PROTOCOLS[bad % 3])  # raises the network's own error
     if status == STATUS_EARLY:
         raise RuntimeError("the LogGOPS event loop queued an event before the current time, which its event queue "
                            "cannot order (a bug: please report it with the schedule)")
-    acc, iter_comm, clock = _account(trace.rank_ptr, trace.call, iteration, n_iter, _SLOT, units, cend, emax, nexto)
+    acc, iter_comm, clock = _account(trace.rank_ptr, trace.call, iteration, n_iter, _SLOT, res["units"], res["cend"],
+                                     res["emax"], nexto)
     stuck = np.flatnonzero(blocked >= 0) if status != STATUS_OK else np.zeros(0, dtype=np.int64)
     return LogGOPSResult(status == STATUS_OK, clock, acc, iter_comm,
                          dict(zip(stuck.tolist(), blocked[stuck].tolist(), strict=True)), sdone, pdst, int(nops))

@@ -898,7 +898,7 @@ def _account(rank_ptr, call, iteration, n_iter, slot_of, units, cend, emax, next
 
     ``units``: the calc before each event (ps; none where not positive); ``cend``: the CPU time when that calc
     was done; ``emax``: the latest CPU time at which a node the event adds to its rank's frontier was done
-    (-1: none; :func:`~perfmod.replay.loggops_stream.run_stream`)."""
+    (negative: none; :func:`~perfmod.replay.loggops_stream.run_stream`)."""
     nprocs = rank_ptr.size - 1
     acc = np.zeros((nprocs, 5))
     iter_comm = np.zeros((nprocs, max(n_iter, 1)))

@@ -34,7 +34,9 @@ first chunk, made before the loop starts, and queued as the full graph's
 The per-rank accounting of :func:`~perfmod.replay.loggops_kernel._account`
 takes two times per event, filled as nodes are done: the CPU time when
 the event's calc is done (``cend``) and the latest over the nodes the
-event adds to its rank's frontier (``emax``).
+event adds to its rank's frontier (``emax``).  They take the place of the
+event's inputs in its record once its first step has read them
+(:data:`RESULT`), so that the loop keeps 24 bytes per event, not 44.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ from perfmod.trace.formats.goal_graph import (
     _recv_tag,
 )
 
-__all__ = ["CHUNK", "EVENT", "SLOT", "STATUS_CLASS", "run_stream", "stream_inputs"]
+__all__ = ["CHUNK", "EVENT", "RESULT", "SLOT", "STATUS_CLASS", "run_stream", "stream_inputs"]
 
 #: the loop stopped at a send whose message class the platform lacks (``run_stream``'s ``bad``: the class)
 STATUS_CLASS = 3
@@ -81,6 +83,12 @@ CHUNK = 1
 #: (:func:`~perfmod.trace.formats.goal_graph._build`'s), node kind and synchronous send
 EVENT = np.dtype([("units", np.int64), ("peer", np.int32), ("tag", np.int32), ("ck", np.int32), ("cls", np.int8),
                   ("kind", np.int8), ("sync", np.int8)], align=True)
+#: the same record once the event's first step has read it (``evr.view(RESULT)``: its inputs but ``units`` are
+#: not read again): the CPU time when its calc was done (``cend``) and the latest over the nodes it adds to its
+#: rank's frontier (``emax``), ps, -1 none; until its request is waited for, a nonblocking event's ``emax`` holds
+#: ``-2 - slot`` of that request's node (any negative ``emax`` counts as none)
+RESULT = np.dtype([("units", np.int64), ("cend", np.int64), ("emax", np.int64)])
+assert EVENT.itemsize == RESULT.itemsize == 24
 #: a node in its slot (64 bytes, one cache line): the event loop's :data:`~perfmod.replay.loggops_layout.ROW`,
 #: then ``head``/``tail`` of its successors' cells (a free slot: ``head`` the next free one), the trace ``event``
 #: that made it (-1 a join), the event whose frontier it joins (``rel``, -1 none yet), the chunk mark ``trig``,
@@ -113,10 +121,10 @@ _HOME_SHIFT, _HOME_SHIFT_ONE = 3, 2
 #: a rank's generator state in one record (one cache line, where eight arrays and the message mode's two took a
 #: line each): its cursor into its events, the collective part and round it is in (-1: none), its frontier's
 #: cells (head, tail, count), the chunk epoch, the send that reports its current collective event, socket, node,
-#: the first free slot and cell of its home (-1: none)
+#: the first free slot and cell of its home (-1: none), the communicator of its current collective event
 RANK = np.dtype([("gcur", np.int64), ("gq", np.int64), ("grd", np.int64), ("frh", np.int32), ("frt", np.int32),
                  ("gnf", np.int32), ("epoch", np.int32), ("cand", np.int32), ("sock", np.int32), ("host", np.int32),
-                 ("sfree", np.int32), ("cfree", np.int32)], align=True)
+                 ("sfree", np.int32), ("cfree", np.int32), ("gck", np.int32)], align=True)
 assert RANK.itemsize == 64
 _NEED, _OK, _BAD = 0, 1, 2  # what a generator call ends with
 _GROW, _LACKS = 1, 2  # what the loop's hook (_freed) stops it with: the pools must grow, a message class lacking
@@ -323,9 +331,8 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
     generator's per-rank state and the message parameters; ``out``: the per-event results.
     """
     (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key, part_size,
-     part_a2av, key_rptr, rnd_optr, op_kind, op_x) = ev
-    rs, pend, par, gps, short_max, eager_max = st
-    emax = out[1]
+     part_a2av, key_rptr, rnd_optr, op_kind, op_x, res) = ev
+    rs, par, gps, short_max, eager_max = st
     end = rank_ptr[r + 1]
     while True:
         i = rs[r].gcur
@@ -345,7 +352,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
         if rs[r].gq >= 0:  # one round of the collective event i
             q, rnd = rs[r].gq, rs[r].grd
             made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
-            base = mem_ptr[evr[i].ck]
+            base = mem_ptr[rs[r].gck]
             a = aux_ptr[i]
             ctag = COLLECTIVE_TAG + comm[i]
             head = -1
@@ -384,39 +391,42 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 rs[r].cand = -1
                 rs[r].gcur = i + 1
             continue
+        # an event's start: its inputs read, its record holds its times from here on (RESULT)
         e_i = evr[i]
-        if e_i.units > 0:  # an event's start: its calc, then its operation
+        units, c, kind, peer, tag, sync, ck = e_i.units, e_i.cls, e_i.kind, e_i.peer, e_i.tag, e_i.sync, e_i.ck
+        res[i].cend = -1
+        res[i].emax = -1
+        rs[r].gck = ck
+        if units > 0:  # its calc, then its operation
             made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
-            s = _node(r, _CALC, e_i.units, 0, 0, 0, i, nd, gs, rs, cells, ibuf, par, gps, short_max,
-                      eager_max)
+            s = _node(r, _CALC, units, 0, 0, 0, i, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
             made += 1
             e = _cell(r, gs, rs, cells, s)
             _new_frontier(r, e, e, 1, nd, rs, gs, cells)
-        c = e_i.cls
         if c == _NONBLOCKING or c == _BLOCKING:
             made += _join(r, nd, gs, rs, cells, ibuf, par, gps, short_max, eager_max)
-            s = _node(r, e_i.kind, nbytes[i], e_i.peer, e_i.tag, e_i.sync, i, nd, gs, rs, cells, ibuf, par, gps,
-                      short_max, eager_max)
+            s = _node(r, kind, nbytes[i], peer, tag, sync, i, nd, gs, rs, cells, ibuf, par, gps, short_max,
+                      eager_max)
             made += 1
-            if e_i.kind == _SEND:
+            if kind == _SEND:
                 nd[s].flag |= _F_LAST
             if c == _BLOCKING:
                 nd[s].rel = i
                 e = _cell(r, gs, rs, cells, s)
                 _new_frontier(r, e, e, 1, nd, rs, gs, cells)
-            else:
-                pend[i] = s
+            else:  # the request's node, until a wait takes it (no node adds to this event's frontier)
+                res[i].emax = -2 - s
                 nd[s].flag |= _F_PEND
         elif c == _WAIT:
             for q in range(ref_ptr[i], ref_ptr[i + 1]):
                 x = created[q]
-                u = pend[x]
+                u = -2 - res[x].emax
                 if u >= 0:
-                    pend[x] = -1
+                    res[x].emax = -1
                     nd[u].flag &= ~_F_PEND
                     _fr_push(r, u, nd, rs, gs, cells)
                     if nd[u].kind >= _DONE:
-                        emax[i] = max(emax[i], nd[u].rr)
+                        res[i].emax = max(res[i].emax, nd[u].rr)
                     else:
                         nd[u].rel = i
         elif c == _SENDRECV:
@@ -426,15 +436,15 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
             head = -1
             tail = -1
             n_new = 0
-            if e_i.peer != PROC_NULL:
-                s = _node(r, _SEND, nbytes[i], e_i.peer, e_i.tag, 0, i, nd, gs, rs, cells, ibuf, par, gps,
-                          short_max, eager_max)
+            if peer != PROC_NULL:
+                s = _node(r, _SEND, nbytes[i], peer, tag, 0, i, nd, gs, rs, cells, ibuf, par, gps, short_max,
+                          eager_max)
                 nd[s].flag |= _F_LAST
                 nd[s].rel = i
                 head = tail = _cell(r, gs, rs, cells, s)
                 n_new += 1
             if src != PROC_NULL:
-                ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[e_i.ck] + src])
+                ws = _WILD if src == ANY_SOURCE else (src if src < 0 else mem[mem_ptr[ck] + src])
                 s = _node(r, _RECV, rb, ws, rt, 0, i, nd, gs, rs, cells, ibuf, par, gps, short_max,
                           eager_max)
                 nd[s].rel = i
@@ -460,7 +470,7 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     appended to ``fbuf`` (its successors in creation order); its slot given back if nothing refers to it.
     (The stream's hooks of :func:`~perfmod.replay.loggops_kernel._run`: ``g`` is ``(rs, gs, cells, out)``.)"""
     rs, gs, cells, out = g
-    cend, emax, sdone = out[0], out[1], out[2]
+    res, sdone = out[0], out[1]
     x = nd[v]
     k = x.kind
     x.kind = k + _DONE
@@ -468,9 +478,9 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
     if k == _SEND and x.flag & _F_LAST:
         sdone[e] = True
     elif k == _CALC and e >= 0:
-        cend[e] = cpu_t
+        res[e].cend = cpu_t
     if x.rel >= 0:
-        emax[x.rel] = max(emax[x.rel], cpu_t)
+        res[x.rel].emax = max(res[x.rel].emax, cpu_t)
     else:
         x.rr = cpu_t
     c = x.head
@@ -503,7 +513,7 @@ def _matched(m, v, nd, g):
     """Send ``m``'s message matched receive ``v``: the send's event reports it (``pdst``, where it is kept), and
     the message holds the send's slot no more (an eager send, done when it started, lets it go)."""
     rs, gs, out = g[0], g[1], g[3]
-    pdst = out[3]
+    pdst = out[2]
     if pdst.size and nd[m].flag & _F_LAST:
         pdst[nd[m].event] = nd[v].event
     nd[m].flag &= ~_F_MSG
@@ -625,9 +635,10 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
     ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L, a zero-byte
     send's cost (ps) and whether LogGOPSim's arithmetic wraps there (:data:`_P_Z`, :data:`_P_W`), and G (s per
     byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
-    ``(status, nexto, cend, emax, sdone, pdst, blocked, nodes, bad, wrapped)``: each rank's CPU time at the end; per
-    event the CPU time when its calc was done and the latest over the nodes it adds to its rank's frontier
-    (ps, -1: none or never), whether its send was done (of several, the last made) and, with ``matches``, the
+    ``(status, nexto, sdone, pdst, blocked, nodes, bad, wrapped)``: each rank's CPU time at the end; per event
+    (in ``ev``'s last array, :data:`RESULT`, where the event's inputs were) the CPU time when its calc was done
+    and the latest over the nodes it adds to its rank's frontier (ps, negative: none or never; once the loop
+    has run through, or deadlocked), whether its send was done (of several, the last made) and, with ``matches``, the
     receive event it matched (-1: none; else an empty array, as the replay needs it only where the matching was
     left to the loop: 8 bytes per event); on a deadlock each rank's first event not finished (-1: none); the
     operations made; the message class the platform lacks (``STATUS_CLASS``; else -1); the zero-byte sends
@@ -654,13 +665,11 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
         x.cand = -1
         x.sock = sock[r]
         x.host = host[r]
-    pend = np.full(n, -1, dtype=np.int32)
-    cend = np.full(n, -1, dtype=np.int64)
-    emax = np.full(n, -1, dtype=np.int64)
+    res = ev[19]
     sdone = np.zeros(n, dtype=np.bool_)
     pdst = np.full(n if matches else 0, -1, dtype=np.int64)
-    out = (cend, emax, sdone, pdst)
-    st = (rs, pend, par, gps, short_max, eager_max)
+    out = (res, sdone, pdst)
+    st = (rs, par, gps, short_max, eager_max)
     # the slots: each rank's home (its free ones chained from its record's sfree), then the shared pool (grown as
     # needed); the cells likewise
     hsh = _HOME_SHIFT_ONE if n < 2 * nprocs and maxops <= 1 else _HOME_SHIFT
@@ -734,7 +743,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
                 smax, _cells_to_grow(r, lmax, rs, ref_ptr), nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf,
                 qpool, bnext, fstk, cur, qs)
         if stt == _BAD:
-            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD], gs[_G_ZW]
+            return STATUS_CLASS, nexto, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD], gs[_G_ZW]
         m = gs[_G_NI]
         _queue(nd, ibuf, m, abuf, kbuf, 0, 0, aqtime, stats, stk, cur, qpool, bnext, bhead, btail, bfill, bmin, fstk,
                qs)
@@ -755,11 +764,11 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
             hook, gen = (rs, gs, cells, out), (ev, st, chunk, smax, lmax, ibuf, gl)
             code = _freed(nd, hook, gen, fbuf, 0)
         if code == _LACKS:
-            return STATUS_CLASS, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD], gs[_G_ZW]
+            return STATUS_CLASS, nexto, sdone, pdst, blocked, gs[_G_NODES], gs[_G_BAD], gs[_G_ZW]
         if qs[_LIVE] == 0:
             break
     if qs[_EARLY] > 0:
-        return STATUS_EARLY, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1, gs[_G_ZW]
+        return STATUS_EARLY, nexto, sdone, pdst, blocked, gs[_G_NODES], -1, gs[_G_ZW]
     # each rank's first node not done is an operation (a join waits for an earlier one), of its earliest event
     status = STATUS_OK
     for s in range(nd.shape[0]):
@@ -775,7 +784,10 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
             status = STATUS_DEADLOCK
             if blocked[r] < 0:
                 blocked[r] = rs[r].gcur
-    return status, nexto, cend, emax, sdone, pdst, blocked, gs[_G_NODES], -1, gs[_G_ZW]
+            for i in range(rs[r].gcur + (rs[r].gq >= 0), rank_ptr[r + 1]):  # never started: no times
+                res[i].cend = -1
+                res[i].emax = -1
+    return status, nexto, sdone, pdst, blocked, gs[_G_NODES], -1, gs[_G_ZW]
 
 
 
@@ -803,4 +815,5 @@ def stream_inputs(trace, reqs, compute: np.ndarray) -> tuple:
     # an operation's kind and member index, narrower: 11 of the 16 bytes of each template operation
     op_x, op_kind = op_x.astype(np.int32), op_kind.astype(np.int8)
     return (trace.rank_ptr, evr, trace.nbytes, trace.comm, mem, mem_ptr, reqs.ref_ptr, reqs.created, trace.aux,
-            trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x)
+            trace.aux_ptr, raux, part_ptr, part_key, part_size, part_a2av, key_rptr, rnd_optr, op_kind, op_x,
+            evr.view(RESULT))
