@@ -181,6 +181,34 @@ def test_the_check_before_allocating_covers_what_the_replay_allocates(make):
     assert 0.2 * stream_bytes(len(trace), trace.nprocs) < peak <= stream_bytes(len(trace), trace.nprocs)
 
 
+def test_the_event_loop_shows_its_progress_while_it_runs(capsys):
+    """The streamed event loop runs without the GIL and counts the events its generator made: a thread shows
+    them while it runs (values between none and all of them) and all of them once it is done; a replay with a
+    progress bar shows the final count on the bar."""
+    from perfmod.core.kernel_progress import polled
+    from perfmod.replay import engine, loggops
+
+    trace = synthetic("jacobi2d", 4096, 5)
+    n = len(trace)
+    seen = []
+    real = loggops.polled
+
+    def fast(counter, show, every=0.5):
+        return real(counter, lambda k: (seen.append(k), show(k)), 0.002)
+
+    replay(synthetic("jacobi2d", 16, 2), "summit", "loggp")  # compiled first
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loggops, "polled", fast)
+        engine.replay_times(trace, "summit", "loggp", progress=True)
+    assert seen[-1] == n
+    assert seen == sorted(seen)
+    assert any(0 < k < n for k in seen), "no count seen while the loop ran: does it hold the GIL?"
+    assert f"event loop: {n:,} of {n:,} events made (100%)" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="one-element int64"):
+        with polled(np.zeros(2, dtype=np.int64), print):
+            pass
+
+
 def test_dataset_adds_up_and_deadlocks_are_named():
     ds = replay(synthetic("jacobi2d", 16, 3, compute=2e-6), platform(2500, 1500, 1000, 6), "loggp")
     np.testing.assert_allclose(ds.comm_time + ds.compute_time, ds.total_time, rtol=1e-12)

@@ -278,6 +278,14 @@ def _stage_bar(trace: Trace, progress: bool | None) -> Any:
                 mininterval=0)
 
 
+def _loop_shown(bar: Any) -> Any:
+    """What shows the ``loggp`` event loop's progress on the stage bar (its generator's events made)."""
+    def show(made: int, events: int) -> None:
+        bar.set_postfix_str(f"{_STAGES[4]}: {made:,} of {events:,} events made ({made / max(events, 1):.0%})")
+
+    return show
+
+
 def run_times(acc: np.ndarray, clock: np.ndarray) -> dict[str, np.ndarray]:
     """``comm_time``, ``send_time``, ``recv_time``, ``wait_time``, ``collective_time``, ``compute_time`` and
     ``total_time`` per rank (s), as in :func:`replay`'s dataset, from the kernel's accumulators and clocks."""
@@ -342,7 +350,8 @@ def _replay(trace: Trace, platform: Platform | str | Network, model: str, mappin
         if dynamic is None:
             unmatched = _unmatched_sends(trace, pdst)
             del pdst
-        res = replay_loggops(trace, net, comp, reqs, n_iter, iteration, matches=dynamic is not None)
+        res = replay_loggops(trace, net, comp, reqs, n_iter, iteration, matches=dynamic is not None,
+                             show=None if bar.disable else _loop_shown(bar))
         clock, acc, iter_comm = res.clock, res.acc, res.iter_comm
         loggops_attrs = {"operations": res.operations}  # the graph operations the replay simulated
         if not res.ok:

@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -58,6 +60,7 @@ import numpy as np
 
 from perfmod.core.aot import Arg, Kernel, kernels
 from perfmod.core.jit import first_call
+from perfmod.core.kernel_progress import polled
 from perfmod.core.memory import check_fits
 from perfmod.machine.platforms import MODES, PROTOCOLS, ParameterNotAvailable, Platform
 from perfmod.models.comm.network import Network
@@ -477,12 +480,15 @@ def stream_bytes(events: int, ranks: int) -> int:
 
 
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
-                   iteration: np.ndarray, matches: bool = True) -> LogGOPSResult:
+                   iteration: np.ndarray, matches: bool = True, show: Callable[[int, int], None] | None = None,
+                   every: float = 0.5) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
     with its own compute runs the file's graph as written (:func:`_replay_as_written`), any other trace its
     graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`).  ``matches``: the
     result's ``pdst`` (the receive each send matched) is wanted (the replay wants it only where wildcard
-    receives left the matching to the loop; without it the streamed replay keeps 8 bytes less per event)."""
+    receives left the matching to the loop; without it the streamed replay keeps 8 bytes less per event).
+    ``show(made, events)``, if given, is called every ``every`` seconds while the event loop runs with the events
+    its generator has made so far (:func:`~perfmod.core.kernel_progress.polled`), and once at its end."""
     from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
     from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream, stream_inputs
@@ -503,10 +509,12 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     del ranks
     par, gps = _class_params(net)
     zero_dur, wraps = _zero_byte_durations(par, gps)
-    with first_call("the LogGOPS event loop"):
+    made = np.zeros(1, dtype=np.int64)
+    watch = nullcontext() if show is None else polled(made, lambda k: show(k, n), every)
+    with first_call("the LogGOPS event loop"), watch:
         status, nexto, sdone, pdst, blocked, nops, bad, wrapped = run_stream(
             ev, sock.astype(np.int64), host.astype(np.int64), np.column_stack([par, zero_dur, wraps]), gps,
-            int(plat.short_max_bytes), int(plat.eager_max_bytes), CHUNK, bool(matches))
+            int(plat.short_max_bytes), int(plat.eager_max_bytes), CHUNK, bool(matches), made)
     if wrapped:
         _warn_zero_byte(trace.source or "trace", int(wrapped), stacklevel=5)
     res = ev[-1]  # the events' times, where their inputs were (loggops_stream.RESULT)

@@ -332,7 +332,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
     """
     (rank_ptr, evr, nbytes, comm, mem, mem_ptr, ref_ptr, created, aux, aux_ptr, raux, part_ptr, part_key, part_size,
      part_a2av, key_rptr, rnd_optr, op_kind, op_x, res) = ev
-    rs, par, gps, short_max, eager_max = st
+    rs, par, gps, short_max, eager_max, prog = st
     end = rank_ptr[r + 1]
     while True:
         i = rs[r].gcur
@@ -390,6 +390,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 rs[r].gq = -1
                 rs[r].cand = -1
                 rs[r].gcur = i + 1
+                prog[0] += 1
             continue
         # an event's start: its inputs read, its record holds its times from here on (RESULT)
         e_i = evr[i]
@@ -462,6 +463,7 @@ def _generate(r, made, chunk, smax, lmax, ev, st, nd, gs, cells, ibuf, out):
                 rs[r].grd = key_rptr[part_key[q]]
                 continue  # its rounds, a step each
         rs[r].gcur = i + 1
+        prog[0] += 1
 
 
 @njit(cache=True, _nrt=False)
@@ -625,8 +627,8 @@ def _grow(smax, lneed, nd, cells, gs, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext
     return nd, cells, ibuf, fbuf, sbuf, abuf, kbuf, qpool, bnext, fstk, cur
 
 
-@njit(cache=True)
-def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
+@njit(cache=True, nogil=True)
+def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches, prog):
     """The LogGOPS event loop (:func:`~perfmod.replay.loggops_kernel.run_loggops`, for a trace: no start
     successors, each send's own size decides its protocol) on the operation graph of the trace whose
     :func:`stream_inputs` are ``ev`` (a calc's units in ps), made rank by rank
@@ -634,7 +636,8 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
 
     ``sock``, ``host``: each rank's socket and node (a message's mode); ``par``, ``gps``: o, g, L, a zero-byte
     send's cost (ps) and whether LogGOPSim's arithmetic wraps there (:data:`_P_Z`, :data:`_P_W`), and G (s per
-    byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes.  Returns
+    byte) per message class; ``short_max``, ``eager_max``: the protocols' limits in bytes; ``prog[0]``: counts
+    the events the generator has made (it runs without the GIL, so that another thread can show it).  Returns
     ``(status, nexto, sdone, pdst, blocked, nodes, bad, wrapped)``: each rank's CPU time at the end; per event
     (in ``ev``'s last array, :data:`RESULT`, where the event's inputs were) the CPU time when its calc was done
     and the latest over the nodes it adds to its rank's frontier (ps, negative: none or never; once the loop
@@ -669,7 +672,7 @@ def run_stream(ev, sock, host, par, gps, short_max, eager_max, chunk, matches):
     sdone = np.zeros(n, dtype=np.bool_)
     pdst = np.full(n if matches else 0, -1, dtype=np.int64)
     out = (res, sdone, pdst)
-    st = (rs, par, gps, short_max, eager_max)
+    st = (rs, par, gps, short_max, eager_max, prog)
     # the slots: each rank's home (its free ones chained from its record's sfree), then the shared pool (grown as
     # needed); the cells likewise
     hsh = _HOME_SHIFT_ONE if n < 2 * nprocs and maxops <= 1 else _HOME_SHIFT
