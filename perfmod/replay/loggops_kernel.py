@@ -124,7 +124,10 @@ _SHIFT = 32  # a heap entry's second word: sequence << _SHIFT | key
 #: then its rank's CPU and NIC clocks (read from that node, by then in cache): ranks out of step after a trace's
 #: first iteration are run in no memory order, and each event's first loads had waited on memory (262,144-rank
 #: Jacobi2D x 4, ``run_stream``: 68.8 -> 58.0 s; 16,384 x 10: 5.83 -> 5.63 s; a 16,384 x 5 GOAL file's whole job
-#: in-process 2.55 -> 2.30 s; 16 and 6 measured the same as 8 and 3; 2026-11-28, load about 1)
+#: in-process 2.55 -> 2.30 s; 16 and 6 measured the same as 8 and 3; 2026-11-28, load about 1); at 3 pops also
+#: the head of the queue the event will search (a message: its receiver's posted receives; a receive: its rank's
+#: unexpected messages), and one pop ahead that queue's first entry (262,144 x 4: 52.9-55.1 -> 50.3-52.0 s in
+#: three alternated pairs; 16,384 x 10 and the GOAL file unchanged)
 _PF_FAR, _PF_NEAR = 8, 3
 
 
@@ -378,10 +381,26 @@ def _run(nd, g, gen, msgbase, recv_decides, par, nexto, nextgs, nextgr, rq_head,
         if ahead > _PF_NEAR:
             p2 = qs[_POS] + _PF_NEAR
             k2 = cur[p2 - cur.size if p2 >= cur.size else p2] & mask
-            h2 = nd[k2].rank if k2 < msgbase else nd[k2 - msgbase].peer
+            if k2 < msgbase:
+                h2 = nd[k2].rank
+                prefetch(uq_head, h2)
+            else:
+                h2 = nd[k2 - msgbase].peer
+                prefetch(rq_head, h2)
             prefetch(nexto, h2)
             prefetch(nextgs, h2)
             prefetch(nextgr, h2)
+        if ahead > 1:
+            p2 = qs[_POS] + 1
+            k2 = cur[p2 - cur.size if p2 >= cur.size else p2] & mask
+            if k2 >= msgbase:
+                y = rq_head[nd[k2 - msgbase].peer]
+                if y >= 0:
+                    prefetch(nd, y)
+            elif nd[k2].kind == _RECV:
+                y = uq_head[nd[k2].rank]
+                if y >= 0:
+                    prefetch(nd, y)
         qs[_LIVE] -= 1
         key = sk & mask
         nfree = 0
