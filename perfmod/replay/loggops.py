@@ -87,9 +87,9 @@ _KERNEL_BYTES_PER_NODE = 120
 #: whether its send was done (1; the receive it matched, 8 more, only where wildcard receives leave the matching
 #: to the loop), and room for the other stages' arrays (the matching, the requests); per rank its home slots
 #: and cells (640), their share of the event queue and buffers (about 300) and its state (about 150); and where
-#: ranks have several events, the
-#: shared pool of the nodes beyond a home's 8 (a halo's requests, a collective's rounds: about 8 more slots of 64
-#: bytes and their 41 bytes of queue and buffers), twice that while the pool grows (old and new arrays at once),
+#: ranks have several events, the shared pool of the nodes beyond a home's 8 (a halo's requests, a collective's
+#: rounds: about 8 more slots of 64 bytes and their 41 bytes of queue and buffers), twice that while the pool
+#: grows (old and new arrays at once),
 #: counted in full from 10 events a rank.  Measured peaks beyond the trace (tracemalloc, 2026-11-28): Jacobi2D
 #: 131,072 x 2 238 bytes per event (4,760 a rank), 1,048,576 x 1 365 (3,650 a rank), 16,384 x 10 94 (63 once
 #: the times took the inputs' place, 131,072 x 2 165); a lone
@@ -480,15 +480,15 @@ def stream_bytes(events: int, ranks: int) -> int:
 
 
 def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n_iter: int,
-                   iteration: np.ndarray, matches: bool = True, show: Callable[[int, int], None] | None = None,
-                   every: float = 0.5) -> LogGOPSResult:
+                   iteration: np.ndarray, matches: bool = True,
+                   show: Callable[[int, int], None] | None = None) -> LogGOPSResult:
     """Replay ``trace`` on the bound network ``net`` under LogGOPS (see the module docstring); a GOAL trace
     with its own compute runs the file's graph as written (:func:`_replay_as_written`), any other trace its
     graph made rank by rank as the loop reaches it (:mod:`perfmod.replay.loggops_stream`).  ``matches``: the
     result's ``pdst`` (the receive each send matched) is wanted (the replay wants it only where wildcard
     receives left the matching to the loop; without it the streamed replay keeps 8 bytes less per event).
-    ``show(made, events)``, if given, is called every ``every`` seconds while the event loop runs with the events
-    its generator has made so far (:func:`~perfmod.core.kernel_progress.polled`), and once at its end."""
+    ``show(made, events)``, if given, is called every half second while the event loop runs with the events its
+    generator has made so far (:func:`~perfmod.core.kernel_progress.polled`), and once at its end."""
     from perfmod.machine.mapping import node_of, socket_of
     from perfmod.replay.loggops_kernel import _SLOT, _account
     from perfmod.replay.loggops_stream import CHUNK, STATUS_CLASS, run_stream, stream_inputs
@@ -510,7 +510,7 @@ def replay_loggops(trace: Trace, net: Network, compute: np.ndarray, reqs: Any, n
     par, gps = _class_params(net)
     zero_dur, wraps = _zero_byte_durations(par, gps)
     made = np.zeros(1, dtype=np.int64)
-    watch = nullcontext() if show is None else polled(made, lambda k: show(k, n), every)
+    watch = nullcontext() if show is None else polled(made, lambda k: show(k, n))
     with first_call("the LogGOPS event loop"), watch:
         status, nexto, sdone, pdst, blocked, nops, bad, wrapped = run_stream(
             ev, sock.astype(np.int64), host.astype(np.int64), np.column_stack([par, zero_dur, wraps]), gps,

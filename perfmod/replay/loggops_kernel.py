@@ -371,16 +371,14 @@ def _run(nd, g, gen, msgbase, recv_decides, par, nexto, nextgs, nextgr, rq_head,
         # (its place in the order is the same)
         t, sk = qs[_LAST], cur[qs[_POS]]
         qs[_POS] = qs[_POS] + 1 if qs[_POS] + 1 < cur.size else 0
-        ahead = qs[_END] - qs[_POS]
+        ahead = qs[_END] - qs[_POS]  # the current time's events after this one (timing only, below)
         if ahead < 0:
             ahead += cur.size
-        if ahead > _PF_FAR:  # the node of the event a few pops ahead, and its rank's clocks nearer (timing only)
-            p2 = qs[_POS] + _PF_FAR
-            k2 = cur[p2 - cur.size if p2 >= cur.size else p2] & mask
+        if ahead > _PF_FAR:  # the node of an event a few pops ahead, and its rank's clocks nearer
+            k2 = _key_ahead(cur, qs, _PF_FAR, mask)
             prefetch(nd, k2 if k2 < msgbase else k2 - msgbase)
         if ahead > _PF_NEAR:
-            p2 = qs[_POS] + _PF_NEAR
-            k2 = cur[p2 - cur.size if p2 >= cur.size else p2] & mask
+            k2 = _key_ahead(cur, qs, _PF_NEAR, mask)
             if k2 < msgbase:
                 h2 = nd[k2].rank
                 prefetch(uq_head, h2)
@@ -390,9 +388,8 @@ def _run(nd, g, gen, msgbase, recv_decides, par, nexto, nextgs, nextgr, rq_head,
             prefetch(nexto, h2)
             prefetch(nextgs, h2)
             prefetch(nextgr, h2)
-        if ahead > 1:
-            p2 = qs[_POS] + 1
-            k2 = cur[p2 - cur.size if p2 >= cur.size else p2] & mask
+        if ahead > 1:  # the first entry of the queue that event will search
+            k2 = _key_ahead(cur, qs, 1, mask)
             if k2 >= msgbase:
                 y = rq_head[nd[k2 - msgbase].peer]
                 if y >= 0:
@@ -470,6 +467,13 @@ def _run(nd, g, gen, msgbase, recv_decides, par, nexto, nextgs, nextgr, rq_head,
             if code:
                 return code, aqtime
     return 0, aqtime
+
+
+@njit(cache=True, _nrt=False)
+def _key_ahead(cur, qs, d, mask):
+    """The key of the current time's event ``d`` places after the next one (the caller checks there is one)."""
+    p = qs[_POS] + d
+    return cur[p - cur.size if p >= cur.size else p] & mask
 
 
 @njit(cache=True, _nrt=False)
