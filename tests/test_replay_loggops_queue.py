@@ -75,6 +75,22 @@ def test_radix_queue_pops_in_time_then_sequence_order():
     assert len(popped) > 5000 and len({t for t, _ in popped}) > 100
 
 
+@pytest.mark.parametrize("case", ["random", "nearly", "reversed", "ties", "tiny"])
+def test_the_refill_sorts_its_head_in_place_as_numpy_does(case):
+    # _sort_head replaces cur[:e].sort() so that the loop allocates nothing: insertion sort while the entries are
+    # nearly in order, heap sort once it has moved more than 8 n (random and reversed take that path)
+    rng = np.random.default_rng(11)
+    n = 3 if case == "tiny" else 2000
+    a = {"random": rng.integers(0, 1 << 40, n), "nearly": np.arange(n) * 5 + rng.integers(0, 12, n),
+         "reversed": np.arange(n)[::-1] << 32, "ties": rng.integers(0, 4, n), "tiny": np.array([9, 2, 5])}[case]
+    buf = np.concatenate([a, [-7, -8]]).astype(np.int64)  # entries past n are not touched
+    lk._sort_head(buf, n)
+    assert buf[:n].tolist() == np.sort(a).tolist() and buf[n:].tolist() == [-7, -8]
+    one = np.array([4, 1], dtype=np.int64)
+    lk._sort_head(one, 1)
+    assert one.tolist() == [4, 1]
+
+
 def test_an_event_queued_before_the_current_time_is_counted():
     cur, pool, bnext, fstk, bhead, btail, bfill, bmin, qs = _queue(10)
     q = (cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)

@@ -485,7 +485,18 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
         res[x.rel].emax = max(res[x.rel].emax, cpu_t)
     else:
         x.rr = cpu_t
-    c = x.head
+    nfree = _release_cells(x.head, nd, gs, rs, cells, fbuf, nfree)
+    x.head = -1
+    x.tail = -1
+    _maybe_free(v, nd, rs, gs)
+    return nfree
+
+
+@njit(cache=True, _nrt=False)
+def _release_cells(c, nd, gs, rs, cells, fbuf, nfree):
+    """The nodes of the successor list from cell ``c`` have one dependency less (those free now appended to
+    ``fbuf``), its cells given back; returns the new count.  (Out of :func:`_done`, which the loop inlines: a
+    loop inlined there made numba's IR checks warn.)"""
     while c >= 0:
         w = cells[2 * c]
         d = nd[w].ndeps - 1
@@ -496,9 +507,6 @@ def _done(v, t, cpu_t, nd, g, fbuf, nfree):
         nxt = cells[2 * c + 1]
         _free_cell(gs, rs, cells, c)
         c = nxt
-    x.head = -1
-    x.tail = -1
-    _maybe_free(v, nd, rs, gs)
     return nfree
 
 
