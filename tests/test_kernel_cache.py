@@ -23,7 +23,7 @@ def test_the_sources_are_the_modules_numba_compiles_from():
     names = {p.relative_to(kc.PACKAGE).as_posix() for p in kc.kernel_sources()}
     # the loop, the stream whose hooks it compiles in, the helpers both take from other packages, the intrinsics
     assert {"replay/loggops_kernel.py", "replay/loggops_stream.py", "trace/formats/goal_graph.py",
-            "core/prefetch.py", "trace/formats/dumpi_bin_scan.py", "core/kernel_cache.py"} <= names
+            "core/prefetch.py", "core/bitlen.py", "trace/formats/dumpi_bin_scan.py", "core/kernel_cache.py"} <= names
     assert "studies/modeling_benchmark.py" not in names and "trace/core.py" not in names
 
 

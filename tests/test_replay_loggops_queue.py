@@ -91,6 +91,17 @@ def test_the_refill_sorts_its_head_in_place_as_numpy_does(case):
     assert one.tolist() == [4, 1]
 
 
+def test_the_queue_files_a_time_by_its_bit_length_as_python_counts_it():
+    from numba import njit
+
+    from perfmod.core.bitlen import bit_length
+
+    f = njit(lambda x: bit_length(x))
+    values = [0, 1, 2, 3, 255, 256, 1500 * 10**3, 2**40, 2**62, 2**63 - 1]
+    assert [f(np.int64(v)) for v in values] == [v.bit_length() for v in values] == [0, 1, 2, 2, 8, 9, 21, 41, 63, 63]
+    assert f(np.int64(-1)) == 64 and f(np.int32(5)) == 3
+
+
 def test_an_event_queued_before_the_current_time_is_counted():
     cur, pool, bnext, fstk, bhead, btail, bfill, bmin, qs = _queue(10)
     q = (cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)

@@ -121,7 +121,7 @@ def _kernels() -> Any:
     """The event loop's kernels for a GOAL graph: compiled ahead of time where they could be built
     (:mod:`perfmod.core.aot`; the whole GOAL job then starts without numba), else numba's."""
     return kernels("loggops_loop", "perfmod.replay.loggops_kernel", f"{__name__}:AOT_KERNELS",
-                   ("perfmod.replay.loggops_layout",))
+                   ("perfmod.replay.loggops_layout", "perfmod.core.prefetch", "perfmod.core.bitlen"))
 
 
 def message_params(graph: GoalGraph, net: Network, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -106,6 +106,7 @@ from numba.extending import overload
 from numba.np.numpy_support import from_dtype
 
 from perfmod.core.kernel_cache import njit
+from perfmod.core.bitlen import bit_length
 from perfmod.core.prefetch import prefetch
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_layout import (
@@ -141,31 +142,6 @@ _BS = 256  # entries (time, sequence << 32 | key) per block of a bucket of the e
 _NB = 64  # buckets 1 .. 63 (by the highest bit in which a time differs from the current one); 0 is ``cur``
 _LAST, _POS, _END, _FREE, _LIVE, _EARLY = range(6)  # the queue's state words (``qs``)
 _FAR = np.iinfo(np.int64).max
-
-
-@njit(cache=True, _nrt=False)
-def _bitlen(x):
-    """The number of bits of ``x`` > 0 (1 .. 63)."""
-    e = np.int64(0)
-    if x >= np.int64(1) << 32:
-        x >>= 32
-        e += 32
-    if x >= 1 << 16:
-        x >>= 16
-        e += 16
-    if x >= 1 << 8:
-        x >>= 8
-        e += 8
-    if x >= 1 << 4:
-        x >>= 4
-        e += 4
-    if x >= 1 << 2:
-        x >>= 2
-        e += 2
-    if x >= 1 << 1:
-        x >>= 1
-        e += 1
-    return e + x
 
 
 @njit(cache=True, _nrt=False)
@@ -205,7 +181,7 @@ def _qpush(t, k, cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
         cur[e] = k
         qs[_END] = e + 1 if e + 1 < cur.size else 0  # a ring: at most nn + 1 entries are queued
         return
-    _bappend(_bitlen(x), t, k, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+    _bappend(bit_length(x), t, k, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
 
 
 @njit(cache=True, _nrt=False)
@@ -236,7 +212,7 @@ def _qrefill(cur, pool, bnext, bhead, btail, bfill, bmin, fstk, qs):
                     ordered = False
                 last = kk
             else:
-                _bappend(_bitlen(x), tt, kk, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
+                _bappend(bit_length(x), tt, kk, pool, bnext, bhead, btail, bfill, bmin, fstk, qs)
         nxt = bnext[blk]
         fstk[qs[_FREE]] = blk
         qs[_FREE] += 1
