@@ -105,8 +105,8 @@ import numpy as np
 from numba.extending import overload
 from numba.np.numpy_support import from_dtype
 
-from perfmod.core.kernel_cache import njit
 from perfmod.core.bitlen import bit_length
+from perfmod.core.kernel_cache import njit
 from perfmod.core.prefetch import prefetch
 from perfmod.replay.kernel import ACC_COLL, ACC_COMPUTE, ACC_RECV, ACC_SEND, ACC_WAIT
 from perfmod.replay.loggops_layout import (
