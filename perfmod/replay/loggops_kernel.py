@@ -310,8 +310,8 @@ def on_freed(nd, g, gen, fbuf, nfree):
 def graph_hooks(layout: np.dtype, done: Any, start: Any, match: Any, freed: Any) -> None:
     """Register the hooks of :func:`_run` (``@njit`` functions with the stubs' arguments) for the node arrays
     of dtype ``layout``: chosen when the loop is compiled, so that the loop stays one function that numba
-    caches (a function passed as an argument would not be cached) and calls them as it would call them by
-    name."""
+    caches (a function passed as an argument would not be cached), with their bodies inlined where it calls
+    them (numba's IR: keep loops out of a hook's own body, in a helper it calls, or numba's IR checks warn)."""
     record = from_dtype(layout)
     for stub, impl, at in ((on_done, done, 3), (on_start, start, 1), (on_match, match, 2), (on_freed, freed, 0)):
         overload(stub, jit_options={"_nrt": False}, strict=False, inline="always")(_chooser(impl, at, record))
