@@ -54,6 +54,7 @@ from perfmod.replay.loggops_kernel import (
     _NB,
     _POS,
     _queue,
+    _release_one,
     _run,
     graph_hooks,
     send_cost,
@@ -501,12 +502,7 @@ def _release_cells(c, nd, gs, rs, cells, fbuf, nfree):
     ``fbuf``), its cells given back; returns the new count.  (Out of :func:`_done`, which the loop inlines: a
     loop inlined there made numba's IR checks warn.)"""
     while c >= 0:
-        w = cells[2 * c]
-        d = nd[w].ndeps - 1
-        nd[w].ndeps = d
-        if d == 0:
-            fbuf[nfree] = w
-            nfree += 1
+        nfree = _release_one(cells[2 * c], nd, fbuf, nfree)
         nxt = cells[2 * c + 1]
         _free_cell(gs, rs, cells, c)
         c = nxt
